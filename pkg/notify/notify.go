@@ -1,0 +1,682 @@
+// Package notify is lockstep's change feed: it keeps every registry on this replica in step
+// with Postgres, whoever wrote the change.
+//
+// Layers (DESIGN.md "The three layers of sync"):
+//   - push: one dedicated, never pooled connection LISTENs on gateway_registry; each
+//     notification names one changed row, the applier coalesces ids and re-reads them in
+//     batches (one query per type), then applies them version-guarded;
+//   - catch-up: on every (re)connect the listener first LISTENs, then the applier reads the
+//     change log from its xid8 watermark (or does a full versioned reconcile when the
+//     watermark is older than the log's retention), then streaming resumes. A periodic poll of
+//     the change log repairs any notification lost while the connection looked healthy;
+//   - anti-entropy: a slow periodic full reconcile (default 5 min) counts and repairs drift.
+//
+// Listener death (killed backend, half-open TCP, DB restart) is detected by a self-heartbeat:
+// the replica NOTIFYs its own channel every HeartbeatInterval through the pool and expects to
+// hear it on the listener within HeartbeatTimeout (PostgreSQL docs "LISTEN", "NOTIFY").
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/rs/zerolog"
+
+	"lockstep/pkg/store"
+)
+
+// Channel is the NOTIFY channel the registry triggers publish on.
+const Channel = "gateway_registry"
+
+// Sink is one registry the feed keeps in step (implemented by registry.Registry).
+type Sink interface {
+	Type() store.ObjectType
+	// Apply applies re-read rows and absent ids (id → version of the change that reported
+	// them), version-guarded; returns how many entries changed.
+	Apply(rows []store.Row, absent map[string]int64) int
+	// Holds reports whether version (or newer) of id is already reflected (held or deleted).
+	Holds(id string, version int64) bool
+	// Generation is the local apply generation, read before a reconcile snapshot.
+	Generation() uint64
+	// Reconcile makes the registry match a full load; returns the drift it repaired.
+	Reconcile(rows []store.Row, startGen uint64) int
+}
+
+// Source names a change source in /sync/lag.
+type Source string
+
+// Change sources.
+const (
+	SourceListen  Source = "listen"
+	SourceLogical Source = "logical"
+)
+
+// State is the feed's state as /sync/lag reports it.
+type State string
+
+// States.
+const (
+	StateStarting     State = "starting"
+	StateCatchingUp   State = "catching_up"
+	StateStreaming    State = "streaming"
+	StateReconnecting State = "reconnecting"
+)
+
+// Config configures a Syncer. Zero durations take the documented defaults.
+type Config struct {
+	ReplicaID string
+	Store     *store.Store
+	Sinks     []Sink
+	Logger    zerolog.Logger
+
+	HeartbeatInterval time.Duration // self-NOTIFY period; default 1 s
+	HeartbeatTimeout  time.Duration // no heartbeat heard for this long → reconnect; default 3 s
+	PollInterval      time.Duration // change-log poll repairing lost notifications; default 2 s
+	PollGrace         time.Duration // a change younger than this is left to its notification; default 1 s
+	ReconcileInterval time.Duration // full reconcile counting drift; default 5 min
+	Retention         time.Duration // change-log retention this replica prunes to; default 24 h; <0 disables pruning
+	BackoffMin        time.Duration // reconnect backoff start; default 100 ms
+	BackoffMax        time.Duration // reconnect backoff cap; default 5 s
+	BufferSize        int           // notifications buffered between listener and applier; default 8192
+}
+
+func (c *Config) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatInterval, time.Second)
+	def(&c.HeartbeatTimeout, 3*time.Second)
+	def(&c.PollInterval, 2*time.Second)
+	def(&c.PollGrace, time.Second)
+	def(&c.ReconcileInterval, 5*time.Minute)
+	def(&c.Retention, 24*time.Hour)
+	def(&c.BackoffMin, 100*time.Millisecond)
+	def(&c.BackoffMax, 5*time.Second)
+	if c.BufferSize == 0 {
+		c.BufferSize = 8192
+	}
+	if c.ReplicaID == "" {
+		c.ReplicaID = "replica"
+	}
+}
+
+// event is one decoded gateway_registry notification.
+type event struct {
+	Seq  int64            `json:"seq"`
+	Type store.ObjectType `json:"type"`
+	Op   string           `json:"op"`
+	ID   string           `json:"id"`
+	V    int64            `json:"v"`
+	TS   int64            `json:"ts"` // changed_at, µs since the epoch
+}
+
+type catchUpReq struct {
+	done     chan error
+	afterGap bool // a reconnect: everything found in the log counts as a repaired gap
+}
+
+// Syncer runs the change feed. Start it once; Stop is idempotent and blocks.
+type Syncer struct {
+	cfg    Config
+	log    zerolog.Logger
+	sinks  map[store.ObjectType]Sink
+	hbChan string
+
+	events  chan event
+	catchUp chan catchUpReq
+
+	state       atomic.Value // State
+	ready       atomic.Bool
+	lastHB      atomic.Int64 // unix nanos of the last heartbeat heard
+	hbRTT       atomic.Int64 // nanos
+	headSeq     atomic.Int64
+	appliedSeq  atomic.Int64
+	eventsApp   atomic.Int64
+	applyErrs   atomic.Int64
+	reconnects  atomic.Int64
+	gaps        atomic.Int64
+	drift       atomic.Int64
+	dropped     atomic.Int64
+	malformed   atomic.Int64
+	reconciles  atomic.Int64
+	needCatchUp atomic.Bool
+
+	watermarkPub atomic.Uint64 // copy of watermark for Stats
+
+	// applier-owned state (one goroutine)
+	watermark uint64
+	pending   map[store.ObjectType]map[string]int64
+
+	lag lagWindow
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stop   sync.Once
+}
+
+// New builds a Syncer; call Start.
+func New(cfg Config) *Syncer {
+	cfg.defaults()
+	s := &Syncer{
+		cfg:     cfg,
+		log:     cfg.Logger.With().Str("component", "notify").Logger(),
+		sinks:   map[store.ObjectType]Sink{},
+		hbChan:  "gateway_hb_" + sanitize(cfg.ReplicaID),
+		events:  make(chan event, cfg.BufferSize),
+		catchUp: make(chan catchUpReq),
+		pending: map[store.ObjectType]map[string]int64{},
+	}
+	for _, sk := range cfg.Sinks {
+		s.sinks[sk.Type()] = sk
+	}
+	s.state.Store(StateStarting)
+	return s
+}
+
+func sanitize(id string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return s
+}
+
+// Start runs the initial full load of every sink (failing fast if Postgres cannot be read),
+// then starts the listener, applier and heartbeat goroutines. It returns once the initial
+// load is done; Ready reports when the feed has streamed once.
+func (s *Syncer) Start(ctx context.Context) error {
+	if err := s.fullLoad(ctx, false); err != nil {
+		return fmt.Errorf("initial load: %w", err)
+	}
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); s.listen(ctx) }()
+	go func() { defer s.wg.Done(); s.apply(ctx) }()
+	go func() { defer s.wg.Done(); s.heartbeat(ctx) }()
+	return nil
+}
+
+// Stop stops every goroutine and closes the listener connection. Idempotent; blocks.
+func (s *Syncer) Stop() {
+	s.stop.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+	})
+	s.wg.Wait()
+}
+
+// Ready reports whether the initial load is done and the feed has started streaming once.
+func (s *Syncer) Ready() bool { return s.ready.Load() }
+
+// State is the feed's current state.
+func (s *Syncer) State() State { return s.state.Load().(State) }
+
+// --- listener ------------------------------------------------------------------------------
+
+func (s *Syncer) listen(ctx context.Context) {
+	backoff := s.cfg.BackoffMin
+	first := true
+	for ctx.Err() == nil {
+		if !first {
+			s.state.Store(StateReconnecting)
+		}
+		err := s.session(ctx, &first, &backoff)
+		if ctx.Err() != nil {
+			return
+		}
+		s.state.Store(StateReconnecting)
+		s.log.Warn().Err(err).Dur("backoff", backoff).Msg("listener connection lost; reconnecting")
+		// capped exponential backoff with full jitter, cancellable
+		d := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+		backoff = min(backoff*2, s.cfg.BackoffMax)
+	}
+}
+
+// session runs one listener connection until it fails.
+func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duration) error {
+	pcfg, err := pgconn.ParseConfig(s.cfg.Store.ConnString())
+	if err != nil {
+		return err
+	}
+	pcfg.ConnectTimeout = 5 * time.Second
+	pcfg.RuntimeParams["application_name"] = "lockstep-listener-" + s.cfg.ReplicaID
+	pcfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { s.onNotification(n) }
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	conn, err := pgconn.ConnectConfig(cctx, pcfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = conn.Exec(lctx, fmt.Sprintf("LISTEN %s; LISTEN %s", Channel, s.hbChan)).ReadAll()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// LISTEN is in place: anything committed from now on is notified. Catch up on what was
+	// committed before (or while disconnected), then stream.
+	s.state.Store(StateCatchingUp)
+	done := make(chan error, 1)
+	select {
+	case s.catchUp <- catchUpReq{done: done, afterGap: !*first}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("catch-up: %w", err)
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !*first {
+		s.reconnects.Add(1)
+		s.log.Info().Msg("listener reconnected and caught up")
+	}
+	*first = false
+	*backoff = s.cfg.BackoffMin
+	s.lastHB.Store(time.Now().UnixNano())
+	s.state.Store(StateStreaming)
+	s.ready.Store(true)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := conn.WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+		if conn.IsClosed() {
+			return errors.New("listener connection closed")
+		}
+		if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
+			return fmt.Errorf("no heartbeat for %s", since.Round(time.Millisecond))
+		}
+	}
+}
+
+func (s *Syncer) onNotification(n *pgconn.Notification) {
+	if n.Channel == s.hbChan {
+		now := time.Now()
+		s.lastHB.Store(now.UnixNano())
+		if sent, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+			s.hbRTT.Store(now.UnixNano() - sent)
+		}
+		return
+	}
+	if n.Channel != Channel {
+		return
+	}
+	var ev event
+	if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil || ev.Type == "" || (ev.ID == "" && ev.Op != "truncate") || ev.Seq <= 0 {
+		s.malformed.Add(1)
+		s.log.Warn().Int("payload_bytes", len(n.Payload)).Str("payload", truncate(n.Payload, 200)).Msg("ignoring malformed notification")
+		return
+	}
+	if _, ok := s.sinks[ev.Type]; !ok {
+		return // type not synced here (supported_db_objects)
+	}
+	if ev.Seq > s.headSeq.Load() {
+		s.headSeq.Store(ev.Seq)
+	}
+	select {
+	case s.events <- ev:
+	default:
+		// Buffer full: count it and let the change-log poll repair it.
+		s.dropped.Add(1)
+		s.needCatchUp.Store(true)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func (s *Syncer) heartbeat(ctx context.Context) {
+	t := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			hctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
+			if err := s.cfg.Store.Notify(hctx, s.hbChan, strconv.FormatInt(time.Now().UnixNano(), 10)); err != nil && ctx.Err() == nil {
+				s.log.Debug().Err(err).Msg("heartbeat notify failed")
+			}
+			cancel()
+		}
+	}
+}
+
+// --- applier -------------------------------------------------------------------------------
+
+func (s *Syncer) apply(ctx context.Context) {
+	poll := time.NewTicker(s.cfg.PollInterval)
+	defer poll.Stop()
+	rec := time.NewTicker(s.cfg.ReconcileInterval)
+	defer rec.Stop()
+	batch := make([]event, 0, 1024)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case req := <-s.catchUp:
+			req.done <- s.catchUpNow(ctx, req.afterGap)
+		case ev := <-s.events:
+			batch = append(batch[:0], ev)
+		drain:
+			for len(batch) < cap(batch) {
+				select {
+				case ev := <-s.events:
+					batch = append(batch, ev)
+				default:
+					break drain
+				}
+			}
+			s.applyEvents(ctx, batch)
+		case <-poll.C:
+			if s.State() != StateStreaming {
+				continue
+			}
+			force := s.needCatchUp.Swap(false)
+			if err := s.catchUpNow(ctx, force); err != nil {
+				s.needCatchUp.Store(force)
+				s.log.Debug().Err(err).Msg("change-log poll failed")
+			}
+		case <-rec.C:
+			if s.State() != StateStreaming {
+				continue
+			}
+			if err := s.fullLoad(ctx, true); err != nil {
+				s.log.Warn().Err(err).Msg("periodic reconcile failed")
+			}
+			if s.cfg.Retention > 0 {
+				if _, err := s.cfg.Store.PruneChanges(ctx, s.cfg.Retention); err != nil {
+					s.log.Debug().Err(err).Msg("prune change log failed")
+				}
+			}
+		}
+	}
+}
+
+// applyEvents coalesces a batch of notifications per type and id (highest version wins),
+// re-reads the ids in one query per type and applies the result.
+func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
+	want := map[store.ObjectType]map[string]int64{}
+	var maxSeq int64
+	for _, ev := range batch {
+		if ev.Seq > maxSeq {
+			maxSeq = ev.Seq
+		}
+		if ev.Op == "truncate" {
+			if err := s.reconcileType(ctx, ev.Type, false); err != nil {
+				s.addPendingReload(ev.Type)
+			}
+			continue
+		}
+		m := want[ev.Type]
+		if m == nil {
+			m = map[string]int64{}
+			want[ev.Type] = m
+		}
+		if ev.V > m[ev.ID] {
+			m[ev.ID] = ev.V
+		}
+	}
+	for typ, ids := range want {
+		if err := s.reread(ctx, typ, ids); err != nil {
+			s.log.Warn().Err(err).Str("type", string(typ)).Msg("re-read failed; will retry")
+			s.addPending(typ, ids)
+		}
+	}
+	now := time.Now()
+	for _, ev := range batch {
+		if ev.TS > 0 {
+			s.lag.add(now, now.Sub(time.UnixMicro(ev.TS)))
+		}
+	}
+	s.eventsApp.Add(int64(len(batch)))
+	if maxSeq > s.appliedSeq.Load() {
+		s.appliedSeq.Store(maxSeq)
+	}
+}
+
+// reread loads ids (id → version of the change) that the sink does not already hold and
+// applies them; ids not found are applied as absent at the change's version.
+func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]int64) error {
+	sink := s.sinks[typ]
+	if sink == nil {
+		return nil
+	}
+	need := make([]string, 0, len(ids))
+	for id, v := range ids {
+		if !sink.Holds(id, v) {
+			need = append(need, id)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	rows, err := s.cfg.Store.LoadByIDs(rctx, typ, need)
+	cancel()
+	if err != nil {
+		return err
+	}
+	absent := make(map[string]int64, len(need))
+	for _, id := range need {
+		absent[id] = ids[id]
+	}
+	for _, r := range rows {
+		delete(absent, r.ID)
+	}
+	sink.Apply(rows, absent)
+	return nil
+}
+
+func (s *Syncer) addPending(typ store.ObjectType, ids map[string]int64) {
+	m := s.pending[typ]
+	if m == nil {
+		m = map[string]int64{}
+		s.pending[typ] = m
+	}
+	for id, v := range ids {
+		if v > m[id] {
+			m[id] = v
+		}
+	}
+}
+
+func (s *Syncer) addPendingReload(typ store.ObjectType) {
+	s.needCatchUp.Store(true)
+	s.addPending(typ, map[string]int64{"": 0})
+}
+
+// catchUpNow reads the change log since the watermark and applies what the registries do not
+// hold yet. After a reconnect (afterGap) every such change counts as a repaired gap; on a
+// routine poll, changes younger than PollGrace are left to their notification and hold the
+// watermark back so they are looked at again.
+func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
+	// retry re-reads that failed earlier
+	for typ, ids := range s.pending {
+		if _, reload := ids[""]; reload {
+			if err := s.reconcileType(ctx, typ, false); err != nil {
+				return err
+			}
+			delete(s.pending, typ)
+			continue
+		}
+		if err := s.reread(ctx, typ, ids); err != nil {
+			return err
+		}
+		delete(s.pending, typ)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := s.cfg.Store.ChangesSince(cctx, s.watermark)
+	if err != nil {
+		return err
+	}
+	if b.HeadSeq > s.headSeq.Load() {
+		s.headSeq.Store(b.HeadSeq)
+	}
+	if s.watermark < b.PrunedBefore {
+		// The log no longer holds everything since our watermark: full versioned reconcile.
+		s.log.Info().Uint64("watermark", s.watermark).Uint64("pruned_before", b.PrunedBefore).Msg("watermark older than change-log retention; full reconcile")
+		return s.fullLoad(ctx, true)
+	}
+	want := map[store.ObjectType]map[string]int64{}
+	holdBack := false
+	gaps := 0
+	grace := time.Now().Add(-s.cfg.PollGrace)
+	var maxSeq int64
+	for _, c := range b.Changes {
+		sink := s.sinks[c.Type]
+		if sink == nil {
+			continue
+		}
+		if c.Op == "truncate" {
+			if sink.Generation() == 0 || !afterGap && c.ChangedAt.After(grace) {
+				holdBack = true
+				continue
+			}
+			// A truncate is rare; reconcile the type (idempotent if already done).
+			if err := s.reconcileType(ctx, c.Type, false); err != nil {
+				return err
+			}
+			continue
+		}
+		if sink.Holds(c.ID, c.Version) {
+			maxSeq = max(maxSeq, c.Seq)
+			continue
+		}
+		if !afterGap && c.ChangedAt.After(grace) {
+			holdBack = true
+			continue
+		}
+		m := want[c.Type]
+		if m == nil {
+			m = map[string]int64{}
+			want[c.Type] = m
+		}
+		if c.Version > m[c.ID] {
+			m[c.ID] = c.Version
+		}
+		maxSeq = max(maxSeq, c.Seq)
+		gaps++
+	}
+	for typ, ids := range want {
+		if err := s.reread(ctx, typ, ids); err != nil {
+			return err
+		}
+	}
+	if gaps > 0 {
+		s.gaps.Add(int64(gaps))
+		s.log.Info().Int("changes", gaps).Bool("after_reconnect", afterGap).Msg("repaired changes missed by notifications")
+	}
+	if maxSeq > s.appliedSeq.Load() {
+		s.appliedSeq.Store(maxSeq)
+	}
+	if !holdBack {
+		s.watermark = b.Watermark
+		s.watermarkPub.Store(b.Watermark)
+	}
+	return nil
+}
+
+// fullLoad reconciles every sink against a full load. countDrift is false for the initial load.
+func (s *Syncer) fullLoad(ctx context.Context, countDrift bool) error {
+	types := make([]store.ObjectType, 0, len(s.sinks))
+	for t := range s.sinks {
+		types = append(types, t)
+	}
+	sort.Slice(types, func(i, j int) bool { return types[i] < types[j] })
+	var wm uint64
+	for i, t := range types {
+		snap, err := s.load(ctx, t, countDrift)
+		if err != nil {
+			return err
+		}
+		if i == 0 || snap < wm {
+			wm = snap
+		}
+	}
+	s.watermark = wm
+	s.watermarkPub.Store(wm)
+	s.reconciles.Add(1)
+	return nil
+}
+
+func (s *Syncer) reconcileType(ctx context.Context, t store.ObjectType, countDrift bool) error {
+	_, err := s.load(ctx, t, countDrift)
+	return err
+}
+
+func (s *Syncer) load(ctx context.Context, t store.ObjectType, countDrift bool) (uint64, error) {
+	sink := s.sinks[t]
+	start := sink.Generation()
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	snap, err := s.cfg.Store.LoadAll(lctx, t)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	d := sink.Reconcile(snap.Rows, start)
+	if countDrift && d > 0 {
+		s.drift.Add(int64(d))
+		s.log.Warn().Str("type", string(t)).Int("drift", d).Msg("reconcile repaired drift")
+	}
+	if snap.HeadSeq > s.headSeq.Load() {
+		s.headSeq.Store(snap.HeadSeq)
+	}
+	if snap.HeadSeq > s.appliedSeq.Load() {
+		s.appliedSeq.Store(snap.HeadSeq)
+	}
+	return snap.Watermark, nil
+}
+
+// Reconcile runs a full versioned reconcile now and returns the drift it repaired. It is
+// executed on the caller's goroutine; use it from tests and admin tooling.
+func (s *Syncer) Reconcile(ctx context.Context) (int64, error) {
+	before := s.drift.Load()
+	for t := range s.sinks {
+		if err := s.reconcileType(ctx, t, true); err != nil {
+			return 0, err
+		}
+	}
+	return s.drift.Load() - before, nil
+}

@@ -1,0 +1,420 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Response is a non-streaming answer.
+type Response struct {
+	// Status is the upstream HTTP status (200 for mock answers).
+	Status int
+	// Body is the answer in the INBOUND format: the upstream bytes verbatim on passthrough,
+	// else the translation.
+	Body []byte
+	// Text is the assistant text (joined text blocks/parts; "" for embeddings), for guardrails
+	// and the A2A bridge.
+	Text string
+}
+
+// Stream is a streaming answer. Next returns io.EOF after the last event. Close releases the
+// upstream connection; it is safe to call more than once and after EOF. A Stream is not safe
+// for concurrent use.
+type Stream interface {
+	Next() (Event, error)
+	Close() error
+}
+
+// Event is one step of a streamed answer.
+type Event struct {
+	// Data is the exact bytes to write to the client: one or more complete SSE frames in the
+	// inbound format, each ending with its blank line. It is only valid until the next call to
+	// Next (buffers are reused): write or copy it first.
+	Data []byte
+	// Text is the assistant text delta carried by Data, if any.
+	Text string
+}
+
+// UpstreamError is a failed upstream call: a non-2xx answer, a transport failure, a timeout,
+// or a request that cannot be translated for the deployment's provider (400, no call made).
+type UpstreamError struct {
+	// Status is the upstream HTTP status; 502 for transport failures and unparsable answers,
+	// 504 for timeouts.
+	Status int
+	// Message is a readable text: the upstream's error.message (OpenAI and Anthropic), message
+	// or detail (vLLM, FastAPI), else the start of the body or the status text.
+	Message string
+	// Type is the upstream's error.type when it sent one (e.g. "rate_limit_error").
+	Type string
+	// Body is the upstream error body (at most 64 KiB), nil when there was none.
+	Body []byte
+	// Retryable is true for 408, 409, 429, 5xx, transport failures and timeouts: another
+	// attempt (or another deployment) may succeed.
+	Retryable bool
+	// RetryAfter is the upstream's Retry-After (or retry-after-ms) hint, 0 when absent.
+	RetryAfter time.Duration
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("upstream %d: %s", e.Status, e.Message)
+}
+
+// IsRetryable reports whether err is an [UpstreamError] worth retrying.
+func IsRetryable(err error) bool {
+	var ue *UpstreamError
+	return errors.As(err, &ue) && ue.Retryable
+}
+
+func retryableStatus(code int) bool {
+	return code == 408 || code == 409 || code == 429 || code >= 500
+}
+
+var errTruncated = errors.New("upstream stream ended before completion")
+
+// Client calls upstreams. It is safe for concurrent use; share one per process.
+type Client struct {
+	hc *http.Client
+}
+
+// NewClient returns a client with a pooled transport (keep-alives, 256 idle connections per
+// upstream host, HTTP/2 when offered). It sets no client-wide timeout: each call is bounded by
+// its deployment's Timeout/StreamTimeout and by ctx.
+func NewClient() *Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return &Client{hc: &http.Client{Transport: t}}
+}
+
+// CloseIdleConnections closes idle upstream connections (on shutdown).
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// plan decides how inbound format in is served by d: the upstream format, and whether the body
+// passes through (formats match) or is translated.
+func plan(d *Deployment, in Format) (up Format, pass bool, err error) {
+	switch d.spec.wire {
+	case wireAnthropic:
+		switch in {
+		case FormatMessages:
+			return FormatMessages, true, nil
+		case FormatChat, FormatResponses:
+			return FormatMessages, false, nil
+		case FormatEmbeddings:
+			return 0, false, badRequest("embeddings not supported by provider %s", d.Provider)
+		}
+	default:
+		switch in {
+		case FormatChat, FormatEmbeddings:
+			return in, true, nil
+		case FormatResponses:
+			if d.spec.responses {
+				return FormatResponses, true, nil
+			}
+			return FormatChat, false, nil
+		case FormatMessages:
+			return FormatChat, false, nil
+		}
+	}
+	return 0, false, badRequest("unknown request format %d", int(in))
+}
+
+// upstreamBody builds the body sent upstream.
+func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) ([]byte, error) {
+	if pass {
+		b, err := RewriteModel(body, d.Model)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		if StreamRequested(b) != stream && in != FormatEmbeddings {
+			b = setBool(b, "stream", stream)
+		}
+		return b, nil
+	}
+	var r *request
+	var err error
+	switch in {
+	case FormatChat:
+		r, err = parseChatRequest(body)
+	case FormatResponses:
+		r, err = parseResponsesRequest(body)
+	case FormatMessages:
+		r, err = parseMessagesRequest(body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.stream = stream
+	if up == FormatMessages {
+		return renderMessagesRequest(r, d.Model), nil
+	}
+	return renderChatRequest(r, d.Model, d.spec.maxCompletionTokens), nil
+}
+
+func (d *Deployment) url(up Format) string {
+	switch up {
+	case FormatChat:
+		return d.chatURL
+	case FormatResponses:
+		return d.responsesURL
+	case FormatEmbeddings:
+		return d.embeddingsURL
+	}
+	return d.messagesURL
+}
+
+// send posts body to the upstream endpoint of format up. Non-2xx answers are returned as
+// *UpstreamError with the body closed.
+func (c *Client) send(ctx context.Context, d *Deployment, up Format, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(up), bytes.NewReader(body))
+	if err != nil {
+		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
+	}
+	req.Header = d.header // shared and never modified: net/http only reads request headers
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, errorFromResponse(resp)
+	}
+	return resp, nil
+}
+
+// transportError turns a failed send/read into the error the caller sees: the parent's own
+// context error when the caller gave up, 504 when the deployment's timeout fired, else 502.
+func transportError(parent context.Context, err error, timeout time.Duration, what string) error {
+	var ue *UpstreamError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	if perr := parent.Err(); perr != nil {
+		return perr
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errIdleTimeout) {
+		return &UpstreamError{Status: 504, Message: fmt.Sprintf("upstream %s timed out after %s", what, timeout), Retryable: true}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &UpstreamError{Status: 504, Message: "upstream " + what + " timed out: " + err.Error(), Retryable: true}
+	}
+	return &UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true}
+}
+
+const maxErrorBody = 64 << 10
+
+// errorFromResponse reads a non-2xx answer into an *UpstreamError.
+func errorFromResponse(resp *http.Response) *UpstreamError {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	msg, typ := errorMessage(body)
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+		if msg == "" {
+			msg = "status " + strconv.Itoa(resp.StatusCode)
+		}
+	}
+	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Retryable: retryableStatus(resp.StatusCode)}
+	if len(body) > 0 {
+		e.Body = body
+	}
+	if ms, err := strconv.ParseFloat(resp.Header.Get("retry-after-ms"), 64); err == nil && ms > 0 {
+		e.RetryAfter = time.Duration(ms * float64(time.Millisecond))
+	} else if s, err := strconv.ParseFloat(resp.Header.Get("Retry-After"), 64); err == nil && s > 0 {
+		e.RetryAfter = time.Duration(s * float64(time.Second))
+	}
+	return e
+}
+
+// errorMessage extracts a readable message and type from an upstream error body: OpenAI and
+// Anthropic {"error": {"message", "type"}}, {"error": "text"}, vLLM {"message"}, FastAPI
+// {"detail"}; else the trimmed body (at most 500 bytes) when it is text.
+func errorMessage(body []byte) (msg, typ string) {
+	if gjson.ValidBytes(body) {
+		j := gjson.ParseBytes(body)
+		if e := j.Get("error"); e.IsObject() {
+			if m := e.Get("message"); m.Type == gjson.String && m.Str != "" {
+				return m.Str, e.Get("type").Str
+			}
+		} else if e.Type == gjson.String && e.Str != "" {
+			return e.Str, j.Get("type").Str
+		}
+		if m := j.Get("message"); m.Type == gjson.String && m.Str != "" {
+			return m.Str, j.Get("type").Str
+		}
+		if m := j.Get("detail"); m.Exists() {
+			if m.Type == gjson.String {
+				return m.Str, ""
+			}
+			return m.Raw, ""
+		}
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 500 {
+		s = s[:500] + "…"
+	}
+	return s, ""
+}
+
+const maxResponseBody = 256 << 20
+
+func readAll(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxResponseBody {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, buf)
+		return buf, err
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
+	if err == nil && len(b) > maxResponseBody {
+		return nil, &UpstreamError{Status: 502, Message: "upstream answer larger than 256 MiB"}
+	}
+	return b, err
+}
+
+// Do performs a non-streaming call. body is the client's request in format in (its "model"
+// is the group name; a "stream": true in it is turned off). The answer is returned in format
+// in: the upstream bytes verbatim when the formats match, else translated. Errors:
+// *UpstreamError (upstream non-2xx, transport failure 502, timeout 504 after d.Timeout,
+// untranslatable request 400), or ctx's error when ctx ends first.
+func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
+	if d.MockResponse != nil {
+		return mockDo(d, in, body)
+	}
+	up, pass, err := plan(d, in)
+	if err != nil {
+		return nil, err
+	}
+	ub, err := upstreamBody(d, in, up, pass, false, body)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	defer cancel()
+	resp, err := c.send(cctx, d, up, ub)
+	if err != nil {
+		return nil, transportError(ctx, err, d.Timeout, "call")
+	}
+	defer resp.Body.Close()
+	raw, err := readAll(resp)
+	if err != nil {
+		return nil, transportError(ctx, err, d.Timeout, "call")
+	}
+	if pass {
+		return &Response{Status: resp.StatusCode, Body: raw, Text: answerText(in, raw)}, nil
+	}
+	var res *result
+	if up == FormatMessages {
+		res, err = parseMessagesResult(raw)
+	} else {
+		res, err = parseChatResult(raw)
+	}
+	if err != nil {
+		return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
+	}
+	return &Response{Status: resp.StatusCode, Body: render(in, res), Text: res.text()}, nil
+}
+
+func render(in Format, res *result) []byte {
+	switch in {
+	case FormatMessages:
+		return renderMessages(res)
+	case FormatResponses:
+		return renderResponses(res, now())
+	}
+	return renderChat(res, now())
+}
+
+// answerText extracts the assistant text of an answer in format f.
+func answerText(f Format, body []byte) string {
+	j := gjson.ParseBytes(body)
+	switch f {
+	case FormatChat:
+		return contentText(j.Get("choices.0.message.content"))
+	case FormatMessages:
+		return contentText(j.Get("content"))
+	case FormatResponses:
+		var sb strings.Builder
+		j.Get("output").ForEach(func(_, it gjson.Result) bool {
+			if it.Get("type").Str == "message" {
+				sb.WriteString(contentText(it.Get("content")))
+			}
+			return true
+		})
+		return sb.String()
+	}
+	return ""
+}
+
+// Stream performs a streaming call. body is the client's request in format in; "stream":
+// true is set upstream if missing. The returned Stream yields events already in format in:
+// upstream SSE frames verbatim, one per event, when the formats match; else translated
+// events. Errors before the first event are returned here (as for Do), so the caller can still
+// retry or answer with a plain error; later failures come from Next (*UpstreamError 502/504,
+// or errors.Is(err, context.Canceled) when ctx ends) and should be reported to the client
+// with [ErrorEvent]. d.StreamTimeout bounds the wait for the response headers and for each
+// next frame.
+func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
+	if in == FormatEmbeddings {
+		return nil, badRequest("embeddings cannot be streamed")
+	}
+	if d.MockResponse != nil {
+		return mockStream(d, in, body)
+	}
+	up, pass, err := plan(d, in)
+	if err != nil {
+		return nil, err
+	}
+	ub, err := upstreamBody(d, in, up, pass, true, body)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in}
+	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
+	resp, err := c.send(sctx, d, up, ub)
+	if err != nil {
+		s.timer.Stop()
+		cancel(nil)
+		if context.Cause(sctx) == errIdleTimeout {
+			err = errIdleTimeout
+		}
+		return nil, transportError(ctx, err, d.StreamTimeout, "stream")
+	}
+	s.body = resp.Body
+	ct := resp.Header.Get("Content-Type")
+	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {
+		// The upstream ignored "stream": replay its whole answer as a stream.
+		return s.replayJSON(in, up, includeUsage(body))
+	}
+	s.rd = newSSEReader(resp.Body)
+	if !pass {
+		r := newRenderer(in, includeUsage(body))
+		if up == FormatMessages {
+			s.dec = newMessagesDecoder(r)
+		} else {
+			s.dec = newChatDecoder(r)
+		}
+	}
+	return s, nil
+}
+
+// includeUsage reports a chat request's stream_options.include_usage.
+func includeUsage(body []byte) bool {
+	return gjson.GetBytes(body, "stream_options.include_usage").Type == gjson.True
+}
+
+// StreamRequested reports whether a request body asks for streaming ("stream": true).
+func StreamRequested(body []byte) bool {
+	return gjson.Get(bytesView(body), "stream").Type == gjson.True
+}

@@ -1,0 +1,467 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Default timeouts, as in LiteLLM (litellm.request_timeout = 600 s).
+const (
+	DefaultTimeout = 600 * time.Second
+)
+
+// AnthropicVersion is the anthropic-version header sent to Anthropic upstreams
+// (https://docs.anthropic.com/en/api/versioning).
+const AnthropicVersion = "2023-06-01"
+
+// DefaultAnthropicMaxTokens is the max_tokens sent to Anthropic when a translated request has
+// none (Anthropic requires it; LiteLLM's default for Anthropic is 4096).
+const DefaultAnthropicMaxTokens = 4096
+
+// wire is the API family an upstream speaks.
+type wire uint8
+
+const (
+	wireOpenAI wire = iota + 1
+	wireAnthropic
+)
+
+// providerSpec describes one litellm_params.model prefix.
+type providerSpec struct {
+	wire wire
+	// apiBase is the default api_base; "" means api_base is required.
+	apiBase string
+	// keyEnv and baseEnv are the environment variables LiteLLM reads when api_key / api_base
+	// are not given.
+	keyEnv, baseEnv string
+	// responses: the upstream serves POST /responses itself; otherwise /responses is
+	// translated to chat completions (LiteLLM's responses→completion bridge).
+	responses bool
+	// maxCompletionTokens: send max_completion_tokens instead of max_tokens in translated chat
+	// requests (OpenAI's reasoning models reject max_tokens).
+	maxCompletionTokens bool
+}
+
+// providers are the litellm_params.model prefixes this gateway serves. All but anthropic speak
+// the OpenAI API; their default bases are the ones LiteLLM uses
+// (litellm/llms/*/chat/transformation.py, get_llm_provider_logic.py).
+var providers = map[string]providerSpec{
+	"openai":        {wire: wireOpenAI, apiBase: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", baseEnv: "OPENAI_BASE_URL", responses: true, maxCompletionTokens: true},
+	"anthropic":     {wire: wireAnthropic, apiBase: "https://api.anthropic.com", keyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_API_BASE"},
+	"hosted_vllm":   {wire: wireOpenAI, keyEnv: "HOSTED_VLLM_API_KEY", baseEnv: "HOSTED_VLLM_API_BASE", responses: true},
+	"litellm_proxy": {wire: wireOpenAI, keyEnv: "LITELLM_PROXY_API_KEY", baseEnv: "LITELLM_PROXY_API_BASE", responses: true},
+	"custom_openai": {wire: wireOpenAI},
+	"lm_studio":     {wire: wireOpenAI, keyEnv: "LM_STUDIO_API_KEY", baseEnv: "LM_STUDIO_API_BASE"},
+	"openrouter":    {wire: wireOpenAI, apiBase: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", baseEnv: "OPENROUTER_API_BASE"},
+	"groq":          {wire: wireOpenAI, apiBase: "https://api.groq.com/openai/v1", keyEnv: "GROQ_API_KEY", baseEnv: "GROQ_API_BASE"},
+	"deepseek":      {wire: wireOpenAI, apiBase: "https://api.deepseek.com/v1", keyEnv: "DEEPSEEK_API_KEY", baseEnv: "DEEPSEEK_API_BASE"},
+	"mistral":       {wire: wireOpenAI, apiBase: "https://api.mistral.ai/v1", keyEnv: "MISTRAL_API_KEY", baseEnv: "MISTRAL_API_BASE"},
+	"xai":           {wire: wireOpenAI, apiBase: "https://api.x.ai/v1", keyEnv: "XAI_API_KEY", baseEnv: "XAI_API_BASE"},
+	"together_ai":   {wire: wireOpenAI, apiBase: "https://api.together.xyz/v1", keyEnv: "TOGETHERAI_API_KEY", baseEnv: "TOGETHER_AI_API_BASE"},
+	"fireworks_ai":  {wire: wireOpenAI, apiBase: "https://api.fireworks.ai/inference/v1", keyEnv: "FIREWORKS_AI_API_KEY", baseEnv: "FIREWORKS_AI_API_BASE"},
+	"deepinfra":     {wire: wireOpenAI, apiBase: "https://api.deepinfra.com/v1/openai", keyEnv: "DEEPINFRA_API_KEY", baseEnv: "DEEPINFRA_API_BASE"},
+	"perplexity":    {wire: wireOpenAI, apiBase: "https://api.perplexity.ai", keyEnv: "PERPLEXITYAI_API_KEY", baseEnv: "PERPLEXITY_API_BASE"},
+}
+
+// SupportedProviders lists the accepted litellm_params.model prefixes, sorted (openai and
+// anthropic first).
+func SupportedProviders() []string {
+	out := make([]string, 0, len(providers))
+	for name := range providers {
+		if name != "openai" && name != "anthropic" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return append([]string{"openai", "anthropic"}, out...)
+}
+
+// Deployment is one upstream target, built from a model row's litellm_params with LiteLLM's
+// semantics (https://docs.litellm.ai/docs/proxy/configs#all-settings). It is immutable once
+// built and safe for concurrent use.
+type Deployment struct {
+	// ModelID is the row's model_info.id; ModelName the model group name clients send.
+	ModelID, ModelName string
+	// Provider is the prefix of litellm_params.model ("openai", "anthropic", "hosted_vllm", …;
+	// see [SupportedProviders]), or litellm_params.custom_llm_provider when set.
+	Provider string
+	// Model is the upstream model name: litellm_params.model after the "provider/" prefix.
+	Model string
+	// APIBase is the upstream base URL without a trailing slash. Defaults: openai
+	// https://api.openai.com/v1, anthropic https://api.anthropic.com. As in LiteLLM, an OpenAI
+	// base includes the version ("/v1") and routes are appended to it ("/chat/completions");
+	// for Anthropic "/v1/messages" is appended (or "/messages" when the base ends in "/v1").
+	APIBase string
+	// APIKey is litellm_params.api_key, else the provider's environment variable
+	// (OPENAI_API_KEY, ANTHROPIC_API_KEY, …) read when the deployment was built. May be empty
+	// (self-hosted servers): then no auth header is sent.
+	APIKey string
+	// Organization is litellm_params.organization, sent as OpenAI-Organization.
+	Organization string
+	// ExtraHeaders is litellm_params.extra_headers, added to every upstream request.
+	ExtraHeaders map[string]string
+	// MockResponse is litellm_params.mock_response: when set, calls are answered locally with
+	// this text and no upstream call is made. LiteLLM's error mocks are honoured: the values
+	// "litellm.RateLimitError" (429), "litellm.InternalServerError" (500),
+	// "litellm.ServiceUnavailableError" (503), "litellm.Timeout" (504),
+	// "litellm.BadRequestError" and "litellm.ContextWindowExceededError" (400) fail the call
+	// with an [UpstreamError] of that status.
+	MockResponse *string
+	// Timeout bounds a non-streaming call, from litellm_params.timeout in seconds (number or
+	// numeric string). Default 600 s.
+	Timeout time.Duration
+	// StreamTimeout bounds a streaming call's wait for the response headers and for each next
+	// frame (an idle timeout, like the read timeout of LiteLLM's HTTP client): from
+	// litellm_params.stream_timeout in seconds, default Timeout.
+	StreamTimeout time.Duration
+	// MaxRetries is litellm_params.max_retries, or -1 when unset (the router's default applies).
+	MaxRetries int
+	// RPM and TPM are litellm_params.rpm / tpm (0 when unset), for routing.
+	RPM, TPM int64
+
+	spec          providerSpec
+	chatURL       string
+	responsesURL  string
+	embeddingsURL string
+	messagesURL   string
+	header        http.Header // immutable, shared by every request
+}
+
+// NewDeployment validates litellm_params (a JSON object) and builds the deployment for model
+// row modelID of group modelName. Errors name the field, e.g.
+//
+//	litellm_params.model is required
+//	litellm_params.model: unknown provider "foo" in "foo/bar" (supported: openai, anthropic, …)
+//	litellm_params.api_base: "ftp://x" is not an http(s) URL
+//
+// String values of the form "os.environ/NAME" are read from the environment, as LiteLLM does.
+func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	if !gjson.ValidBytes(litellmParams) {
+		return nil, errors.New("litellm_params: invalid JSON")
+	}
+	p := gjson.ParseBytes(litellmParams)
+	if !p.IsObject() {
+		return nil, errors.New("litellm_params: must be a JSON object")
+	}
+	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1}
+
+	str := func(field string) (string, error) {
+		v := p.Get(gjson.Escape(field))
+		switch v.Type {
+		case gjson.Null:
+			return "", nil
+		case gjson.String:
+			return resolveEnv(field, v.Str)
+		}
+		return "", fmt.Errorf("litellm_params.%s: must be a string, got %s", field, v.Raw)
+	}
+
+	model, err := str("model")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(model) == "" {
+		return nil, errors.New("litellm_params.model is required")
+	}
+	custom, err := str("custom_llm_provider")
+	if err != nil {
+		return nil, err
+	}
+	if err := d.setProvider(model, custom); err != nil {
+		return nil, err
+	}
+
+	if d.APIKey, err = str("api_key"); err != nil {
+		return nil, err
+	}
+	if d.APIKey == "" && d.spec.keyEnv != "" {
+		d.APIKey = os.Getenv(d.spec.keyEnv)
+	}
+	base, err := str("api_base")
+	if err != nil {
+		return nil, err
+	}
+	if base == "" && d.spec.baseEnv != "" {
+		base = os.Getenv(d.spec.baseEnv)
+	}
+	if base == "" {
+		base = d.spec.apiBase
+	}
+	if base == "" && p.Get("mock_response").Type != gjson.String {
+		return nil, fmt.Errorf("litellm_params.api_base is required for provider %q", d.Provider)
+	}
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("litellm_params.api_base: %q is not an http(s) URL", base)
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("litellm_params.api_base: %q must not have a query or fragment", base)
+		}
+		d.APIBase = strings.TrimRight(base, "/")
+	}
+	if d.Organization, err = str("organization"); err != nil {
+		return nil, err
+	}
+
+	switch mr := p.Get("mock_response"); mr.Type {
+	case gjson.Null:
+	case gjson.String:
+		s := mr.Str
+		d.MockResponse = &s
+	default:
+		return nil, fmt.Errorf("litellm_params.mock_response: must be a string, got %s", mr.Raw)
+	}
+
+	if d.Timeout, err = seconds(p, "timeout", DefaultTimeout); err != nil {
+		return nil, err
+	}
+	if d.StreamTimeout, err = seconds(p, "stream_timeout", d.Timeout); err != nil {
+		return nil, err
+	}
+	if v := p.Get("max_retries"); v.Exists() && v.Type != gjson.Null {
+		n, err := nonNegativeInt(v, "max_retries")
+		if err != nil {
+			return nil, err
+		}
+		d.MaxRetries = int(n)
+	}
+	if d.RPM, err = optInt(p, "rpm"); err != nil {
+		return nil, err
+	}
+	if d.TPM, err = optInt(p, "tpm"); err != nil {
+		return nil, err
+	}
+
+	if eh := p.Get("extra_headers"); eh.Exists() && eh.Type != gjson.Null {
+		if !eh.IsObject() {
+			return nil, errors.New("litellm_params.extra_headers: must be an object of strings")
+		}
+		d.ExtraHeaders = map[string]string{}
+		var herr error
+		eh.ForEach(func(k, v gjson.Result) bool {
+			if v.Type != gjson.String {
+				herr = fmt.Errorf("litellm_params.extra_headers.%s: must be a string", k.Str)
+				return false
+			}
+			val, err := resolveEnv("extra_headers."+k.Str, v.Str)
+			if err != nil {
+				herr = err
+				return false
+			}
+			d.ExtraHeaders[k.Str] = val
+			return true
+		})
+		if herr != nil {
+			return nil, herr
+		}
+	}
+	d.buildEndpoints()
+	return d, nil
+}
+
+// setProvider splits "provider/model" (LiteLLM's get_llm_provider). A custom_llm_provider
+// wins over the prefix. A bare model name is accepted for the two families LiteLLM infers
+// without a prefix: claude-* (anthropic) and OpenAI's own models (gpt-*, o1*, o3*, o4*,
+// chatgpt-*, text-embedding-*).
+func (d *Deployment) setProvider(model, custom string) error {
+	if custom != "" {
+		spec, ok := providers[custom]
+		if !ok {
+			return fmt.Errorf("litellm_params.custom_llm_provider: unknown provider %q (supported: %s)", custom, strings.Join(SupportedProviders(), ", "))
+		}
+		d.Provider, d.spec = custom, spec
+		d.Model = strings.TrimPrefix(model, custom+"/")
+		return nil
+	}
+	prefix, rest, ok := strings.Cut(model, "/")
+	if !ok {
+		switch {
+		case strings.HasPrefix(model, "claude"):
+			prefix, rest = "anthropic", model
+		case strings.HasPrefix(model, "gpt-"), strings.HasPrefix(model, "o1"), strings.HasPrefix(model, "o3"),
+			strings.HasPrefix(model, "o4"), strings.HasPrefix(model, "chatgpt-"), strings.HasPrefix(model, "text-embedding-"):
+			prefix, rest = "openai", model
+		default:
+			return fmt.Errorf("litellm_params.model: %q has no provider prefix (want provider/model, e.g. openai/gpt-4o-mini; supported: %s)", model, strings.Join(SupportedProviders(), ", "))
+		}
+	}
+	spec, known := providers[prefix]
+	if !known {
+		return fmt.Errorf("litellm_params.model: unknown provider %q in %q (supported: %s)", prefix, model, strings.Join(SupportedProviders(), ", "))
+	}
+	if rest == "" {
+		return fmt.Errorf("litellm_params.model: %q has no model name after the provider prefix", model)
+	}
+	d.Provider, d.Model, d.spec = prefix, rest, spec
+	return nil
+}
+
+func (d *Deployment) buildEndpoints() {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "lockstep")
+	switch d.spec.wire {
+	case wireAnthropic:
+		switch {
+		case strings.HasSuffix(d.APIBase, "/v1/messages"):
+			d.messagesURL = d.APIBase
+		case strings.HasSuffix(d.APIBase, "/v1"):
+			d.messagesURL = d.APIBase + "/messages"
+		default:
+			d.messagesURL = d.APIBase + "/v1/messages"
+		}
+		if d.APIKey != "" {
+			h.Set("x-api-key", d.APIKey)
+		}
+		h.Set("anthropic-version", AnthropicVersion)
+	default:
+		d.chatURL = d.APIBase + "/chat/completions"
+		d.responsesURL = d.APIBase + "/responses"
+		d.embeddingsURL = d.APIBase + "/embeddings"
+		if d.APIKey != "" {
+			h.Set("Authorization", "Bearer "+d.APIKey)
+		}
+		if d.Organization != "" {
+			h.Set("OpenAI-Organization", d.Organization)
+		}
+	}
+	for k, v := range d.ExtraHeaders {
+		h.Set(k, v)
+	}
+	d.header = h
+}
+
+// IsMock reports whether the deployment answers locally (litellm_params.mock_response).
+func (d *Deployment) IsMock() bool { return d.MockResponse != nil }
+
+// Supports reports whether the deployment can serve inbound format f (natively or translated).
+// Only embeddings on an Anthropic upstream are impossible.
+func (d *Deployment) Supports(f Format) bool {
+	if d.MockResponse != nil {
+		return true
+	}
+	return !(f == FormatEmbeddings && d.spec.wire == wireAnthropic)
+}
+
+// resolveEnv reads "os.environ/NAME" references (LiteLLM's get_secret).
+func resolveEnv(field, v string) (string, error) {
+	name, ok := strings.CutPrefix(v, "os.environ/")
+	if !ok {
+		return v, nil
+	}
+	val, set := os.LookupEnv(name)
+	if !set {
+		return "", fmt.Errorf("litellm_params.%s: environment variable %s is not set", field, name)
+	}
+	return val, nil
+}
+
+// seconds reads a timeout in seconds: a number or numeric string, > 0.
+func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, error) {
+	v := p.Get(field)
+	var f float64
+	switch v.Type {
+	case gjson.Null:
+		return def, nil
+	case gjson.Number:
+		f = v.Num
+	case gjson.String:
+		s, err := resolveEnv(field, v.Str)
+		if err != nil {
+			return 0, err
+		}
+		if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+			return 0, fmt.Errorf("litellm_params.%s: %q is not a number of seconds", field, v.Str)
+		}
+	default:
+		return 0, fmt.Errorf("litellm_params.%s: must be a number of seconds, got %s", field, v.Raw)
+	}
+	if f <= 0 || f > 1e6 {
+		return 0, fmt.Errorf("litellm_params.%s: %v seconds is out of range (0, 1000000]", field, f)
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+func nonNegativeInt(v gjson.Result, field string) (int64, error) {
+	var n int64
+	switch v.Type {
+	case gjson.Number:
+		if v.Num != float64(int64(v.Num)) {
+			return 0, fmt.Errorf("litellm_params.%s: must be an integer, got %s", field, v.Raw)
+		}
+		n = int64(v.Num)
+	case gjson.String:
+		var err error
+		if n, err = strconv.ParseInt(v.Str, 10, 64); err != nil {
+			return 0, fmt.Errorf("litellm_params.%s: must be an integer, got %s", field, v.Raw)
+		}
+	default:
+		return 0, fmt.Errorf("litellm_params.%s: must be an integer, got %s", field, v.Raw)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("litellm_params.%s: must not be negative", field)
+	}
+	return n, nil
+}
+
+func optInt(p gjson.Result, field string) (int64, error) {
+	v := p.Get(field)
+	if v.Type == gjson.Null {
+		return 0, nil
+	}
+	return nonNegativeInt(v, field)
+}
+
+// MaskParams returns litellm_params JSON with secrets masked the way LiteLLM shows them in
+// /model/info: every string value (at any depth) whose key contains "key", "secret", "token",
+// "password", "auth" or "credential" (case-insensitive) becomes its first 2 characters +
+// "****" + its last 4, or "****" when shorter than 12 characters. "os.environ/NAME"
+// references are not secrets and are kept. Key order and everything else are kept byte for
+// byte. Invalid JSON yields "{}" (never the secrets).
+func MaskParams(litellmParams []byte) []byte {
+	if !gjson.ValidBytes(litellmParams) {
+		return []byte("{}")
+	}
+	var edits []edit
+	var walk func(v gjson.Result)
+	walk = func(v gjson.Result) {
+		v.ForEach(func(k, val gjson.Result) bool {
+			switch {
+			case val.IsObject() || val.IsArray():
+				walk(val)
+			case val.Type == gjson.String && k.Type == gjson.String && sensitiveKey(k.Str) && !strings.HasPrefix(val.Str, "os.environ/"):
+				edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: maskSecret(val.Str)})
+			}
+			return true
+		})
+	}
+	walk(gjson.ParseBytes(litellmParams))
+	return applyEdits(litellmParams, edits)
+}
+
+func sensitiveKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, s := range [...]string{"key", "secret", "token", "password", "auth", "credential"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func maskSecret(s string) string {
+	if len(s) < 12 {
+		return "****"
+	}
+	return s[:2] + "****" + s[len(s)-4:]
+}

@@ -1,0 +1,755 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Request translation goes through a neutral form: a parser per inbound format (chat,
+// responses, messages) and a renderer per upstream format (chat, messages). Field mappings
+// follow LiteLLM (litellm/llms/anthropic/chat/transformation.py for chat→Anthropic,
+// litellm/llms/anthropic/experimental_pass_through/ for Anthropic→chat,
+// litellm/responses/litellm_completion_transformation/ for Responses→chat) and the OpenAI and
+// Anthropic API references.
+
+type partKind uint8
+
+const (
+	partText partKind = iota
+	partImage
+	partToolUse
+	partToolResult
+)
+
+type part struct {
+	kind partKind
+	text string // text; tool result content
+	url  string // image: http(s) or data: URL
+	id   string // tool use id / tool result's tool_use_id
+	name string // tool name
+	args string // tool use arguments, JSON text
+	err  bool   // tool result is an error
+}
+
+type message struct {
+	role  string // "user" or "assistant"
+	parts []part
+}
+
+type tool struct {
+	name, description string
+	schema            string // JSON schema text; "" = none
+}
+
+type toolChoice struct {
+	mode string // "", "auto", "any" (required), "none", "tool"
+	name string
+}
+
+type request struct {
+	system      []string
+	messages    []message
+	maxTokens   int64 // 0 = not given
+	temperature string
+	topP        string
+	topK        string
+	stop        []string
+	stream      bool
+	tools       []tool
+	choice      toolChoice
+	parallel    string // raw JSON boolean or ""
+	user        string
+}
+
+// badRequest is a 400 returned before any upstream call (the client's request cannot be
+// translated).
+func badRequest(format string, args ...any) *UpstreamError {
+	return &UpstreamError{Status: 400, Message: fmt.Sprintf(format, args...), Type: "invalid_request_error"}
+}
+
+func (r *request) add(role string, p part) {
+	if n := len(r.messages); n > 0 && r.messages[n-1].role == role {
+		r.messages[n-1].parts = append(r.messages[n-1].parts, p)
+		return
+	}
+	r.messages = append(r.messages, message{role: role, parts: []part{p}})
+}
+
+func numRaw(v gjson.Result) string {
+	if v.Type == gjson.Number {
+		return v.Raw
+	}
+	return ""
+}
+
+func stopList(v gjson.Result) []string {
+	if v.Type == gjson.String {
+		return []string{v.Str}
+	}
+	var out []string
+	v.ForEach(func(_, s gjson.Result) bool {
+		if s.Type == gjson.String {
+			out = append(out, s.Str)
+		}
+		return true
+	})
+	return out
+}
+
+func parseJSONObject(body []byte) (gjson.Result, error) {
+	if !gjson.ValidBytes(body) {
+		return gjson.Result{}, badRequest("request body is not valid JSON")
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return gjson.Result{}, badRequest("request body must be a JSON object")
+	}
+	return root, nil
+}
+
+// parseChatRequest reads an OpenAI chat completion request
+// (https://platform.openai.com/docs/api-reference/chat/create).
+func parseChatRequest(body []byte) (*request, error) {
+	root, err := parseJSONObject(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
+	var perr error
+	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		content := m.Get("content")
+		switch role := m.Get("role").Str; role {
+		case "system", "developer":
+			if t := contentText(content); t != "" {
+				r.system = append(r.system, t)
+			}
+		case "user":
+			if content.Type == gjson.String {
+				r.add("user", part{kind: partText, text: content.Str})
+				break
+			}
+			content.ForEach(func(_, p gjson.Result) bool {
+				switch p.Get("type").Str {
+				case "text":
+					r.add("user", part{kind: partText, text: p.Get("text").Str})
+				case "image_url":
+					r.add("user", part{kind: partImage, url: p.Get("image_url.url").Str})
+				default:
+					perr = badRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
+					return false
+				}
+				return true
+			})
+		case "assistant":
+			if t := contentText(content); t != "" {
+				r.add("assistant", part{kind: partText, text: t})
+			}
+			m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				r.add("assistant", part{kind: partToolUse, id: tc.Get("id").Str, name: tc.Get("function.name").Str, args: tc.Get("function.arguments").Str})
+				return true
+			})
+		case "tool":
+			r.add("user", part{kind: partToolResult, id: m.Get("tool_call_id").Str, text: contentText(content)})
+		case "function": // legacy function-call result: no call id to link it to
+			r.add("user", part{kind: partText, text: contentText(content)})
+		default:
+			perr = badRequest("messages: unknown role %q", role)
+		}
+		return perr == nil
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if v := root.Get("max_completion_tokens"); v.Type == gjson.Number {
+		r.maxTokens = v.Int()
+	} else if v := root.Get("max_tokens"); v.Type == gjson.Number {
+		r.maxTokens = v.Int()
+	}
+	r.temperature, r.topP = numRaw(root.Get("temperature")), numRaw(root.Get("top_p"))
+	r.stop = stopList(root.Get("stop"))
+	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
+		if t.Get("type").Str == "function" {
+			f := t.Get("function")
+			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw})
+		}
+		return true
+	})
+	switch tc := root.Get("tool_choice"); {
+	case tc.Type == gjson.String:
+		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
+	case tc.IsObject():
+		r.choice = toolChoice{mode: "tool", name: tc.Get("function.name").Str}
+	}
+	if p := root.Get("parallel_tool_calls"); p.IsBool() {
+		r.parallel = p.Raw
+	}
+	return r, nil
+}
+
+// parseMessagesRequest reads an Anthropic Messages request
+// (https://docs.anthropic.com/en/api/messages).
+func parseMessagesRequest(body []byte) (*request, error) {
+	root, err := parseJSONObject(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("metadata.user_id").Str}
+	if sys := root.Get("system"); sys.Type == gjson.String {
+		if sys.Str != "" {
+			r.system = append(r.system, sys.Str)
+		}
+	} else {
+		sys.ForEach(func(_, b gjson.Result) bool {
+			if b.Get("type").Str == "text" {
+				r.system = append(r.system, b.Get("text").Str)
+			}
+			return true
+		})
+	}
+	var perr error
+	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		role := m.Get("role").Str
+		if role != "user" && role != "assistant" {
+			perr = badRequest("messages: unknown role %q", role)
+			return false
+		}
+		content := m.Get("content")
+		if content.Type == gjson.String {
+			r.add(role, part{kind: partText, text: content.Str})
+			return true
+		}
+		content.ForEach(func(_, b gjson.Result) bool {
+			switch typ := b.Get("type").Str; typ {
+			case "text":
+				r.add(role, part{kind: partText, text: b.Get("text").Str})
+			case "image":
+				src := b.Get("source")
+				switch src.Get("type").Str {
+				case "base64":
+					r.add(role, part{kind: partImage, url: "data:" + src.Get("media_type").Str + ";base64," + src.Get("data").Str})
+				case "url":
+					r.add(role, part{kind: partImage, url: src.Get("url").Str})
+				default:
+					perr = badRequest("messages: image source type %q cannot be translated for this provider", src.Get("type").Str)
+				}
+			case "tool_use":
+				args := b.Get("input").Raw
+				if args == "" {
+					args = "{}"
+				}
+				r.add(role, part{kind: partToolUse, id: b.Get("id").Str, name: b.Get("name").Str, args: args})
+			case "tool_result":
+				r.add(role, part{kind: partToolResult, id: b.Get("tool_use_id").Str, text: contentText(b.Get("content")), err: b.Get("is_error").Bool()})
+			case "thinking", "redacted_thinking":
+				// Reasoning from an earlier Anthropic turn has no chat equivalent (LiteLLM drops it too).
+			default:
+				perr = badRequest("messages: content block type %q cannot be translated for this provider", typ)
+			}
+			return perr == nil
+		})
+		return perr == nil
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	r.maxTokens = root.Get("max_tokens").Int()
+	r.temperature, r.topP, r.topK = numRaw(root.Get("temperature")), numRaw(root.Get("top_p")), numRaw(root.Get("top_k"))
+	r.stop = stopList(root.Get("stop_sequences"))
+	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
+		if typ := t.Get("type").Str; typ != "" && typ != "custom" {
+			perr = badRequest("tools: server tool type %q cannot be translated for this provider", typ)
+			return false
+		}
+		r.tools = append(r.tools, tool{name: t.Get("name").Str, description: t.Get("description").Str, schema: t.Get("input_schema").Raw})
+		return true
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if tc := root.Get("tool_choice"); tc.IsObject() {
+		r.choice = toolChoice{mode: tc.Get("type").Str, name: tc.Get("name").Str}
+		if tc.Get("disable_parallel_tool_use").Bool() {
+			r.parallel = "false"
+		}
+	}
+	return r, nil
+}
+
+// parseResponsesRequest reads an OpenAI Responses request
+// (https://platform.openai.com/docs/api-reference/responses/create) for an upstream that has no
+// Responses API. State kept by OpenAI (previous_response_id, conversation) cannot be honoured.
+func parseResponsesRequest(body []byte) (*request, error) {
+	root, err := parseJSONObject(body)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range [...]string{"previous_response_id", "conversation"} {
+		if v := root.Get(f); v.Exists() && v.Type != gjson.Null {
+			return nil, badRequest("%s is not supported by this model's provider (the gateway does not store responses)", f)
+		}
+	}
+	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
+	if ins := root.Get("instructions"); ins.Type == gjson.String && ins.Str != "" {
+		r.system = append(r.system, ins.Str)
+	}
+	var perr error
+	input := root.Get("input")
+	if input.Type == gjson.String {
+		r.add("user", part{kind: partText, text: input.Str})
+	} else {
+		input.ForEach(func(_, it gjson.Result) bool {
+			typ := it.Get("type").Str
+			if typ == "" && it.Get("role").Exists() {
+				typ = "message"
+			}
+			switch typ {
+			case "message":
+				role := it.Get("role").Str
+				content := it.Get("content")
+				if role == "system" || role == "developer" {
+					if t := contentText(content); t != "" {
+						r.system = append(r.system, t)
+					}
+					return true
+				}
+				if role != "user" && role != "assistant" {
+					perr = badRequest("input: unknown role %q", role)
+					return false
+				}
+				if content.Type == gjson.String {
+					r.add(role, part{kind: partText, text: content.Str})
+					return true
+				}
+				content.ForEach(func(_, c gjson.Result) bool {
+					switch ct := c.Get("type").Str; ct {
+					case "input_text", "output_text":
+						r.add(role, part{kind: partText, text: c.Get("text").Str})
+					case "refusal":
+						r.add(role, part{kind: partText, text: c.Get("refusal").Str})
+					case "input_image":
+						u := c.Get("image_url").Str
+						if u == "" {
+							perr = badRequest("input: input_image by file_id cannot be translated for this provider")
+							return false
+						}
+						r.add(role, part{kind: partImage, url: u})
+					default:
+						perr = badRequest("input: content type %q cannot be translated for this provider", ct)
+						return false
+					}
+					return true
+				})
+			case "function_call":
+				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: it.Get("name").Str, args: it.Get("arguments").Str})
+			case "function_call_output":
+				out := it.Get("output")
+				text := out.Str
+				if out.Type != gjson.String {
+					text = contentText(out)
+				}
+				r.add("user", part{kind: partToolResult, id: it.Get("call_id").Str, text: text})
+			case "reasoning":
+				// Reasoning items from an earlier OpenAI turn have no equivalent upstream.
+			default:
+				perr = badRequest("input: item type %q cannot be translated for this provider", typ)
+			}
+			return perr == nil
+		})
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	r.maxTokens = root.Get("max_output_tokens").Int()
+	r.temperature, r.topP = numRaw(root.Get("temperature")), numRaw(root.Get("top_p"))
+	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
+		if typ := t.Get("type").Str; typ != "function" {
+			perr = badRequest("tools: tool type %q cannot be translated for this provider", typ)
+			return false
+		}
+		r.tools = append(r.tools, tool{name: t.Get("name").Str, description: t.Get("description").Str, schema: t.Get("parameters").Raw})
+		return true
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	switch tc := root.Get("tool_choice"); {
+	case tc.Type == gjson.String:
+		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
+	case tc.IsObject() && tc.Get("type").Str == "function":
+		r.choice = toolChoice{mode: "tool", name: tc.Get("name").Str}
+	}
+	if p := root.Get("parallel_tool_calls"); p.IsBool() {
+		r.parallel = p.Raw
+	}
+	return r, nil
+}
+
+// ---- rendering ----
+
+// appendKey appends `,"key":` (or `"key":` right after the opening brace).
+func appendKey(b []byte, key string) []byte {
+	if b[len(b)-1] != '{' && b[len(b)-1] != '[' {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
+}
+
+// renderChatRequest renders the neutral request as an OpenAI chat completion request. When
+// streaming it asks for the usage chunk (stream_options.include_usage), which the inbound
+// formats need for their final events.
+func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byte {
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	b = appendKey(b, "model")
+	b = appendJSONString(b, model)
+	b = appendKey(b, "messages")
+	b = append(b, '[')
+	first := true
+	sep := func() {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+	}
+	for _, s := range r.system {
+		sep()
+		b = append(b, `{"role":"system","content":`...)
+		b = appendJSONString(b, s)
+		b = append(b, '}')
+	}
+	for _, m := range r.messages {
+		if m.role == "assistant" {
+			var text strings.Builder
+			var calls []part
+			for _, p := range m.parts {
+				switch p.kind {
+				case partText:
+					text.WriteString(p.text)
+				case partToolUse:
+					calls = append(calls, p)
+				}
+			}
+			sep()
+			b = append(b, `{"role":"assistant","content":`...)
+			if text.Len() == 0 && len(calls) > 0 {
+				b = append(b, "null"...)
+			} else {
+				b = appendJSONString(b, text.String())
+			}
+			if len(calls) > 0 {
+				b = append(b, `,"tool_calls":[`...)
+				for i, c := range calls {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, `{"id":`...)
+					b = appendJSONString(b, c.id)
+					b = append(b, `,"type":"function","function":{"name":`...)
+					b = appendJSONString(b, c.name)
+					b = append(b, `,"arguments":`...)
+					b = appendJSONString(b, c.args)
+					b = append(b, `}}`...)
+				}
+				b = append(b, ']')
+			}
+			b = append(b, '}')
+			continue
+		}
+		// user: tool results become role "tool" messages (first, as they answer the previous
+		// assistant turn), the rest one user message.
+		var rest []part
+		for _, p := range m.parts {
+			if p.kind != partToolResult {
+				rest = append(rest, p)
+				continue
+			}
+			sep()
+			b = append(b, `{"role":"tool","tool_call_id":`...)
+			b = appendJSONString(b, p.id)
+			b = append(b, `,"content":`...)
+			b = appendJSONString(b, p.text)
+			b = append(b, '}')
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		sep()
+		b = append(b, `{"role":"user","content":`...)
+		if len(rest) == 1 && rest[0].kind == partText {
+			b = appendJSONString(b, rest[0].text)
+		} else {
+			b = append(b, '[')
+			for i, p := range rest {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				if p.kind == partImage {
+					b = append(b, `{"type":"image_url","image_url":{"url":`...)
+					b = appendJSONString(b, p.url)
+					b = append(b, `}}`...)
+				} else {
+					b = append(b, `{"type":"text","text":`...)
+					b = appendJSONString(b, p.text)
+					b = append(b, '}')
+				}
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if r.maxTokens > 0 {
+		if maxCompletionTokens {
+			b = appendKey(b, "max_completion_tokens")
+		} else {
+			b = appendKey(b, "max_tokens")
+		}
+		b = appendInt(b, r.maxTokens)
+	}
+	if r.temperature != "" {
+		b = appendKey(b, "temperature")
+		b = append(b, r.temperature...)
+	}
+	if r.topP != "" {
+		b = appendKey(b, "top_p")
+		b = append(b, r.topP...)
+	}
+	if len(r.stop) > 0 {
+		b = appendKey(b, "stop")
+		b = appendStrings(b, r.stop)
+	}
+	if len(r.tools) > 0 {
+		b = appendKey(b, "tools")
+		b = append(b, '[')
+		for i, t := range r.tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"function","function":{"name":`...)
+			b = appendJSONString(b, t.name)
+			if t.description != "" {
+				b = append(b, `,"description":`...)
+				b = appendJSONString(b, t.description)
+			}
+			b = append(b, `,"parameters":`...)
+			b = append(b, schemaOrEmpty(t.schema)...)
+			b = append(b, `}}`...)
+		}
+		b = append(b, ']')
+	}
+	switch r.choice.mode {
+	case "auto", "none":
+		b = appendKey(b, "tool_choice")
+		b = appendJSONString(b, r.choice.mode)
+	case "any":
+		b = appendKey(b, "tool_choice")
+		b = append(b, `"required"`...)
+	case "tool":
+		b = appendKey(b, "tool_choice")
+		b = append(b, `{"type":"function","function":{"name":`...)
+		b = appendJSONString(b, r.choice.name)
+		b = append(b, `}}`...)
+	}
+	if r.parallel != "" && len(r.tools) > 0 {
+		b = appendKey(b, "parallel_tool_calls")
+		b = append(b, r.parallel...)
+	}
+	if r.user != "" {
+		b = appendKey(b, "user")
+		b = appendJSONString(b, r.user)
+	}
+	if r.stream {
+		b = appendKey(b, "stream")
+		b = append(b, `true,"stream_options":{"include_usage":true}`...)
+	}
+	return append(b, '}')
+}
+
+func schemaOrEmpty(s string) string {
+	if s == "" || s == "null" {
+		return `{"type":"object","properties":{}}`
+	}
+	return s
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// renderMessagesRequest renders the neutral request as an Anthropic Messages request.
+// max_tokens defaults to [DefaultAnthropicMaxTokens]; consecutive messages of one role are
+// merged and empty text blocks dropped (Anthropic rejects both).
+func renderMessagesRequest(r *request, model string) []byte {
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	b = appendKey(b, "model")
+	b = appendJSONString(b, model)
+	b = appendKey(b, "max_tokens")
+	if r.maxTokens > 0 {
+		b = appendInt(b, r.maxTokens)
+	} else {
+		b = appendInt(b, DefaultAnthropicMaxTokens)
+	}
+	if len(r.system) > 0 {
+		b = appendKey(b, "system")
+		if len(r.system) == 1 {
+			b = appendJSONString(b, r.system[0])
+		} else {
+			b = append(b, '[')
+			for i, s := range r.system {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"type":"text","text":`...)
+				b = appendJSONString(b, s)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
+	}
+	b = appendKey(b, "messages")
+	b = append(b, '[')
+	firstMsg := true
+	for _, m := range r.messages {
+		start := len(b)
+		if !firstMsg {
+			b = append(b, ',')
+		}
+		b = append(b, `{"role":`...)
+		b = appendJSONString(b, m.role)
+		b = append(b, `,"content":[`...)
+		n := 0
+		for _, p := range m.parts {
+			if p.kind == partText && p.text == "" {
+				continue
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			switch p.kind {
+			case partText:
+				b = append(b, `{"type":"text","text":`...)
+				b = appendJSONString(b, p.text)
+				b = append(b, '}')
+			case partImage:
+				b = appendAnthropicImage(b, p.url)
+			case partToolUse:
+				b = append(b, `{"type":"tool_use","id":`...)
+				b = appendJSONString(b, p.id)
+				b = append(b, `,"name":`...)
+				b = appendJSONString(b, p.name)
+				b = append(b, `,"input":`...)
+				b = append(b, validObject(p.args)...)
+				b = append(b, '}')
+			case partToolResult:
+				b = append(b, `{"type":"tool_result","tool_use_id":`...)
+				b = appendJSONString(b, p.id)
+				b = append(b, `,"content":`...)
+				b = appendJSONString(b, p.text)
+				if p.err {
+					b = append(b, `,"is_error":true`...)
+				}
+				b = append(b, '}')
+			}
+		}
+		if n == 0 { // nothing left to send in this message
+			b = b[:start]
+			continue
+		}
+		firstMsg = false
+		b = append(b, `]}`...)
+	}
+	b = append(b, ']')
+	if r.temperature != "" {
+		b = appendKey(b, "temperature")
+		b = append(b, r.temperature...)
+	}
+	if r.topP != "" {
+		b = appendKey(b, "top_p")
+		b = append(b, r.topP...)
+	}
+	if r.topK != "" {
+		b = appendKey(b, "top_k")
+		b = append(b, r.topK...)
+	}
+	if len(r.stop) > 0 {
+		b = appendKey(b, "stop_sequences")
+		b = appendStrings(b, r.stop)
+	}
+	if len(r.tools) > 0 && r.choice.mode != "none" {
+		b = appendKey(b, "tools")
+		b = append(b, '[')
+		for i, t := range r.tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendJSONString(b, t.name)
+			if t.description != "" {
+				b = append(b, `,"description":`...)
+				b = appendJSONString(b, t.description)
+			}
+			b = append(b, `,"input_schema":`...)
+			b = append(b, schemaOrEmpty(t.schema)...)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(r.tools) > 0 && r.choice.mode != "none" && (r.choice.mode != "" || r.parallel == "false") {
+		mode := r.choice.mode
+		if mode == "" {
+			mode = "auto"
+		}
+		b = appendKey(b, "tool_choice")
+		b = append(b, `{"type":`...)
+		b = appendJSONString(b, mode)
+		if mode == "tool" {
+			b = append(b, `,"name":`...)
+			b = appendJSONString(b, r.choice.name)
+		}
+		if r.parallel == "false" {
+			b = append(b, `,"disable_parallel_tool_use":true`...)
+		}
+		b = append(b, '}')
+	}
+	if r.user != "" {
+		b = appendKey(b, "metadata")
+		b = append(b, `{"user_id":`...)
+		b = appendJSONString(b, r.user)
+		b = append(b, '}')
+	}
+	if r.stream {
+		b = appendKey(b, "stream")
+		b = append(b, "true"...)
+	}
+	return append(b, '}')
+}
+
+// appendAnthropicImage renders an image block from a URL: data URLs become base64 sources,
+// others url sources (https://docs.anthropic.com/en/docs/build-with-claude/vision).
+func appendAnthropicImage(b []byte, u string) []byte {
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		if meta, data, ok := strings.Cut(rest, ","); ok && strings.HasSuffix(meta, ";base64") {
+			b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
+			b = appendJSONString(b, strings.TrimSuffix(meta, ";base64"))
+			b = append(b, `,"data":`...)
+			b = appendJSONString(b, data)
+			return append(b, `}}`...)
+		}
+	}
+	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
+	b = appendJSONString(b, u)
+	return append(b, `}}`...)
+}

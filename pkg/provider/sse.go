@@ -1,0 +1,98 @@
+package provider
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+)
+
+// sseReader splits a text/event-stream body into frames (WHATWG HTML §9.2 "Server-sent
+// events": lines ending in LF, CRLF or CR-LF; a blank line dispatches the event; lines starting
+// with ":" are comments; "data" lines are joined with LF). It keeps the raw bytes of each frame
+// for verbatim forwarding. Buffers are reused: frame, event and data are valid until the next
+// call to next.
+type sseReader struct {
+	br *bufio.Reader
+
+	frame []byte // raw bytes of the frame, terminating blank line included
+	event []byte // value of the "event" field
+	data  []byte // joined "data" values
+	ndata int    // number of data lines
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// next reads the next frame. It returns io.EOF when the body ends with no further frame; a
+// frame cut by the end of the body is returned (with a blank line appended) before that.
+// Frames holding only blank lines are skipped; comment-only frames are returned (their
+// event and data are empty).
+func (s *sseReader) next() error {
+	s.frame, s.event, s.data, s.ndata = s.frame[:0], s.event[:0], s.data[:0], 0
+	fields := false // saw a non-blank line in this frame
+	for {
+		lineStart := len(s.frame)
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = s.br.ReadSlice('\n')
+			s.frame = append(s.frame, chunk...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		line := s.frame[lineStart:]
+		if err != nil && len(line) == 0 {
+			if err == io.EOF && fields {
+				s.frame = append(s.frame, '\n', '\n')
+				return nil
+			}
+			return err
+		}
+		content := bytes.TrimRight(line, "\r\n")
+		if len(content) == 0 {
+			if err == nil && !fields {
+				// Blank line before any field: drop it and keep reading.
+				s.frame = s.frame[:lineStart]
+				continue
+			}
+			if fields {
+				if err != nil { // body ended on a line without LF
+					s.frame = append(s.frame, '\n')
+				}
+				return nil
+			}
+			return err
+		}
+		fields = true
+		s.field(content)
+		if err != nil { // last line of the body had no newline
+			if err == io.EOF {
+				s.frame = append(s.frame, '\n', '\n')
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (s *sseReader) field(line []byte) {
+	if line[0] == ':' {
+		return
+	}
+	name, value, found := bytes.Cut(line, []byte{':'})
+	if found && len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	switch string(name) {
+	case "event":
+		s.event = append(s.event[:0], value...)
+	case "data":
+		if s.ndata > 0 {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, value...)
+		s.ndata++
+	}
+}

@@ -1,0 +1,221 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+var errIdleTimeout = errors.New("stream idle timeout")
+
+// httpStream reads an upstream SSE body: verbatim frames on passthrough (dec == nil), else
+// frames translated by dec.
+type httpStream struct {
+	parent context.Context // the caller's context
+	ctx    context.Context // the call's context, cancelled with errIdleTimeout by timer
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	idle   time.Duration
+	in     Format
+	body   io.ReadCloser
+	rd     *sseReader
+	dec    decoder
+	out    []byte
+	done   bool
+	closed bool
+}
+
+var _ Stream = (*httpStream)(nil)
+
+func (s *httpStream) Next() (Event, error) {
+	for {
+		if s.done {
+			return Event{}, io.EOF
+		}
+		err := s.rd.next()
+		if err == io.EOF {
+			s.done = true
+			if s.dec == nil {
+				return Event{}, io.EOF
+			}
+			out, err := s.dec.eof(s.out[:0])
+			s.out = out
+			if err != nil {
+				return Event{}, &UpstreamError{Status: 502, Message: err.Error(), Retryable: true}
+			}
+			if len(out) > 0 {
+				return Event{Data: out}, nil
+			}
+			return Event{}, io.EOF
+		}
+		if err != nil {
+			s.done = true
+			if context.Cause(s.ctx) == errIdleTimeout {
+				err = errIdleTimeout
+			}
+			return Event{}, transportError(s.parent, err, s.idle, "stream")
+		}
+		s.timer.Reset(s.idle)
+		if s.dec == nil {
+			return Event{Data: s.rd.frame, Text: passthroughText(s.in, s.rd.event, s.rd.data)}, nil
+		}
+		out, text, done := s.dec.frame(s.out[:0], s.rd.event, s.rd.data)
+		s.out = out
+		s.done = done
+		if len(out) > 0 {
+			return Event{Data: out, Text: text}, nil
+		}
+	}
+}
+
+func (s *httpStream) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed, s.done = true, true
+	s.timer.Stop()
+	s.cancel(context.Canceled)
+	if s.body != nil {
+		return s.body.Close()
+	}
+	return nil
+}
+
+// passthroughText extracts the text delta of a verbatim upstream frame.
+func passthroughText(f Format, event, data []byte) string {
+	if len(data) == 0 || data[0] != '{' {
+		return ""
+	}
+	var r gjson.Result
+	switch f {
+	case FormatChat:
+		r = gjson.Get(bytesView(data), "choices.0.delta.content")
+	case FormatResponses:
+		if string(event) != "response.output_text.delta" && !(len(event) == 0 && gjson.Get(bytesView(data), "type").Str == "response.output_text.delta") {
+			return ""
+		}
+		r = gjson.Get(bytesView(data), "delta")
+	case FormatMessages:
+		if string(event) != "content_block_delta" && len(event) != 0 {
+			return ""
+		}
+		r = gjson.Get(bytesView(data), "delta")
+		if r.Get("type").Str != "text_delta" {
+			return ""
+		}
+		r = r.Get("text")
+	}
+	if r.Type != gjson.String || r.Str == "" {
+		return ""
+	}
+	return strings.Clone(r.Str)
+}
+
+// sliceStream yields prepared events (mock answers, replays).
+type sliceStream struct {
+	events []Event
+	i      int
+	close  func() error
+}
+
+func (s *sliceStream) Next() (Event, error) {
+	if s.i >= len(s.events) {
+		return Event{}, io.EOF
+	}
+	s.i++
+	return s.events[s.i-1], nil
+}
+
+func (s *sliceStream) Close() error {
+	s.i = len(s.events)
+	if s.close != nil {
+		c := s.close
+		s.close = nil
+		return c()
+	}
+	return nil
+}
+
+// replayEvents renders a complete result as a stream in format in, its text split into up to
+// chunks deltas.
+func replayEvents(in Format, res *result, includeUsage bool, chunks int) []Event {
+	r := newRenderer(in, includeUsage)
+	events := []Event{{Data: r.start(nil, res.id, res.model, res.usage)}}
+	for _, b := range res.blocks {
+		if b.tool {
+			ev := r.toolStart(nil, b.id, b.name)
+			if b.args != "" {
+				ev = r.toolArgs(ev, b.args)
+			}
+			events = append(events, Event{Data: ev})
+			continue
+		}
+		for _, piece := range splitText(b.text, chunks) {
+			events = append(events, Event{Data: r.text(nil, piece), Text: piece})
+		}
+	}
+	return append(events, Event{Data: r.finish(nil, res.stop, res.stopSeq, res.usage)})
+}
+
+// splitText cuts s into at most n pieces at word boundaries when possible (rune boundaries
+// otherwise); concatenated they give s back.
+func splitText(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	if n <= 1 || utf8.RuneCountInString(s) < n {
+		return []string{s}
+	}
+	target := len(s) / n
+	out := make([]string, 0, n)
+	for len(out) < n-1 && len(s) > target {
+		cut := strings.IndexByte(s[target:], ' ')
+		if cut < 0 {
+			break
+		}
+		cut += target + 1
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if len(out) == 0 { // no spaces: cut on rune boundaries
+		for len(out) < n-1 && len(s) > target {
+			cut := target
+			for cut < len(s) && !utf8.RuneStart(s[cut]) {
+				cut++
+			}
+			out = append(out, s[:cut])
+			s = s[cut:]
+		}
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// replayJSON serves an upstream that answered a stream request with a plain JSON body.
+func (s *httpStream) replayJSON(in, up Format, includeUsage bool) (Stream, error) {
+	defer s.Close()
+	raw, err := io.ReadAll(io.LimitReader(s.body, maxResponseBody))
+	if err != nil {
+		return nil, transportError(s.parent, err, s.idle, "stream")
+	}
+	var res *result
+	switch up {
+	case FormatMessages:
+		res, err = parseMessagesResult(raw)
+	case FormatResponses:
+		res, err = parseResponsesResult(raw)
+	default:
+		res, err = parseChatResult(raw)
+	}
+	if err != nil {
+		return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
+	}
+	return &sliceStream{events: replayEvents(in, res, includeUsage, 1)}, nil
+}

@@ -1,0 +1,393 @@
+// Package store owns every SQL query lockstep runs. It maps pgx errors to the sentinels below;
+// nothing above it (but the listener in pkg/notify) imports pgx.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	migrations "lockstep/sql"
+)
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	// ErrNotFound: the row does not exist (or is filtered out, e.g. a guardrail not 'active').
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a unique constraint refused the write (SQLSTATE 23505).
+	ErrConflict = errors.New("already exists")
+	// ErrInvalid: a check / not-null / foreign key constraint refused the write (SQLSTATE class 23).
+	ErrInvalid = errors.New("invalid row")
+	// ErrUnavailable: Postgres could not be reached or the connection broke mid-query.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// ObjectType names a registry table in the change log's object_type column.
+type ObjectType string
+
+// The registry object types (gateway.registry_changes.object_type).
+const (
+	Model     ObjectType = "model"
+	Guardrail ObjectType = "guardrail"
+	Agent     ObjectType = "agent"
+	Key       ObjectType = "key"
+)
+
+// AllTypes lists every object type in load order.
+var AllTypes = []ObjectType{Model, Guardrail, Agent, Key}
+
+type tableInfo struct {
+	table  string // schema-qualified
+	pk     string
+	name   string // column looked up by name on a read-through
+	filter string // extra WHERE condition every load applies
+}
+
+var tables = map[ObjectType]tableInfo{
+	Model:     {table: "gateway.models", pk: "model_id", name: "model_name", filter: "true"},
+	Guardrail: {table: "gateway.guardrails", pk: "guardrail_id", name: "guardrail_name", filter: "t.status = 'active'"},
+	Agent:     {table: "gateway.agents", pk: "agent_id", name: "agent_name", filter: "true"},
+	Key:       {table: "gateway.api_keys", pk: "token", name: "token", filter: "true"},
+}
+
+// Row is one registry row as loaded: its id, version and the whole row as JSON
+// (row_to_json, so column names are the JSON keys).
+type Row struct {
+	Type    ObjectType
+	ID      string
+	Version int64
+	Data    []byte
+}
+
+// Change is one gateway.registry_changes row.
+type Change struct {
+	Seq       int64
+	Tx        uint64 // xid8
+	Type      ObjectType
+	Op        string // insert | update | delete | truncate
+	ID        string
+	Version   int64
+	ChangedAt time.Time
+}
+
+// Store runs queries on a pgx pool.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open builds a pool from a libpq URL or DSN (pgxpool.ParseConfig) and pings it.
+// Errors: ErrUnavailable (wrapped with the cause) when the database cannot be reached.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", mapErr(err))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", mapErr(err))
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// ConnString returns the connection string the pool was built from (for the dedicated
+// listener connection, which is never pooled).
+func (s *Store) ConnString() string { return s.pool.Config().ConnString() }
+
+// Ping checks the database answers within ctx.
+func (s *Store) Ping(ctx context.Context) error { return mapErr(s.pool.Ping(ctx)) }
+
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505":
+			return fmt.Errorf("%w: %s", ErrConflict, pgErr.Detail)
+		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "23":
+			return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
+		case pgErr.Code[:2] == "08" || pgErr.Code[:2] == "57":
+			return fmt.Errorf("%w: %s", ErrUnavailable, pgErr.Message)
+		}
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) || isNetErr(err) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return err
+}
+
+func isNetErr(err error) bool {
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "broken pipe", "connection reset", "closed pool", "conn closed", "unexpected EOF", "EOF"} {
+		if containsFold(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// Migrate applies every embedded migration not yet applied, in order, each in its own
+// transaction, under a session advisory lock so replicas starting together do not race
+// (PostgreSQL docs 9.27.10 "Advisory Lock Functions").
+func (s *Store) Migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", mapErr(err))
+	}
+	defer conn.Release()
+	h := fnv.New64a()
+	h.Write([]byte("lockstep.migrate"))
+	lockID := int64(h.Sum64() >> 1)
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
+		return fmt.Errorf("migrate: advisory lock: %w", mapErr(err))
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockID) //nolint:errcheck
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS gateway;
+		CREATE TABLE IF NOT EXISTS gateway.schema_migrations (
+			version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrate: bookkeeping table: %w", mapErr(err))
+	}
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM gateway.schema_migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", mapErr(err))
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate: %w", err)
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	for _, m := range migrations.All() {
+		if applied[m.Version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO gateway.schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", m.Name, mapErr(err))
+		}
+	}
+	return nil
+}
+
+func scanRows(typ ObjectType, rows pgx.Rows) ([]Row, error) {
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.ID, &r.Version, &r.Data); err != nil {
+			return nil, mapErr(err)
+		}
+		r.Type = typ
+		out = append(out, r)
+	}
+	return out, mapErr(rows.Err())
+}
+
+func selectSQL(ti tableInfo, where string) string {
+	return fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE %s AND (%s)", ti.pk, ti.table, ti.filter, where)
+}
+
+func info(typ ObjectType) (tableInfo, error) {
+	ti, ok := tables[typ]
+	if !ok {
+		return ti, fmt.Errorf("unknown object type %q", typ)
+	}
+	return ti, nil
+}
+
+// Snapshot is the outcome of a full load: every loadable row of one type as of one MVCC
+// snapshot, that snapshot's xmin (the change-log watermark) and the change log's head seq.
+type Snapshot struct {
+	Rows      []Row
+	Watermark uint64
+	HeadSeq   int64
+}
+
+// LoadAll reads every loadable row of typ (guardrails: only status 'active') in one
+// REPEATABLE READ transaction, together with the snapshot's xmin and the change-log head.
+func (s *Store) LoadAll(ctx context.Context, typ ObjectType) (Snapshot, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	var snap Snapshot
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var wm string
+		if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text,
+			COALESCE((SELECT max(seq) FROM gateway.registry_changes), 0)`).Scan(&wm, &snap.HeadSeq); err != nil {
+			return err
+		}
+		snap.Watermark, _ = strconv.ParseUint(wm, 10, 64)
+		rows, err := tx.Query(ctx, selectSQL(ti, "true"))
+		if err != nil {
+			return err
+		}
+		snap.Rows, err = scanRows(typ, rows)
+		return err
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("load all %ss: %w", typ, mapErr(err))
+	}
+	return snap, nil
+}
+
+// LoadByIDs re-reads the loadable rows with the given primary keys in one query. Ids that
+// are absent (deleted, or filtered out) are simply not returned.
+func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, selectSQL(ti, "t."+ti.pk+" = ANY($1)"), ids)
+	if err != nil {
+		return nil, fmt.Errorf("load %ss by id: %w", typ, mapErr(err))
+	}
+	out, err := scanRows(typ, rows)
+	if err != nil {
+		return nil, fmt.Errorf("load %ss by id: %w", typ, err)
+	}
+	return out, nil
+}
+
+// LoadByName reads the loadable rows a read-through needs for one requested name: models by
+// model_name (every deployment of the group) or model_id, guardrails by guardrail_name or id,
+// agents by agent_id or agent_name, keys by token. Returns ErrNotFound when none match.
+func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, selectSQL(ti, "t."+ti.name+" = $1 OR t."+ti.pk+" = $1"), name)
+	if err != nil {
+		return nil, fmt.Errorf("load %s %q: %w", typ, name, mapErr(err))
+	}
+	out, err := scanRows(typ, rows)
+	if err != nil {
+		return nil, fmt.Errorf("load %s %q: %w", typ, name, err)
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return out, nil
+}
+
+// ChangeBatch is the result of ChangesSince.
+type ChangeBatch struct {
+	Changes   []Change // ordered by seq
+	Watermark uint64   // the new watermark: xmin of the snapshot the changes were read in
+	HeadSeq   int64
+	// PrunedBefore is the change log's retention horizon: a watermark at or below it means
+	// changes may be missing and the caller must do a full reconcile.
+	PrunedBefore uint64
+}
+
+// ChangesSince reads every change-log row whose tx is >= watermark, in one snapshot whose
+// xmin becomes the next watermark. Transactions still running when the snapshot was taken
+// have tx >= that xmin, so their rows are read on a later pass: a late commit is never
+// skipped, and rows may be returned twice (re-applying is harmless).
+func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch, error) {
+	var b ChangeBatch
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var wm, pruned string
+		if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text,
+			COALESCE((SELECT max(seq) FROM gateway.registry_changes), 0),
+			COALESCE((SELECT pruned_before_tx::text FROM gateway.registry_meta), '0')`).Scan(&wm, &b.HeadSeq, &pruned); err != nil {
+			return err
+		}
+		b.Watermark, _ = strconv.ParseUint(wm, 10, 64)
+		b.PrunedBefore, _ = strconv.ParseUint(pruned, 10, 64)
+		rows, err := tx.Query(ctx, `SELECT seq, tx::text, object_type, op, object_id, version, changed_at
+			FROM gateway.registry_changes WHERE tx >= $1::text::xid8 ORDER BY seq`, strconv.FormatUint(watermark, 10))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c Change
+			var txs, typ string
+			if err := rows.Scan(&c.Seq, &txs, &typ, &c.Op, &c.ID, &c.Version, &c.ChangedAt); err != nil {
+				return err
+			}
+			c.Tx, _ = strconv.ParseUint(txs, 10, 64)
+			c.Type = ObjectType(typ)
+			b.Changes = append(b.Changes, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return ChangeBatch{}, fmt.Errorf("read change log: %w", mapErr(err))
+	}
+	return b, nil
+}
+
+// PruneChanges deletes change-log rows older than retention and advances the horizon.
+func (s *Store) PruneChanges(ctx context.Context, retention time.Duration) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, "SELECT gateway.prune_registry_changes($1::interval)",
+		fmt.Sprintf("%d milliseconds", retention.Milliseconds())).Scan(&n)
+	return n, mapErr(err)
+}
+
+// Notify sends NOTIFY channel, payload through the pool (pg_notify; PostgreSQL docs "NOTIFY").
+func (s *Store) Notify(ctx context.Context, channel, payload string) error {
+	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+	return mapErr(err)
+}
+
+// Exec runs one statement; for tests and admin tooling.
+func (s *Store) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := s.pool.Exec(ctx, sql, args...)
+	return mapErr(err)
+}
