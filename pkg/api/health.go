@@ -1,0 +1,154 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"lockstep/pkg/notify"
+	"lockstep/pkg/readthrough"
+)
+
+// liveliness: GET /health/liveliness → 200 "I'm alive!" (LiteLLM's exact body).
+func (s *Server) liveliness(c echo.Context) error {
+	return c.JSON(http.StatusOK, "I'm alive!")
+}
+
+// readiness: 503 with the reason until the initial load is done and the change feed has
+// streamed once; 200 from then on, also while Postgres is down (static stability).
+func (s *Server) readiness(c echo.Context) error {
+	if s.Syncer != nil && !s.Syncer.Ready() {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{
+			"status": "unhealthy", "replica_id": s.ReplicaID,
+			"reason": "change feed not started yet (state " + string(s.Syncer.State()) + ")",
+		})
+	}
+	body := map[string]any{"status": "healthy", "replica_id": s.ReplicaID, "db": "Not connected"}
+	if s.Syncer != nil {
+		body["db"] = "connected"
+		body["sync_state"] = s.Syncer.State()
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+type registryCount struct {
+	Count int `json:"count"`
+}
+
+// LagReport is the /sync/lag body (API.md "Health, sync and metrics").
+type LagReport struct {
+	ReplicaID string `json:"replica_id"`
+	notify.Stats
+	ReadThrough map[string]readthrough.Stats `json:"read_through"`
+	Registries  map[string]registryCount     `json:"registries"`
+}
+
+func (s *Server) lagReport() LagReport {
+	r := LagReport{ReplicaID: s.ReplicaID}
+	if s.Syncer != nil {
+		r.Stats = s.Syncer.Stats()
+	} else {
+		r.Stats = notify.Stats{Source: notify.SourceListen, State: notify.StateStreaming}
+	}
+	r.ReadThrough = map[string]readthrough.Stats{
+		"models":     s.Router.Models().ReadThroughStats(),
+		"guardrails": s.Guardrails.ReadThroughStats(),
+		"agents":     s.Agents.ReadThroughStats(),
+		"keys":       s.Keys.ReadThroughStats(),
+	}
+	r.Registries = map[string]registryCount{
+		"models":     {s.Router.Models().Len()},
+		"guardrails": {s.Guardrails.Len()},
+		"agents":     {s.Agents.Len()},
+		"keys":       {s.Keys.Len()},
+	}
+	r.ApplyErrors += s.Router.Models().ApplyErrors() + s.Guardrails.ApplyErrors() + s.Agents.ApplyErrors() + s.Keys.ApplyErrors()
+	return r
+}
+
+// syncLag: GET /sync/lag (admin).
+func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.lagReport()) }
+
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	handler  http.Handler
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lockstep_http_requests_total", Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockstep_http_request_duration_seconds", Help: "HTTP request duration by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"route"})
+	m.reg.MustRegister(m.requests, m.latency, &syncCollector{s: s})
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (s *Server) serveMetrics(c echo.Context) error {
+	s.metrics.handler.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+// syncCollector exports /sync/lag as Prometheus metrics at scrape time.
+type syncCollector struct{ s *Server }
+
+var (
+	descState    = prometheus.NewDesc("lockstep_sync_state", "1 for the change feed's current state.", []string{"state"}, nil)
+	descSeq      = prometheus.NewDesc("lockstep_sync_seq", "Change-log sequence numbers: applied and head.", []string{"kind"}, nil)
+	descCounters = prometheus.NewDesc("lockstep_sync_events_total", "Change-feed counters.", []string{"counter"}, nil)
+	descLag      = prometheus.NewDesc("lockstep_sync_lag_ms", "Notification lag (change written → applied) over the last 60 s.", []string{"stat"}, nil)
+	descHB       = prometheus.NewDesc("lockstep_sync_heartbeat_rtt_ms", "Self-heartbeat round trip through Postgres.", nil, nil)
+	descRT       = prometheus.NewDesc("lockstep_read_through_total", "Read-through counters per registry.", []string{"registry", "outcome"}, nil)
+	descReg      = prometheus.NewDesc("lockstep_registry_entries", "Entries per registry.", []string{"registry"}, nil)
+)
+
+func (sc *syncCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descState, descSeq, descCounters, descLag, descHB, descRT, descReg} {
+		ch <- d
+	}
+}
+
+func (sc *syncCollector) Collect(ch chan<- prometheus.Metric) {
+	r := sc.s.lagReport()
+	for _, st := range []notify.State{notify.StateStarting, notify.StateCatchingUp, notify.StateStreaming, notify.StateReconnecting} {
+		v := 0.0
+		if r.State == st {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, string(st))
+	}
+	ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.AppliedSeq), "applied")
+	ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.HeadSeq), "head")
+	for name, v := range map[string]int64{"events_applied": r.EventsApplied, "apply_errors": r.ApplyErrors, "reconnects": r.Reconnects,
+		"gaps_repaired": r.GapsRepaired, "drift_repaired": r.DriftRepaired, "notifications_dropped": r.Dropped, "notifications_malformed": r.Malformed} {
+		ch <- prometheus.MustNewConstMetric(descCounters, prometheus.CounterValue, float64(v), name)
+	}
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, r.LagMs.P50, "p50")
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, r.LagMs.P99, "p99")
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, r.LagMs.Max, "max")
+	ch <- prometheus.MustNewConstMetric(descHB, prometheus.GaugeValue, r.HeartbeatRTTMs)
+	for reg, st := range r.ReadThrough {
+		for outcome, v := range map[string]int64{"attempts": st.Attempts, "found": st.Found, "not_found": st.NotFound,
+			"negative_hits": st.NegativeHits, "budget_exhausted": st.BudgetExhausted, "errors": st.Errors} {
+			ch <- prometheus.MustNewConstMetric(descRT, prometheus.CounterValue, float64(v), reg, outcome)
+		}
+	}
+	for reg, n := range r.Registries {
+		ch <- prometheus.MustNewConstMetric(descReg, prometheus.GaugeValue, float64(n.Count), reg)
+	}
+}

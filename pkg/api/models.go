@@ -1,0 +1,347 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"lockstep/pkg/provider"
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+	"lockstep/pkg/store"
+)
+
+// decodeJSON reads the request body into v with a clear 400 on malformed JSON.
+func decodeJSON(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	if err := dec.Decode(v); err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		if err.Error() == "http: request body too large" {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+		}
+		return badRequest("malformed JSON body: %v", err)
+	}
+	return nil
+}
+
+type modelRequest struct {
+	ModelName     *string         `json:"model_name"`
+	LitellmParams json.RawMessage `json:"litellm_params"`
+	ModelInfo     json.RawMessage `json:"model_info"`
+}
+
+// modelRowJSON is a gateway.models row (row_to_json).
+type modelRowJSON struct {
+	ModelID       string          `json:"model_id"`
+	ModelName     string          `json:"model_name"`
+	LitellmParams json.RawMessage `json:"litellm_params"`
+	ModelInfo     json.RawMessage `json:"model_info"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+}
+
+func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
+
+func objectOf(b json.RawMessage, field string) (map[string]any, error) {
+	m := map[string]any{}
+	if isNull(b) {
+		return m, nil
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, badRequest("%s must be a JSON object", field)
+	}
+	return m, nil
+}
+
+// modelResponse renders a model row the way /model/new answers (secrets masked).
+func modelResponse(r store.Row) (map[string]any, error) {
+	var m modelRowJSON
+	if err := json.Unmarshal(r.Data, &m); err != nil {
+		return nil, err
+	}
+	info, _ := objectOf(m.ModelInfo, "model_info")
+	info["id"] = m.ModelID
+	info["db_model"] = true
+	return map[string]any{
+		"model_id": m.ModelID, "model_name": m.ModelName,
+		"litellm_params": json.RawMessage(provider.MaskParams(m.LitellmParams)),
+		"model_info":     info, "created_at": m.CreatedAt, "updated_at": m.UpdatedAt,
+	}, nil
+}
+
+// validateModel builds the deployment exactly as the registry will, so an invalid model is
+// refused with a 400 before anything is written.
+func validateModel(id, name string, params, info []byte) error {
+	if _, err := router.Build(id, name, params, info); err != nil {
+		return badRequest("Invalid model: %v", err)
+	}
+	return nil
+}
+
+// modelNew: POST /model/new (LiteLLM proxy).
+func (s *Server) modelNew(c echo.Context) error {
+	if err := s.requireDB(store.Model, "models"); err != nil {
+		return err
+	}
+	var req modelRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.ModelName == nil || *req.ModelName == "" {
+		return badRequest("model_name is required")
+	}
+	if isNull(req.LitellmParams) {
+		return badRequest("litellm_params is required")
+	}
+	info, err := objectOf(req.ModelInfo, "model_info")
+	if err != nil {
+		return err
+	}
+	id, _ := info["id"].(string)
+	if id == "" {
+		id = uuid.NewString()
+	}
+	info["id"] = id
+	delete(info, "db_model")
+	infoJSON, _ := json.Marshal(info)
+	if err := validateModel(id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
+		return err
+	}
+	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
+		return badRequest("model_info.id %q is already used by a config-file model", id)
+	}
+	row, err := s.Store.Insert(c.Request().Context(), store.Model, store.Values{
+		"model_id": id, "model_name": *req.ModelName, "litellm_params": []byte(req.LitellmParams), "model_info": infoJSON,
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return errf(http.StatusConflict, "conflict_error", "model with id=%s already exists", id)
+	}
+	if err != nil {
+		return err
+	}
+	s.Router.Models().Apply([]store.Row{row}, nil) // writer-local apply: read-your-writes
+	out, err := modelResponse(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+const configModelErr = "Can't edit model. Model in config. Store model in db via `/model/new`. to edit."
+
+// editableModel returns the current DB row of id, refusing config models.
+func (s *Server) editableModel(c echo.Context, id string) (modelRowJSON, error) {
+	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
+		return modelRowJSON{}, badRequest(configModelErr)
+	}
+	row, err := s.Store.Get(c.Request().Context(), store.Model, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return modelRowJSON{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
+	}
+	if err != nil {
+		return modelRowJSON{}, err
+	}
+	var m modelRowJSON
+	if err := json.Unmarshal(row.Data, &m); err != nil {
+		return modelRowJSON{}, err
+	}
+	return m, nil
+}
+
+func mergeObjects(base, patch map[string]any) map[string]any {
+	for k, v := range patch {
+		base[k] = v
+	}
+	return base
+}
+
+// updateModel validates and writes the edited model, then applies it locally.
+func (s *Server) updateModel(c echo.Context, id, name string, params, info map[string]any) error {
+	delete(info, "db_model")
+	info["id"] = id
+	pj, _ := json.Marshal(params)
+	ij, _ := json.Marshal(info)
+	if err := validateModel(id, name, pj, ij); err != nil {
+		return err
+	}
+	row, err := s.Store.Update(c.Request().Context(), store.Model, id, store.Values{"model_name": name, "litellm_params": pj, "model_info": ij})
+	if errors.Is(err, store.ErrNotFound) {
+		return errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	s.Router.Models().Apply([]store.Row{row}, nil)
+	out, err := modelResponse(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// modelUpdate: POST /model/update — body carries model_info.id; given top-level fields
+// replace the stored ones, litellm_params keys are merged over the stored ones (LiteLLM
+// keeps unspecified params, e.g. the api_key, on update).
+func (s *Server) modelUpdate(c echo.Context) error {
+	if err := s.requireDB(store.Model, "models"); err != nil {
+		return err
+	}
+	var req modelRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	info, err := objectOf(req.ModelInfo, "model_info")
+	if err != nil {
+		return err
+	}
+	id, _ := info["id"].(string)
+	if id == "" {
+		return badRequest("model_info.id is required")
+	}
+	return s.applyModelEdit(c, id, req, info)
+}
+
+func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest, info map[string]any) error {
+	cur, err := s.editableModel(c, id)
+	if err != nil {
+		return err
+	}
+	params, err := objectOf(cur.LitellmParams, "litellm_params")
+	if err != nil {
+		return err
+	}
+	patch, err := objectOf(req.LitellmParams, "litellm_params")
+	if err != nil {
+		return err
+	}
+	curInfo, _ := objectOf(cur.ModelInfo, "model_info")
+	name := cur.ModelName
+	if req.ModelName != nil {
+		if *req.ModelName == "" {
+			return badRequest("model_name cannot be empty")
+		}
+		name = *req.ModelName
+	}
+	return s.updateModel(c, id, name, mergeObjects(params, patch), mergeObjects(curInfo, info))
+}
+
+// modelPatch: PATCH /model/{id}/update — merge the given fields into the stored model.
+func (s *Server) modelPatch(c echo.Context) error {
+	if err := s.requireDB(store.Model, "models"); err != nil {
+		return err
+	}
+	var req modelRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	info, err := objectOf(req.ModelInfo, "model_info")
+	if err != nil {
+		return err
+	}
+	return s.applyModelEdit(c, c.Param("id"), req, info)
+}
+
+// modelDelete: POST /model/delete {"id"}.
+func (s *Server) modelDelete(c echo.Context) error {
+	if err := s.requireDB(store.Model, "models"); err != nil {
+		return err
+	}
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.ID == "" {
+		return badRequest("id is required")
+	}
+	if e, ok := s.Router.Models().Load().ByID(req.ID); ok && e.Config {
+		return badRequest("Can't delete model. Model in config. Remove it from the config file instead.")
+	}
+	v, err := s.Store.Delete(c.Request().Context(), store.Model, req.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", req.ID)
+	}
+	if err != nil {
+		return err
+	}
+	s.Router.Models().Apply(nil, map[string]int64{req.ID: v})
+	return c.JSON(http.StatusOK, map[string]string{"message": "Model: " + req.ID + " deleted successfully"})
+}
+
+func modelInfoEntry(e *registry.Entry[*router.Deployment]) map[string]any {
+	d := e.Value
+	info, _ := objectOf(d.ModelInfo, "model_info")
+	info["id"] = d.ModelID
+	info["db_model"] = !e.Config
+	if len(d.AccessGroups) > 0 {
+		info["access_groups"] = d.AccessGroups
+	}
+	return map[string]any{
+		"model_name":     d.ModelName,
+		"litellm_params": json.RawMessage(provider.MaskParams(d.LitellmParams)),
+		"model_info":     info,
+	}
+}
+
+// modelInfo: GET /model/info[?litellm_model_id=] → {"data": [...]}, sorted by name then id.
+func (s *Server) modelInfo(c echo.Context) error {
+	snap := s.Router.Models().Load()
+	var entries []*registry.Entry[*router.Deployment]
+	if id := c.QueryParam("litellm_model_id"); id != "" {
+		if e, ok := snap.ByID(id); ok {
+			entries = append(entries, e)
+		}
+	} else {
+		snap.All(func(e *registry.Entry[*router.Deployment]) bool { entries = append(entries, e); return true })
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].Value, entries[j].Value
+		if a.ModelName != b.ModelName {
+			return a.ModelName < b.ModelName
+		}
+		return a.ModelID < b.ModelID
+	})
+	data := make([]map[string]any, 0, len(entries))
+	for _, e := range entries {
+		data = append(data, modelInfoEntry(e))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": data})
+}
+
+// listModels: GET /v1/models → the OpenAI list of model group names the caller may use.
+func (s *Server) listModels(c echo.Context) error {
+	p := caller(c)
+	snap := s.Router.Models().Load()
+	names := snap.Names()
+	sort.Strings(names)
+	data := make([]map[string]any, 0, len(names))
+	for _, n := range names {
+		if p.key != nil && !p.key.CanUse(n, groupAccess(snap.ByName(n))) {
+			continue
+		}
+		data = append(data, map[string]any{"id": n, "object": "model", "created": 1677610602, "owned_by": "openai"})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// groupAccess iterates the access groups of a model group's deployments.
+func groupAccess(group []*registry.Entry[*router.Deployment]) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for _, e := range group {
+			for _, g := range e.Value.AccessGroups {
+				if !yield(g) {
+					return
+				}
+			}
+		}
+	}
+}

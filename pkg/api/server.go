@@ -1,0 +1,377 @@
+// Package api is the HTTP surface of a replica (echo/v4): the LiteLLM-compatible management
+// API, the LLM routes, A2A, health, /sync/lag and /metrics. Handlers return errors; one
+// HTTPErrorHandler maps them to the right envelope (OpenAI, Anthropic, LiteLLM "detail").
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/rs/zerolog"
+
+	"lockstep/pkg/a2a"
+	"lockstep/pkg/guardrail"
+	"lockstep/pkg/keys"
+	"lockstep/pkg/notify"
+	"lockstep/pkg/provider"
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+	"lockstep/pkg/store"
+)
+
+// Deps is everything a Server serves from. Store and Syncer are nil when no database is
+// configured (config-file only): management writes then answer 503.
+type Deps struct {
+	ReplicaID  string
+	MasterKey  string // empty: no auth (every caller is admin), as LiteLLM without a master key
+	Store      *store.Store
+	Syncer     *notify.Syncer
+	Router     *router.Router
+	Client     *provider.Client
+	Guardrails *registry.Registry[*guardrail.Guardrail]
+	Agents     *registry.Registry[*a2a.Agent]
+	Keys       *registry.Registry[*keys.Key]
+	// Supported is supported_db_objects: which types are read from and written to Postgres.
+	Supported    map[store.ObjectType]bool
+	Log          zerolog.Logger
+	MaxBodyBytes int64 // default 32 MiB
+}
+
+// Server is one replica's HTTP API.
+type Server struct {
+	Deps
+	e       *echo.Echo
+	a2a     *a2a.Handler
+	metrics *metrics
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	if d.MaxBodyBytes == 0 {
+		d.MaxBodyBytes = 32 << 20
+	}
+	if d.Supported == nil {
+		d.Supported = map[store.ObjectType]bool{}
+	}
+	s := &Server{Deps: d, e: echo.New()}
+	s.e.HideBanner, s.e.HidePort = true, true
+	s.e.HTTPErrorHandler = s.errorHandler
+	s.metrics = newMetrics(s)
+	s.a2a = a2a.NewHandler(agentResolver{s}, agentCompleter{s}, d.Log)
+
+	s.e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: "x-request-id"}))
+	s.e.Use(s.accessLog)
+	s.e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+		zerolog.Ctx(c.Request().Context()).Error().Err(err).Bytes("stack", stack).Msg("panic")
+		return err
+	}}))
+	s.e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", d.MaxBodyBytes)))
+	s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo exposes the echo instance (tests).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// access levels for routes
+const (
+	public = iota
+	anyKey // master key or a virtual key (LLM and A2A routes)
+	admin  // master key only
+)
+
+func (s *Server) routes() {
+	e := s.e
+	e.GET("/health/liveliness", s.liveliness)
+	e.GET("/health/liveness", s.liveliness)
+	e.GET("/health/readiness", s.readiness)
+	e.GET("/metrics", s.serveMetrics)
+	e.GET("/sync/lag", s.syncLag, s.auth(admin))
+
+	// models
+	e.POST("/model/new", s.modelNew, s.auth(admin))
+	e.POST("/model/update", s.modelUpdate, s.auth(admin))
+	e.PATCH("/model/:id/update", s.modelPatch, s.auth(admin))
+	e.POST("/model/delete", s.modelDelete, s.auth(admin))
+	e.GET("/model/info", s.modelInfo, s.auth(admin))
+	e.GET("/v1/model/info", s.modelInfo, s.auth(admin))
+	for _, p := range []string{"/v1/models", "/models"} {
+		e.GET(p, s.listModels, s.auth(anyKey))
+	}
+
+	// LLM routes
+	for _, f := range []provider.Format{provider.FormatChat, provider.FormatResponses, provider.FormatMessages, provider.FormatEmbeddings} {
+		h := s.llm(f)
+		e.POST(f.Path(), h, s.auth(anyKey))
+		e.POST("/v1"+f.Path(), h, s.auth(anyKey))
+	}
+
+	s.keyRoutes()
+	s.guardrailRoutes()
+	s.agentRoutes()
+	s.accessGroupRoutes()
+}
+
+// Start serves on addr until ctx is done, then shuts down gracefully: stops accepting,
+// finishes in-flight requests (up to grace), returns.
+func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) error {
+	srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	s.Client.CloseIdleConnections()
+	return err
+}
+
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		rid := c.Response().Header().Get(echo.HeaderXRequestID)
+		l := s.Log.With().Str("request_id", rid).Logger()
+		c.SetRequest(req.WithContext(l.WithContext(req.Context())))
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		s.metrics.observe(c.Path(), req.Method, status, time.Since(start))
+		ev := l.Debug()
+		if status >= 500 {
+			ev = l.Warn()
+		}
+		ev.Str("method", req.Method).Str("path", req.URL.Path).Int("status", status).
+			Dur("duration", time.Since(start)).Int64("bytes_out", c.Response().Size).Msg("request")
+		return nil
+	}
+}
+
+// --- errors ----------------------------------------------------------------------------------
+
+// envelope styles
+const (
+	styleOpenAI    = iota // {"error": {"message","type","param","code"}}
+	styleAnthropic        // {"type":"error","error":{"type","message"}}
+	styleDetail           // {"detail": {"error": msg}}
+)
+
+// Error is an API error with its status and the envelope it is rendered in.
+type Error struct {
+	Status  int
+	Message string
+	Type    string // OpenAI/Anthropic error type
+	Param   string
+	style   int
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errf(status int, typ, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *Error {
+	return errf(http.StatusBadRequest, "invalid_request_error", format, args...)
+}
+
+func detailErr(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...), style: styleDetail}
+}
+
+func statusType(status int) string {
+	switch status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "auth_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 409:
+		return "conflict_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 503:
+		return "service_unavailable"
+	}
+	if status >= 500 {
+		return "internal_server_error"
+	}
+	return "error"
+}
+
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *Error
+	var he *echo.HTTPError
+	var ue *provider.UpstreamError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &ue):
+		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type}
+		if ae.Status < 400 {
+			ae.Status = http.StatusBadGateway
+		}
+	case errors.Is(err, store.ErrUnavailable):
+		ae = errf(http.StatusServiceUnavailable, "service_unavailable", "database unavailable: the change was not saved; retry when the database is back")
+	case errors.As(err, &he):
+		msg := fmt.Sprint(he.Message)
+		if he.Code == http.StatusRequestEntityTooLarge {
+			msg = fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)
+		}
+		ae = &Error{Status: he.Code, Message: msg}
+	default:
+		zerolog.Ctx(c.Request().Context()).Error().Err(err).Msg("internal error")
+		ae = errf(http.StatusInternalServerError, "internal_server_error", "internal error: %v", err)
+	}
+	if ae.Type == "" {
+		ae.Type = statusType(ae.Status)
+	}
+	style := ae.style
+	if style == styleOpenAI && isMessagesRoute(c) {
+		style = styleAnthropic
+	}
+	var body any
+	switch style {
+	case styleAnthropic:
+		body = map[string]any{"type": "error", "error": map[string]any{"type": ae.Type, "message": ae.Message}}
+	case styleDetail:
+		body = map[string]any{"detail": map[string]any{"error": ae.Message}}
+	default:
+		param := any(nil)
+		if ae.Param != "" {
+			param = ae.Param
+		}
+		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": ae.Type, "param": param, "code": fmt.Sprint(ae.Status)}}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.Status)
+		return
+	}
+	_ = c.JSON(ae.Status, body)
+}
+
+func isMessagesRoute(c echo.Context) bool {
+	p := c.Path()
+	return p == "/v1/messages" || p == "/messages"
+}
+
+// --- auth --------------------------------------------------------------------------------------
+
+type principal struct {
+	admin bool
+	key   *keys.Key
+}
+
+const principalKey = "lockstep.principal"
+
+func bearer(c echo.Context) string {
+	h := c.Request().Header
+	if a := h.Get("Authorization"); a != "" {
+		if v, ok := strings.CutPrefix(a, "Bearer "); ok {
+			return strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(a, "bearer "); ok {
+			return strings.TrimSpace(v)
+		}
+		return strings.TrimSpace(a)
+	}
+	if k := h.Get("x-api-key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	if k := h.Get("api-key"); k != "" { // Azure SDKs
+		return strings.TrimSpace(k)
+	}
+	return ""
+}
+
+func authErr(status int, msg string) *Error {
+	return &Error{Status: status, Type: statusType(status), Message: msg}
+}
+
+// auth checks the caller's key: the master key is the admin; a virtual key (sha256 looked up
+// in the keys registry, with read-through) may call LLM and A2A routes only.
+func (s *Server) auth(level int) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if s.MasterKey == "" {
+				c.Set(principalKey, principal{admin: true})
+				return next(c)
+			}
+			k := bearer(c)
+			if k == "" {
+				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
+			}
+			if k == s.MasterKey {
+				c.Set(principalKey, principal{admin: true})
+				return next(c)
+			}
+			vk, err := s.lookupKey(c.Request().Context(), keys.Hash(k))
+			if err != nil {
+				return err
+			}
+			if level == admin {
+				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Path()))
+			}
+			c.Set(principalKey, principal{key: vk})
+			return next(c)
+		}
+	}
+}
+
+func (s *Server) lookupKey(ctx context.Context, token string) (*keys.Key, error) {
+	invalid := authErr(http.StatusUnauthorized, "Authentication Error, Invalid proxy server token passed. Received API key does not exist or was deleted.")
+	if s.Keys == nil {
+		return nil, invalid
+	}
+	e, ok := s.Keys.Load().ByID(token)
+	if !ok {
+		if s.Keys.Resolve(ctx, token) != nil {
+			return nil, invalid
+		}
+		if e, ok = s.Keys.Load().ByID(token); !ok {
+			return nil, invalid
+		}
+	}
+	if why := e.Value.Usable(time.Now()); why != "" {
+		return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
+	}
+	return e.Value, nil
+}
+
+func caller(c echo.Context) principal {
+	p, _ := c.Get(principalKey).(principal)
+	return p
+}
+
+// requireDB answers 503 when typ is not stored in Postgres here.
+func (s *Server) requireDB(typ store.ObjectType, what string) error {
+	if s.Store == nil {
+		return errf(http.StatusServiceUnavailable, "service_unavailable", "no database configured: %s are stored in Postgres; set --database-url or general_settings.database_url", what)
+	}
+	if !s.Supported[typ] {
+		return badRequest("%s are not stored in the database on this gateway: add %q to general_settings.supported_db_objects", what, string(typ)+"s")
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+// Package keys holds virtual keys (LiteLLM "virtual keys"): generation, hashing, the runtime
+// key built from a gateway.api_keys row, and the model access rule.
+package keys
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"lockstep/pkg/store"
+)
+
+// AllProxyModels is LiteLLM's special model name granting every model.
+const AllProxyModels = "all-proxy-models"
+
+// Key is a virtual key as served. Immutable.
+type Key struct {
+	Token    string // sha256 hex of the key
+	Alias    string
+	Models   []string // model group names, access group names, or AllProxyModels; empty = all
+	Blocked  bool
+	Expires  time.Time // zero: never
+	Metadata json.RawMessage
+}
+
+type row struct {
+	Token    string          `json:"token"`
+	KeyAlias *string         `json:"key_alias"`
+	Models   []string        `json:"models"`
+	Blocked  bool            `json:"blocked"`
+	Expires  *time.Time      `json:"expires"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// BuildRow builds a Key from a gateway.api_keys row (row_to_json).
+func BuildRow(r store.Row) (*Key, error) {
+	var kr row
+	if err := json.Unmarshal(r.Data, &kr); err != nil {
+		return nil, fmt.Errorf("key row: %w", err)
+	}
+	if len(kr.Token) != 64 {
+		return nil, fmt.Errorf("token: want 64 hex characters (sha256), got %d", len(kr.Token))
+	}
+	k := &Key{Token: kr.Token, Models: kr.Models, Blocked: kr.Blocked, Metadata: kr.Metadata}
+	if kr.KeyAlias != nil {
+		k.Alias = *kr.KeyAlias
+	}
+	if kr.Expires != nil {
+		k.Expires = *kr.Expires
+	}
+	return k, nil
+}
+
+// Hash returns the sha256 hex digest under which a key is stored (the key itself never is).
+func Hash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Generate returns a new random key, "sk-" + 22 url-safe base64 characters (128 bits), the
+// shape of LiteLLM's generated keys.
+func Generate() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "sk-" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ParseDuration parses LiteLLM's key durations: "30s", "30m", "1h", "30d", "2w", "1mo".
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		d      time.Duration
+	}{{"mo", 30 * 24 * time.Hour}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.Atoi(num)
+			if err != nil || n <= 0 {
+				break
+			}
+			return time.Duration(n) * u.d, nil
+		}
+	}
+	return 0, fmt.Errorf("duration: %q is not a duration like 30s, 30m, 1h, 30d, 2w or 1mo", s)
+}
+
+// Usable reports why the key cannot be used now ("" when it can).
+func (k *Key) Usable(now time.Time) string {
+	if k.Blocked {
+		return "key is blocked"
+	}
+	if !k.Expires.IsZero() && now.After(k.Expires) {
+		return "key expired at " + k.Expires.UTC().Format(time.RFC3339)
+	}
+	return ""
+}
+
+// AllModels reports whether the key may use every model (no list, or all-proxy-models).
+func (k *Key) AllModels() bool {
+	if len(k.Models) == 0 {
+		return true
+	}
+	for _, m := range k.Models {
+		if m == AllProxyModels {
+			return true
+		}
+	}
+	return false
+}
+
+// CanUse reports whether the key may call model group name, whose deployments are in the
+// given access groups (LiteLLM: a key's models list may name models or access groups).
+func (k *Key) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
+	if k.AllModels() {
+		return true
+	}
+	for _, m := range k.Models {
+		if m == name {
+			return true
+		}
+	}
+	ok := false
+	if accessGroups != nil {
+		accessGroups(func(g string) bool {
+			for _, m := range k.Models {
+				if m == g {
+					ok = true
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return ok
+}
