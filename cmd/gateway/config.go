@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"lockstep/pkg/store"
+)
+
+// FileConfig is the LiteLLM-style YAML config (https://docs.litellm.ai/docs/proxy/configs).
+// Any string value "os.environ/NAME" is replaced by the environment variable NAME.
+type FileConfig struct {
+	ModelList       []ModelConfig     `yaml:"model_list"`
+	Guardrails      []GuardrailConfig `yaml:"guardrails"`
+	Agents          []AgentConfig     `yaml:"agents"`
+	GeneralSettings GeneralSettings   `yaml:"general_settings"`
+	RouterSettings  RouterSettings    `yaml:"router_settings"`
+}
+
+// ModelConfig is one model_list entry: a deployment of model group ModelName.
+type ModelConfig struct {
+	ModelName     string         `yaml:"model_name"`
+	LitellmParams map[string]any `yaml:"litellm_params"`
+	ModelInfo     map[string]any `yaml:"model_info"`
+}
+
+// GuardrailConfig is one guardrails entry.
+type GuardrailConfig struct {
+	GuardrailName string         `yaml:"guardrail_name"`
+	LitellmParams map[string]any `yaml:"litellm_params"`
+	GuardrailInfo map[string]any `yaml:"guardrail_info"`
+}
+
+// AgentConfig is one agents entry.
+type AgentConfig struct {
+	AgentID         string         `yaml:"agent_id"`
+	AgentName       string         `yaml:"agent_name"`
+	AgentCardParams map[string]any `yaml:"agent_card_params"`
+	LitellmParams   map[string]any `yaml:"litellm_params"`
+}
+
+// GeneralSettings mirrors LiteLLM's general_settings (the subset lockstep reads).
+type GeneralSettings struct {
+	MasterKey   string `yaml:"master_key"`
+	DatabaseURL string `yaml:"database_url"`
+	// StoreModelInDB (default true) loads and writes models in Postgres; false keeps models
+	// config-only, as in LiteLLM.
+	StoreModelInDB *bool `yaml:"store_model_in_db"`
+	// SupportedDBObjects limits which types are read from Postgres: models, guardrails,
+	// agents, keys. Default: all.
+	SupportedDBObjects []string `yaml:"supported_db_objects"`
+}
+
+// RouterSettings mirrors LiteLLM's router_settings.
+type RouterSettings struct {
+	RoutingStrategy string   `yaml:"routing_strategy"` // simple-shuffle (default)
+	NumRetries      *int     `yaml:"num_retries"`      // default 2
+	AllowedFails    int      `yaml:"allowed_fails"`    // default 3 per minute
+	CooldownTime    *float64 `yaml:"cooldown_time"`    // seconds, default 5
+}
+
+// loadConfig reads and validates a config file. Errors name the file and the bad field.
+func loadConfig(path string) (*FileConfig, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(raw, &node); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := resolveEnv(&node, ""); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	var cfg FileConfig
+	dec := func() error {
+		if len(node.Content) == 0 {
+			return nil
+		}
+		return node.Content[0].Decode(&cfg)
+	}
+	if err := dec(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &cfg, nil
+}
+
+// resolveEnv replaces every "os.environ/NAME" scalar with $NAME; a missing variable is an
+// error naming the field.
+func resolveEnv(n *yaml.Node, path string) error {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := path
+			if n.Kind == yaml.SequenceNode {
+				p = fmt.Sprintf("%s[%d]", path, i)
+			}
+			if err := resolveEnv(c, p); err != nil {
+				return err
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			if err := resolveEnv(n.Content[i+1], p); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if name, ok := strings.CutPrefix(n.Value, "os.environ/"); ok {
+			v, set := os.LookupEnv(name)
+			if !set {
+				return fmt.Errorf("%s: environment variable %s is not set", path, name)
+			}
+			n.Value, n.Tag, n.Style = v, "!!str", yaml.DoubleQuotedStyle
+		}
+	}
+	return nil
+}
+
+var knownObjects = map[string]store.ObjectType{"models": store.Model, "guardrails": store.Guardrail, "agents": store.Agent, "keys": store.Key}
+
+func (c *FileConfig) validate() error {
+	for i, m := range c.ModelList {
+		if m.ModelName == "" {
+			return fmt.Errorf("model_list[%d].model_name is required", i)
+		}
+		if m.LitellmParams == nil {
+			return fmt.Errorf("model_list[%d].litellm_params is required", i)
+		}
+	}
+	for i, g := range c.Guardrails {
+		if g.GuardrailName == "" {
+			return fmt.Errorf("guardrails[%d].guardrail_name is required", i)
+		}
+	}
+	for i, a := range c.Agents {
+		if a.AgentName == "" {
+			return fmt.Errorf("agents[%d].agent_name is required", i)
+		}
+	}
+	for i, o := range c.GeneralSettings.SupportedDBObjects {
+		if _, ok := knownObjects[o]; !ok {
+			return fmt.Errorf("general_settings.supported_db_objects[%d]: unknown object %q (known: models, guardrails, agents, keys)", i, o)
+		}
+	}
+	if s := c.RouterSettings.RoutingStrategy; s != "" && s != "simple-shuffle" {
+		return fmt.Errorf("router_settings.routing_strategy: %q is not supported (supported: simple-shuffle)", s)
+	}
+	if n := c.RouterSettings.NumRetries; n != nil && *n < 0 {
+		return fmt.Errorf("router_settings.num_retries: must be >= 0, got %d", *n)
+	}
+	if c.RouterSettings.AllowedFails < 0 {
+		return fmt.Errorf("router_settings.allowed_fails: must be >= 0, got %d", c.RouterSettings.AllowedFails)
+	}
+	if t := c.RouterSettings.CooldownTime; t != nil && *t < 0 {
+		return fmt.Errorf("router_settings.cooldown_time: must be >= 0 seconds, got %v", *t)
+	}
+	return nil
+}
+
+// supported returns the object types synced with Postgres.
+func (c *FileConfig) supported() map[store.ObjectType]bool {
+	out := map[store.ObjectType]bool{}
+	if len(c.GeneralSettings.SupportedDBObjects) == 0 {
+		for _, t := range store.AllTypes {
+			out[t] = true
+		}
+	} else {
+		for _, o := range c.GeneralSettings.SupportedDBObjects {
+			out[knownObjects[o]] = true
+		}
+	}
+	if s := c.GeneralSettings.StoreModelInDB; s != nil && !*s {
+		delete(out, store.Model)
+	}
+	return out
+}
+
+func toJSON(v any) []byte {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // yaml-decoded maps always marshal
+	}
+	return b
+}
+
+func cooldown(s RouterSettings) time.Duration {
+	if s.CooldownTime == nil {
+		return 0
+	}
+	return time.Duration(*s.CooldownTime * float64(time.Second))
+}

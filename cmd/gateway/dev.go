@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"lockstep/pkg/keys"
+	"lockstep/pkg/pgcluster"
+	"lockstep/pkg/store"
+)
+
+// dev starts a throwaway local Postgres, N replicas on consecutive ports and a mock model,
+// prints how to use them, and removes everything on Ctrl-C.
+func dev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	n := fs.Int("replicas", 2, "number of replicas")
+	basePort := fs.Int("base-port", 4000, "port of the first replica; the others follow")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	if *n < 1 || *n > 32 {
+		return fmt.Errorf("dev: --replicas: want 1..32, got %d", *n)
+	}
+	if *basePort < 1 || *basePort+*n-1 > 65535 {
+		return fmt.Errorf("dev: --base-port: %d is out of range", *basePort)
+	}
+	fmt.Println("starting a throwaway PostgreSQL cluster…")
+	cluster, err := pgcluster.Start()
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer cluster.Stop()
+	dbURL, err := cluster.CreateDB(ctx, "lockstep")
+	if err != nil {
+		return fmt.Errorf("dev: create database: %w", err)
+	}
+	st, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return fmt.Errorf("dev: %w", err)
+	}
+	_, err = st.Insert(ctx, store.Model, store.Values{
+		"model_id": "mock-gpt-1", "model_name": "mock-gpt",
+		"litellm_params": []byte(`{"model":"openai/mock-gpt","mock_response":"Hello from lockstep! This answer came from a mock model."}`),
+		"model_info":     []byte(`{"id":"mock-gpt-1"}`),
+	})
+	st.Close()
+	if err != nil {
+		return fmt.Errorf("dev: seed mock model: %w", err)
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	master := "sk-dev-" + keys.Generate()[3:]
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+		for _, p := range procs {
+			_ = p.Wait()
+		}
+	}()
+	exited := make(chan error, *n)
+	urls := make([]string, *n)
+	for i := range *n {
+		port := *basePort + i
+		urls[i] = fmt.Sprintf("http://127.0.0.1:%d", port)
+		cmd := exec.Command(self, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--database-url", dbURL,
+			"--master-key", master, "--replica-id", "replica-"+strconv.Itoa(i+1), "--log-format", "console")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("dev: start replica %d: %w", i+1, err)
+		}
+		procs = append(procs, cmd)
+		go func() { exited <- cmd.Wait() }()
+	}
+	for _, u := range urls {
+		if err := waitReady(ctx, u, exited); err != nil {
+			return fmt.Errorf("dev: replica %s: %w", u, err)
+		}
+	}
+	fmt.Printf(`
+lockstep dev is up: %d replicas sharing one Postgres.
+  replicas:    %v
+  master key:  %s
+  database:    %s
+  mock model:  mock-gpt
+
+Try it: create a model on one replica and call it on the other at once:
+  curl -s %s/model/new -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+    -d '{"model_name":"my-model","litellm_params":{"model":"openai/my-model","mock_response":"hi from my-model"}}'
+  curl -s %s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+    -d '{"model":"my-model","messages":[{"role":"user","content":"hello"}]}'
+  curl -s %s/sync/lag -H 'Authorization: Bearer %s'
+
+Ctrl-C stops the replicas and removes the database.
+`, *n, urls, master, dbURL, urls[0], master, urls[len(urls)-1], master, urls[len(urls)-1], master)
+	select {
+	case <-ctx.Done():
+		fmt.Println("\nstopping…")
+		return nil
+	case err := <-exited:
+		return fmt.Errorf("dev: a replica exited: %v", err)
+	}
+}
+
+func waitReady(ctx context.Context, base string, exited chan error) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("exited before becoming ready: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		resp, err := http.Get(base + "/health/readiness")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("not ready after 60 s")
+}

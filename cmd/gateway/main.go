@@ -1,0 +1,312 @@
+// Command gateway runs a lockstep replica (serve), applies migrations (migrate), or starts a
+// throwaway local setup (dev). See API.md "Command line".
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"lockstep/pkg/a2a"
+	"lockstep/pkg/api"
+	"lockstep/pkg/guardrail"
+	"lockstep/pkg/keys"
+	"lockstep/pkg/notify"
+	"lockstep/pkg/provider"
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+	"lockstep/pkg/store"
+)
+
+const usage = `usage:
+  gateway serve   [--config FILE] [--addr HOST:PORT] [--database-url URL] [--master-key KEY]
+                  [--replica-id ID] [--sync-source listen] [--log-format json|console] [--no-migrate]
+  gateway migrate --database-url URL
+  gateway dev     [--replicas 2] [--base-port 4000]
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(ctx, os.Args[2:])
+	case "migrate":
+		err = migrate(ctx, os.Args[2:])
+	case "dev":
+		err = dev(ctx, os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		err = fmt.Errorf("unknown command %q (want serve, migrate or dev)", os.Args[1])
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "gateway:", oneLine(err.Error()))
+		os.Exit(1)
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// serveFlags are serve's settings. Precedence: flag > env > config file > default.
+type serveFlags struct {
+	config, addr, databaseURL, masterKey, replicaID, syncSource, logFormat string
+	noMigrate                                                              bool
+}
+
+func parseServe(args []string) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.config, "config", "", "LiteLLM-style YAML config file")
+	fs.StringVar(&f.addr, "addr", "", "listen address (env GATEWAY_ADDR; default 0.0.0.0:4000)")
+	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres URL (env DATABASE_URL)")
+	fs.StringVar(&f.masterKey, "master-key", "", "admin key (env GATEWAY_MASTER_KEY, LITELLM_MASTER_KEY)")
+	fs.StringVar(&f.replicaID, "replica-id", "", "replica id (env GATEWAY_REPLICA_ID; default hostname-pid)")
+	fs.StringVar(&f.syncSource, "sync-source", "listen", "change source: listen")
+	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
+	fs.BoolVar(&f.noMigrate, "no-migrate", false, "do not apply migrations on start")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Print(usage)
+		}
+		return f, fmt.Errorf("serve: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	switch f.syncSource {
+	case "listen":
+	case "logical":
+		return f, errors.New("serve: --sync-source logical: the logical replication source is not available in this build; use listen")
+	default:
+		return f, fmt.Errorf("serve: --sync-source: %q is not a change source (want listen or logical)", f.syncSource)
+	}
+	if f.logFormat != "json" && f.logFormat != "console" {
+		return f, fmt.Errorf("serve: --log-format: %q (want json or console)", f.logFormat)
+	}
+	return f, nil
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func newLogger(format string) zerolog.Logger {
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	var w io.Writer = os.Stderr
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"}
+	}
+	lvl := zerolog.InfoLevel
+	if l, err := zerolog.ParseLevel(os.Getenv("GATEWAY_LOG_LEVEL")); err == nil && os.Getenv("GATEWAY_LOG_LEVEL") != "" {
+		lvl = l
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+func serve(ctx context.Context, args []string) error {
+	f, err := parseServe(args)
+	if err != nil {
+		return err
+	}
+	cfg := &FileConfig{}
+	if f.config != "" {
+		if cfg, err = loadConfig(f.config); err != nil {
+			return err
+		}
+	}
+	addr := firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR"), "0.0.0.0:4000")
+	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
+	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
+	host, _ := os.Hostname()
+	replicaID := firstNonEmpty(f.replicaID, os.Getenv("GATEWAY_REPLICA_ID"), fmt.Sprintf("%s-%d", host, os.Getpid()))
+	log := newLogger(f.logFormat).With().Str("replica_id", replicaID).Logger()
+	if master == "" {
+		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
+	}
+
+	supported := cfg.supported()
+	var st *store.Store
+	if dbURL != "" {
+		if st, err = store.Open(ctx, dbURL); err != nil {
+			return fmt.Errorf("database unreachable: %w", err)
+		}
+		defer st.Close()
+		if !f.noMigrate {
+			if err := st.Migrate(ctx); err != nil {
+				return err
+			}
+		}
+	} else {
+		log.Warn().Msg("no database configured: serving the config file only")
+		supported = map[store.ObjectType]bool{}
+	}
+
+	regs := newRegistries(st, supported, log)
+	if err := loadConfigObjects(cfg, regs); err != nil {
+		return err
+	}
+	client := provider.NewClient()
+	rs := router.Settings{RoutingStrategy: cfg.RouterSettings.RoutingStrategy, AllowedFails: cfg.RouterSettings.AllowedFails, CooldownTime: cooldown(cfg.RouterSettings)}
+	if n := cfg.RouterSettings.NumRetries; n != nil {
+		rs.NumRetries = *n
+		if *n == 0 {
+			rs.NumRetries = -1
+		}
+	}
+	rt := router.New(regs.models, client, rs)
+
+	var syncer *notify.Syncer
+	if st != nil {
+		var sinks []notify.Sink
+		for _, s := range regs.sinks() {
+			if supported[s.Type()] {
+				sinks = append(sinks, s)
+			}
+		}
+		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: sinks, Logger: log})
+		if err := syncer.Start(ctx); err != nil {
+			return fmt.Errorf("database unreachable: %w", err)
+		}
+		defer syncer.Stop()
+	}
+	srv := api.New(api.Deps{
+		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Router: rt, Client: client,
+		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys, Supported: supported, Log: log,
+	})
+	log.Info().Str("addr", addr).Int("models", regs.models.Len()).Bool("database", st != nil).Msg("gateway serving")
+	if err := srv.Start(ctx, addr, 30*time.Second); err != nil && !errors.Is(err, context.Canceled) && err.Error() != "http: Server closed" {
+		return fmt.Errorf("serve %s: %w", addr, err)
+	}
+	log.Info().Msg("gateway stopped")
+	return nil
+}
+
+type registries struct {
+	models     *registry.Registry[*router.Deployment]
+	guardrails *registry.Registry[*guardrail.Guardrail]
+	agents     *registry.Registry[*a2a.Agent]
+	keys       *registry.Registry[*keys.Key]
+}
+
+func (r *registries) sinks() []notify.Sink {
+	return []notify.Sink{r.models, r.guardrails, r.agents, r.keys}
+}
+
+// loader returns the read-through loader for typ, or nil when typ is not read from Postgres
+// (supported_db_objects gates every DB path).
+func loader(st *store.Store, supported map[store.ObjectType]bool, typ store.ObjectType) func(context.Context, string) ([]store.Row, error) {
+	if st == nil || !supported[typ] {
+		return nil
+	}
+	return func(ctx context.Context, name string) ([]store.Row, error) { return st.LoadByName(ctx, typ, name) }
+}
+
+func newRegistries(st *store.Store, supported map[store.ObjectType]bool, log zerolog.Logger) *registries {
+	onErr := func(typ store.ObjectType) func(string, error) {
+		return func(id string, err error) {
+			log.Warn().Str("component", "registry").Str("type", string(typ)).Str("id", id).Err(err).Msg("invalid row not applied; previous version keeps serving")
+		}
+	}
+	return &registries{
+		models: registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names,
+			Load: loader(st, supported, store.Model), OnApplyError: onErr(store.Model)}),
+		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: api.BuildGuardrailRow, Names: api.GuardrailNames,
+			Load: loader(st, supported, store.Guardrail), OnApplyError: onErr(store.Guardrail)}),
+		agents: registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: api.BuildAgentRow, Names: api.AgentNames,
+			Load: loader(st, supported, store.Agent), OnApplyError: onErr(store.Agent)}),
+		keys: registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow,
+			Load: loader(st, supported, store.Key), OnApplyError: onErr(store.Key)}),
+	}
+}
+
+// configModelID is LiteLLM-like: model_info.id when given, else a stable hash of the entry.
+func configModelID(i int, m ModelConfig) string {
+	if id, ok := m.ModelInfo["id"].(string); ok && id != "" {
+		return id
+	}
+	h := sha256.Sum256(append([]byte(fmt.Sprintf("%d|%s|", i, m.ModelName)), toJSON(m.LitellmParams)...))
+	return hex.EncodeToString(h[:16])
+}
+
+func loadConfigObjects(cfg *FileConfig, r *registries) error {
+	models := map[string]*router.Deployment{}
+	for i, m := range cfg.ModelList {
+		id := configModelID(i, m)
+		d, err := router.Build(id, m.ModelName, toJSON(m.LitellmParams), toJSON(m.ModelInfo))
+		if err != nil {
+			return fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
+		}
+		models[id] = d
+	}
+	r.models.SetConfig(models)
+	gs := map[string]*guardrail.Guardrail{}
+	for i, g := range cfg.Guardrails {
+		compiled, err := guardrail.Compile(g.GuardrailName, toJSON(g.LitellmParams))
+		if err != nil {
+			return fmt.Errorf("config: guardrails[%d] (%s): %w", i, g.GuardrailName, err)
+		}
+		gs["config:"+g.GuardrailName] = compiled
+	}
+	r.guardrails.SetConfig(gs)
+	as := map[string]*a2a.Agent{}
+	for i, a := range cfg.Agents {
+		id := firstNonEmpty(a.AgentID, a.AgentName)
+		agent, err := a2a.NewAgent(id, a.AgentName, toJSON(a.AgentCardParams), toJSON(a.LitellmParams))
+		if err != nil {
+			return fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
+		}
+		as[id] = agent
+	}
+	r.agents.SetConfig(as)
+	return nil
+}
+
+func migrate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	url := fs.String("database-url", "", "Postgres URL (env DATABASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	u := firstNonEmpty(*url, os.Getenv("DATABASE_URL"))
+	if u == "" {
+		return errors.New("migrate: --database-url (or DATABASE_URL) is required")
+	}
+	st, err := store.Open(ctx, u)
+	if err != nil {
+		return fmt.Errorf("database unreachable: %w", err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Println("migrations applied")
+	return nil
+}
