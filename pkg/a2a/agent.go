@@ -44,6 +44,10 @@ type Agent struct {
 	// Guardrails is litellm_params.guardrails (names); nil when not set. The Completer
 	// applies them; this package does not.
 	Guardrails []string
+	// LitellmParams is litellm_params exactly as given (a JSON object), for a Completer that
+	// calls the upstream directly (api_base, api_key, ...). It may hold secrets: never serve it
+	// unmasked.
+	LitellmParams json.RawMessage
 }
 
 // ValidationError lists every problem found in an agent definition, each naming the field,
@@ -62,8 +66,9 @@ func (e *ValidationError) Error() string {
 // id (agent_id) and name (agent_name) must be non-blank. agentCardParams must pass
 // [ValidateCard]. litellmParams must be a JSON object with a non-empty string "model"; the
 // optional "custom_llm_provider" must be a string and the optional "guardrails" an array of
-// strings (a single string is accepted as a one-element list, as LiteLLM does). Unknown
-// litellm_params keys are ignored.
+// strings (a single string is accepted as a one-element list, as LiteLLM does). Other
+// litellm_params keys (api_base, api_key, ...) are not checked here; they are kept in
+// Agent.LitellmParams for the Completer.
 //
 // On failure the error is a *[ValidationError] naming every bad field, e.g.
 // `agent_name is required; agent_card_params.name is required; litellm_params.model is required`.
@@ -88,6 +93,7 @@ func NewAgent(id, name string, agentCardParams, litellmParams []byte) (*Agent, e
 		Model:             params.model,
 		CustomLLMProvider: params.customLLMProvider,
 		Guardrails:        params.guardrails,
+		LitellmParams:     bytes.Clone(bytes.TrimSpace(litellmParams)),
 	}, nil
 }
 

@@ -19,6 +19,8 @@ func TestNewAgent(t *testing.T) {
 	require.Equal(t, "openai/gpt-4o-mini", agent.Model)
 	require.Equal(t, "openai", agent.CustomLLMProvider)
 	require.Equal(t, []string{"pii", "words"}, agent.Guardrails)
+	require.JSONEq(t, `{"model": "openai/gpt-4o-mini", "custom_llm_provider": "openai", "guardrails": ["pii", "words"], "api_key": "ignored"}`,
+		string(agent.LitellmParams))
 
 	// A single guardrail name is a one-element list, as in LiteLLM.
 	agent, err = NewAgent("id-1", "echo", []byte(testCard("echo")), []byte(`{"model": "m", "guardrails": "pii"}`))

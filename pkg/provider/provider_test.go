@@ -627,14 +627,15 @@ func TestTimeouts(t *testing.T) {
 	ctx := context.Background()
 	c := provider.NewClient()
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	}))
 	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) }) // runs first: cleanups are LIFO
 	d, err := provider.NewDeployment("id", "g", []byte(`{"model":"openai/m","api_key":"k","timeout":0.1,"api_base":"`+slow.URL+`"}`))
 	require.NoError(t, err)
 	_, err = c.Do(ctx, d, provider.FormatChat, []byte(`{"model":"g","messages":[]}`))

@@ -341,7 +341,7 @@ type respItem struct {
 	Type      string         `json:"type"`
 	Status    string         `json:"status"`
 	Role      string         `json:"role,omitempty"`
-	Content   []respTextPart `json:"content,omitempty"`
+	Content   any            `json:"content,omitempty"` // []respTextPart for messages (may be empty), nil for calls
 	CallID    string         `json:"call_id,omitempty"`
 	Name      string         `json:"name,omitempty"`
 	Arguments *string        `json:"arguments,omitempty"`

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -162,40 +161,42 @@ func replayEvents(in Format, res *result, includeUsage bool, chunks int) []Event
 	return append(events, Event{Data: r.finish(nil, res.stop, res.stopSeq, res.usage)})
 }
 
-// splitText cuts s into at most n pieces at word boundaries when possible (rune boundaries
-// otherwise); concatenated they give s back.
+// splitText cuts s into at most n pieces, evenly by words (each keeping its trailing space)
+// when s has at least n words, else evenly by runes; concatenated they give s back.
 func splitText(s string, n int) []string {
 	if s == "" {
 		return nil
 	}
-	if n <= 1 || utf8.RuneCountInString(s) < n {
+	if n <= 1 {
 		return []string{s}
 	}
-	target := len(s) / n
-	out := make([]string, 0, n)
-	for len(out) < n-1 && len(s) > target {
-		cut := strings.IndexByte(s[target:], ' ')
-		if cut < 0 {
-			break
+	// Word starts: offsets where a non-space follows a space.
+	var cuts []int
+	for i := 1; i < len(s); i++ {
+		if s[i-1] == ' ' && s[i] != ' ' {
+			cuts = append(cuts, i)
 		}
-		cut += target + 1
-		out = append(out, s[:cut])
-		s = s[cut:]
 	}
-	if len(out) == 0 { // no spaces: cut on rune boundaries
-		for len(out) < n-1 && len(s) > target {
-			cut := target
-			for cut < len(s) && !utf8.RuneStart(s[cut]) {
-				cut++
+	units := len(cuts) + 1
+	if units < n {
+		cuts = cuts[:0]
+		for i := range s {
+			if i > 0 {
+				cuts = append(cuts, i)
 			}
-			out = append(out, s[:cut])
-			s = s[cut:]
 		}
+		units = len(cuts) + 1
 	}
-	if s != "" {
-		out = append(out, s)
+	n = min(n, units)
+	out := make([]string, 0, n)
+	prev := 0
+	for k := 1; k < n; k++ {
+		// the piece k ends before unit k*units/n
+		at := cuts[k*units/n-1]
+		out = append(out, s[prev:at])
+		prev = at
 	}
-	return out
+	return append(out, s[prev:])
 }
 
 // replayJSON serves an upstream that answered a stream request with a plain JSON body.

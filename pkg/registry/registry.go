@@ -85,6 +85,11 @@ type Options[T any] struct {
 	TombstoneTTL time.Duration
 	// OnApplyError is called for each row Build refused (logging); optional.
 	OnApplyError func(id string, err error)
+	// MissWait bounds how long Resolve waits for the change feed to apply the name when the
+	// read-through failed closed (budget exhausted, DB error). A create on another replica is
+	// normally applied here within a millisecond or two of its commit, so a provisioning
+	// script outrunning the budget still sees its objects, without a DB read. Default 100 ms.
+	MissWait time.Duration
 }
 
 type tombstone struct {
@@ -101,6 +106,8 @@ type Registry[T any] struct {
 	tombs map[string]tombstone
 	gen   uint64
 	rt    *readthrough.Group
+	// changed is closed and replaced on every publish ("something changed" broadcast).
+	changed atomic.Pointer[chan struct{}]
 
 	applyErrors atomic.Int64
 }
@@ -112,7 +119,12 @@ func New[T any](opts Options[T]) *Registry[T] {
 	if opts.TombstoneTTL == 0 {
 		opts.TombstoneTTL = 10 * time.Minute
 	}
+	if opts.MissWait == 0 {
+		opts.MissWait = 100 * time.Millisecond
+	}
 	r := &Registry[T]{opts: opts, tombs: map[string]tombstone{}}
+	ch := make(chan struct{})
+	r.changed.Store(&ch)
 	r.snap.Store(&Snapshot[T]{byID: map[string]*Entry[T]{}, byName: map[string][]*Entry[T]{}})
 	if opts.Load != nil {
 		r.rt = readthrough.New(r.fetch, opts.ReadThrough)
@@ -168,6 +180,22 @@ func (r *Registry[T]) publish(byID map[string]*Entry[T]) {
 		}
 	}
 	r.snap.Store(&Snapshot[T]{byID: byID, byName: byName})
+	if r.changed.Load() != nil {
+		ch := make(chan struct{})
+		close(*r.changed.Swap(&ch))
+	}
+}
+
+// Changed returns a channel closed at the next publish.
+func (r *Registry[T]) Changed() <-chan struct{} { return *r.changed.Load() }
+
+// Has reports whether name is held, as an id or an indexed name.
+func (r *Registry[T]) Has(name string) bool {
+	s := r.snap.Load()
+	if _, ok := s.byID[name]; ok {
+		return true
+	}
+	return len(s.byName[name]) > 0
 }
 
 func (r *Registry[T]) newer(id string, version int64, cur *Entry[T]) bool {
@@ -346,10 +374,35 @@ func (r *Registry[T]) Resolve(ctx context.Context, name string) error {
 	if res.Found {
 		return nil
 	}
+	if res.BudgetExhausted || res.Err != nil {
+		// Failed closed: no DB read. Give the change feed a moment to apply the name.
+		if r.waitFor(ctx, name, r.opts.MissWait) {
+			return nil
+		}
+	}
 	if res.Err != nil {
 		return fmt.Errorf("%w: %v", ErrNotFound, res.Err)
 	}
 	return ErrNotFound
+}
+
+// waitFor waits up to d for name to be published.
+func (r *Registry[T]) waitFor(ctx context.Context, name string, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		ch := r.Changed()
+		if r.Has(name) {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return r.Has(name)
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (r *Registry[T]) fetch(ctx context.Context, name string) (bool, error) {
