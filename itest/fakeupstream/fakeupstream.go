@@ -620,7 +620,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, in ReplyInput
 			"parallel_tool_calls": true, "previous_response_id": nil, "prompt_cache_key": nil,
 			"reasoning": map[string]any{"effort": nil, "summary": nil}, "safety_identifier": nil,
 			"service_tier": "default", "store": true, "temperature": 1.0,
-			"text": map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "medium"},
+			"text":        map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "medium"},
 			"tool_choice": "auto", "tools": []any{}, "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled",
 			"usage": usage, "user": nil, "metadata": map[string]any{},
 		}

@@ -3,14 +3,47 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/guardrail"
+	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
 	"lockstep/pkg/store"
 )
 
-func (s *Server) agentRoutes() {}
+// agentRoutes: the agents management API (admin) and the A2A endpoints (any key), API.md
+// "Agents and A2A". The JSON-RPC and card handling is pkg/a2a's; this file supplies the
+// agent lookup (agentResolver) and the completion bridge to the router (agentCompleter).
+func (s *Server) agentRoutes() {
+	e := s.e
+	e.POST("/v1/agents", s.agentNew, s.auth(admin))
+	e.GET("/v1/agents", s.agentList, s.auth(admin))
+	e.GET("/v1/agents/:id", s.agentGet, s.auth(admin))
+	e.PUT("/v1/agents/:id", s.agentPut, s.auth(admin))
+	e.PATCH("/v1/agents/:id", s.agentPatch, s.auth(admin))
+	e.DELETE("/v1/agents/:id", s.agentDelete, s.auth(admin))
+
+	// A2A spec §5.3 well-known card path; agent.json is the pre-0.3 name, still fetched by
+	// older clients.
+	for _, card := range []string{"agent-card.json", "agent.json"} {
+		e.GET("/a2a/:agent/.well-known/"+card, s.agentCard, s.auth(anyKey))
+	}
+	e.POST("/a2a/:agent", s.agentRPC, s.auth(anyKey))
+}
 
 // BuildAgentRow builds an agent from a gateway.agents row.
 func BuildAgentRow(r store.Row) (*a2a.Agent, error) {
@@ -29,17 +62,677 @@ func BuildAgentRow(r store.Row) (*a2a.Agent, error) {
 // AgentNames indexes an agent under its name.
 func AgentNames(e *registry.Entry[*a2a.Agent]) []string { return []string{e.Value.Name} }
 
+// --- management API ----------------------------------------------------------------------------
+
+// agentRequest is the body of POST /v1/agents and PUT/PATCH /v1/agents/{id}.
+type agentRequest struct {
+	AgentName       *string         `json:"agent_name"`
+	AgentCardParams json.RawMessage `json:"agent_card_params"`
+	LitellmParams   json.RawMessage `json:"litellm_params"`
+}
+
+// agentRowJSON is a gateway.agents row (row_to_json).
+type agentRowJSON struct {
+	AgentID         string          `json:"agent_id"`
+	AgentName       string          `json:"agent_name"`
+	AgentCardParams json.RawMessage `json:"agent_card_params"`
+	LitellmParams   json.RawMessage `json:"litellm_params"`
+	CreatedAt       *time.Time      `json:"created_at"`
+	UpdatedAt       *time.Time      `json:"updated_at"`
+}
+
+// agentResponse renders an agent the way every /v1/agents route answers: the stored columns,
+// litellm_params with secrets masked. Config-file agents have no timestamps (null).
+func agentResponse(a agentRowJSON) map[string]any {
+	params := a.LitellmParams
+	if isNull(params) {
+		params = json.RawMessage("{}")
+	}
+	return map[string]any{
+		"agent_id":          a.AgentID,
+		"agent_name":        a.AgentName,
+		"agent_card_params": a.AgentCardParams,
+		"litellm_params":    json.RawMessage(provider.MaskParams(params)),
+		"created_at":        a.CreatedAt,
+		"updated_at":        a.UpdatedAt,
+	}
+}
+
+func agentRowResponse(data []byte) (map[string]any, error) {
+	var a agentRowJSON
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, fmt.Errorf("agent row: %w", err)
+	}
+	return agentResponse(a), nil
+}
+
+// agentEntryResponse renders a registry entry: its row when it came from Postgres, else the
+// config-file definition.
+func agentEntryResponse(e *registry.Entry[*a2a.Agent]) (map[string]any, error) {
+	if len(e.Row) > 0 {
+		return agentRowResponse(e.Row)
+	}
+	a := e.Value
+	return agentResponse(agentRowJSON{AgentID: a.ID, AgentName: a.Name, AgentCardParams: a.Card, LitellmParams: a.LitellmParams}), nil
+}
+
+func agentNotFound(id string) *Error {
+	return errf(http.StatusNotFound, "not_found_error", "Agent with id=%s not found", id)
+}
+
+func agentNameTaken(name string) *Error {
+	return badRequest("Agent with name '%s' already exists", name)
+}
+
+// validateAgent builds the agent exactly as the registry will (a2a.NewAgent), so an invalid
+// definition is refused with a 400 naming every bad field before anything is written. An
+// agent with its own upstream (see hasOwnUpstream) must also make a valid deployment.
+func validateAgent(id, name string, card, params []byte) error {
+	agent, err := a2a.NewAgent(id, name, card, params)
+	var ve *a2a.ValidationError
+	if errors.As(err, &ve) {
+		return badRequest("Invalid agent: %s", ve.Error())
+	}
+	if err != nil {
+		return badRequest("Invalid agent: %v", err)
+	}
+	if hasOwnUpstream(agent) {
+		if _, err := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams); err != nil {
+			return badRequest("Invalid agent: %v", err)
+		}
+	}
+	return nil
+}
+
+// configAgentNamed returns the config-file agent called name, if any.
+func (s *Server) configAgentNamed(name string) bool {
+	for _, e := range s.Agents.Load().ByName(name) {
+		if e.Config {
+			return true
+		}
+	}
+	return false
+}
+
+// agentNew: POST /v1/agents {"agent_name", "agent_card_params", "litellm_params"} → the stored
+// agent with a new agent_id (uuid). Duplicate name or invalid definition: 400, nothing stored.
+func (s *Server) agentNew(c echo.Context) error {
+	if err := s.requireDB(store.Agent, "agents"); err != nil {
+		return err
+	}
+	var req agentRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	name := ""
+	if req.AgentName != nil {
+		name = *req.AgentName
+	}
+	id := uuid.NewString()
+	if err := validateAgent(id, name, req.AgentCardParams, req.LitellmParams); err != nil {
+		return err
+	}
+	if s.configAgentNamed(name) {
+		return agentNameTaken(name)
+	}
+	row, err := s.Store.Insert(c.Request().Context(), store.Agent, store.Values{
+		"agent_id": id, "agent_name": name,
+		"agent_card_params": []byte(req.AgentCardParams), "litellm_params": []byte(req.LitellmParams),
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return agentNameTaken(name)
+	}
+	if err != nil {
+		return err
+	}
+	s.Agents.Apply([]store.Row{row}, nil) // writer-local apply: read-your-writes
+	out, err := agentRowResponse(row.Data)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// agentList: GET /v1/agents → bare JSON array: config-file agents (by name), then the rows of
+// gateway.agents (by created_at). While Postgres is unreachable the DB agents this replica
+// holds are listed instead (by name), so a read keeps working during an outage.
+func (s *Server) agentList(c echo.Context) error {
+	snap := s.Agents.Load()
+	var config, held []*registry.Entry[*a2a.Agent]
+	snap.All(func(e *registry.Entry[*a2a.Agent]) bool {
+		if e.Config {
+			config = append(config, e)
+		} else {
+			held = append(held, e)
+		}
+		return true
+	})
+	byName := func(es []*registry.Entry[*a2a.Agent]) {
+		sort.Slice(es, func(i, j int) bool {
+			if es[i].Value.Name != es[j].Value.Name {
+				return es[i].Value.Name < es[j].Value.Name
+			}
+			return es[i].ID < es[j].ID
+		})
+	}
+	byName(config)
+	out := make([]map[string]any, 0, snap.Len())
+	for _, e := range config {
+		m, err := agentEntryResponse(e)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+	}
+	if s.Store == nil || !s.Supported[store.Agent] {
+		return c.JSON(http.StatusOK, out)
+	}
+	rows, err := s.Store.List(c.Request().Context(), store.Agent)
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		byName(held)
+		for _, e := range held {
+			m, err := agentEntryResponse(e)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+	case err != nil:
+		return err
+	default:
+		for _, r := range rows {
+			if e, ok := snap.ByID(r.ID); ok && e.Config {
+				continue // the config agent is the one served
+			}
+			m, err := agentRowResponse(r.Data)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// agentGet: GET /v1/agents/{id} → the agent (404 when unknown). Read from Postgres; from this
+// replica's registry for a config agent or while Postgres is unreachable.
+func (s *Server) agentGet(c echo.Context) error {
+	id := c.Param("id")
+	e, held := s.Agents.Load().ByID(id)
+	if held && e.Config {
+		return s.jsonEntry(c, e)
+	}
+	if s.Store == nil || !s.Supported[store.Agent] {
+		return agentNotFound(id)
+	}
+	row, err := s.Store.Get(c.Request().Context(), store.Agent, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return agentNotFound(id)
+	case errors.Is(err, store.ErrUnavailable) && held:
+		return s.jsonEntry(c, e)
+	case err != nil:
+		return err
+	}
+	out, err := agentRowResponse(row.Data)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) jsonEntry(c echo.Context, e *registry.Entry[*a2a.Agent]) error {
+	out, err := agentEntryResponse(e)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+const (
+	configAgentEditErr   = "Can't edit agent. Agent in config. Store agent in db via `/v1/agents`. to edit."
+	configAgentDeleteErr = "Can't delete agent. Agent in config. Remove it from the config file instead."
+)
+
+// editableAgent returns the stored row of id, refusing config agents.
+func (s *Server) editableAgent(c echo.Context, id string) (agentRowJSON, error) {
+	if e, ok := s.Agents.Load().ByID(id); ok && e.Config {
+		return agentRowJSON{}, badRequest(configAgentEditErr)
+	}
+	if err := s.requireDB(store.Agent, "agents"); err != nil {
+		return agentRowJSON{}, err
+	}
+	row, err := s.Store.Get(c.Request().Context(), store.Agent, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return agentRowJSON{}, agentNotFound(id)
+	}
+	if err != nil {
+		return agentRowJSON{}, err
+	}
+	var a agentRowJSON
+	if err := json.Unmarshal(row.Data, &a); err != nil {
+		return agentRowJSON{}, fmt.Errorf("agent row: %w", err)
+	}
+	return a, nil
+}
+
+// agentPut: PUT /v1/agents/{id} — replace the agent's name, card and litellm_params (all three
+// required).
+func (s *Server) agentPut(c echo.Context) error {
+	id := c.Param("id")
+	var req agentRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if _, err := s.editableAgent(c, id); err != nil {
+		return err
+	}
+	name := ""
+	if req.AgentName != nil {
+		name = *req.AgentName
+	}
+	return s.updateAgent(c, id, name, req.AgentCardParams, req.LitellmParams)
+}
+
+// agentPatch: PATCH /v1/agents/{id} — the given fields replace the stored ones, except
+// litellm_params whose keys are merged over the stored ones (so an api_key is kept, as
+// PATCH /model/{id}/update does).
+func (s *Server) agentPatch(c echo.Context) error {
+	id := c.Param("id")
+	var req agentRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	cur, err := s.editableAgent(c, id)
+	if err != nil {
+		return err
+	}
+	name := cur.AgentName
+	if req.AgentName != nil {
+		name = *req.AgentName
+	}
+	card := cur.AgentCardParams
+	if !isNull(req.AgentCardParams) {
+		card = req.AgentCardParams
+	}
+	params := cur.LitellmParams
+	if !isNull(req.LitellmParams) {
+		base, err := objectOf(cur.LitellmParams, "litellm_params")
+		if err != nil {
+			return err
+		}
+		patch, err := objectOf(req.LitellmParams, "litellm_params")
+		if err != nil {
+			return err
+		}
+		if params, err = json.Marshal(mergeObjects(base, patch)); err != nil {
+			return err
+		}
+	}
+	return s.updateAgent(c, id, name, card, params)
+}
+
+// updateAgent validates and writes the edited agent, then applies it locally.
+func (s *Server) updateAgent(c echo.Context, id, name string, card, params []byte) error {
+	if err := validateAgent(id, name, card, params); err != nil {
+		return err
+	}
+	if s.configAgentNamed(name) {
+		return agentNameTaken(name)
+	}
+	row, err := s.Store.Update(c.Request().Context(), store.Agent, id, store.Values{
+		"agent_name": name, "agent_card_params": card, "litellm_params": params,
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return agentNotFound(id)
+	case errors.Is(err, store.ErrConflict):
+		return agentNameTaken(name)
+	case err != nil:
+		return err
+	}
+	s.Agents.Apply([]store.Row{row}, nil)
+	out, err := agentRowResponse(row.Data)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// agentDelete: DELETE /v1/agents/{id} → {"message": "Agent <id> deleted successfully"};
+// 404 when unknown; 400 for a config-file agent.
+func (s *Server) agentDelete(c echo.Context) error {
+	id := c.Param("id")
+	if e, ok := s.Agents.Load().ByID(id); ok && e.Config {
+		return badRequest(configAgentDeleteErr)
+	}
+	if err := s.requireDB(store.Agent, "agents"); err != nil {
+		return err
+	}
+	v, err := s.Store.Delete(c.Request().Context(), store.Agent, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return agentNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	s.Agents.Apply(nil, map[string]int64{id: v}) // tombstone: a late read-through cannot resurrect it
+	return c.JSON(http.StatusOK, map[string]string{"message": "Agent " + id + " deleted successfully"})
+}
+
+// --- A2A routes ----------------------------------------------------------------------------------
+
+// agentCard: GET /a2a/{id_or_name}/.well-known/agent-card.json (and agent.json).
+func (s *Server) agentCard(c echo.Context) error {
+	s.a2a.Card(c.Response(), c.Request(), agentParam(c), requestBaseURL(c.Request()))
+	return nil
+}
+
+// agentRPC: POST /a2a/{id_or_name}, one JSON-RPC 2.0 request (see a2a.Handler.RPC).
+func (s *Server) agentRPC(c echo.Context) error {
+	s.a2a.RPC(c.Response(), c.Request(), agentParam(c))
+	return nil
+}
+
+// agentParam is the {id_or_name} path segment, percent-decoded. echo matches on the raw
+// (escaped) path when the request has one, and then leaves the parameter escaped.
+func agentParam(c echo.Context) string {
+	v := c.Param("agent")
+	if c.Request().URL.RawPath != "" {
+		if u, err := url.PathUnescape(v); err == nil {
+			return u
+		}
+	}
+	return v
+}
+
+// requestBaseURL is the base URL the caller reached this gateway at, "scheme://host", for the
+// url of a served agent card: X-Forwarded-Proto and X-Forwarded-Host (first value each, as set
+// by a load balancer) win over the connection's TLS state and the Host header.
+func requestBaseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := strings.ToLower(firstHeaderValue(r, "X-Forwarded-Proto")); p == "http" || p == "https" {
+		scheme = p
+	}
+	host := r.Host
+	if h := firstHeaderValue(r, "X-Forwarded-Host"); validHost(h) {
+		host = h
+	}
+	return scheme + "://" + host
+}
+
+func firstHeaderValue(r *http.Request, name string) string {
+	v, _, _ := strings.Cut(r.Header.Get(name), ",")
+	return strings.TrimSpace(v)
+}
+
+// validHost accepts a bare host[:port]: nothing that would change the meaning of the URL it
+// is put in.
+func validHost(h string) bool {
+	return h != "" && !strings.ContainsAny(h, "/\\@?# \t")
+}
+
+// agentResolver finds agents by agent_id, then agent_name, with a read-through (the AGENTS
+// budget: store.LoadByName matches either column) on a miss. It never touches the models
+// registry, so an unknown agent cannot spend a models read-through.
 type agentResolver struct{ s *Server }
 
+var _ a2a.Resolver = agentResolver{}
+
 func (r agentResolver) ResolveAgent(ctx context.Context, idOrName string) (*a2a.Agent, error) {
+	reg := r.s.Agents
+	if reg == nil || idOrName == "" {
+		return nil, a2a.ErrAgentNotFound
+	}
+	if a := lookupAgent(reg.Load(), idOrName); a != nil {
+		return a, nil
+	}
+	// Resolve fails closed: an exhausted budget or a DB error leaves the miss standing.
+	if reg.Resolve(ctx, idOrName) != nil {
+		return nil, a2a.ErrAgentNotFound
+	}
+	if a := lookupAgent(reg.Load(), idOrName); a != nil {
+		return a, nil
+	}
 	return nil, a2a.ErrAgentNotFound
 }
 
+func lookupAgent(snap *registry.Snapshot[*a2a.Agent], idOrName string) *a2a.Agent {
+	if e, ok := snap.ByID(idOrName); ok {
+		return e.Value
+	}
+	if es := snap.ByName(idOrName); len(es) > 0 {
+		return es[0].Value
+	}
+	return nil
+}
+
+// --- completion bridge ---------------------------------------------------------------------------
+
+// agentCompleter runs an agent's model: guardrails on the input, the model call, guardrails on
+// the reply.
+//
+// Guardrails: the agent's litellm_params.guardrails (by name, read-through on a miss) plus every
+// default_on guardrail, each in the modes it is configured for. pre_call runs on the message
+// text (MASK rewrites what the model sees); during_call checks the same text, before the call
+// (an A2A reply is not worth racing); post_call runs on the whole reply (MASK rewrites it; when
+// streaming, the reply is buffered so that a mask applies to every chunk). An input block is
+// JSON-RPC -32602 (the message is the invalid parameter), a reply block -32603; both carry the
+// content filter's message ("Content blocked: ...") and data {"guardrail": name}. An agent
+// guardrail that does not exist fails the call (-32603): an agent never runs unguarded.
+//
+// Model: see agentCall.backend.
 type agentCompleter struct{ s *Server }
 
-func (agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text string) (string, error) {
-	return "", nil
+var _ a2a.Completer = agentCompleter{}
+
+func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text string) (string, error) {
+	call, err := c.s.newAgentCall(ctx, agent, text)
+	if err != nil {
+		return "", err
+	}
+	res, err := call.do(ctx)
+	if err != nil {
+		return "", err
+	}
+	return call.output(res.Text)
 }
-func (agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text string, onDelta func(string) error) error {
-	return nil
+
+func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text string, onDelta func(string) error) error {
+	call, err := c.s.newAgentCall(ctx, agent, text)
+	if err != nil {
+		return err
+	}
+	st, err := call.stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	buffer := hasMode(call.guardrails, guardrail.PostCall)
+	var reply strings.Builder
+	for {
+		ev, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if ev.Text == "" {
+			continue
+		}
+		if buffer {
+			reply.WriteString(ev.Text)
+			continue
+		}
+		if err := onDelta(ev.Text); err != nil {
+			return err
+		}
+	}
+	if !buffer {
+		return nil
+	}
+	out, err := call.output(reply.String())
+	if err != nil {
+		return err
+	}
+	return onDelta(out)
+}
+
+// agentCall is one prepared agent completion.
+type agentCall struct {
+	s          *Server
+	guardrails []*guardrail.Guardrail
+	group      []*registry.Entry[*router.Deployment] // through the router, or
+	direct     *provider.Deployment                  // straight to the agent's own upstream
+	body       []byte                                // OpenAI chat request
+}
+
+func (s *Server) newAgentCall(ctx context.Context, agent *a2a.Agent, text string) (*agentCall, error) {
+	call := &agentCall{s: s}
+	var err error
+	if call.guardrails, err = s.agentGuardrails(ctx, agent); err != nil {
+		return nil, err
+	}
+	if text, err = guardAgentText(call.guardrails, guardrail.PreCall, text, true); err != nil {
+		return nil, err
+	}
+	if _, err = guardAgentText(call.guardrails, guardrail.DuringCall, text, true); err != nil {
+		return nil, err
+	}
+	if err := call.backend(ctx, agent); err != nil {
+		return nil, err
+	}
+	call.body = provider.ChatRequest(agent.Model, text)
+	return call, nil
+}
+
+// backend picks where the agent's model is served:
+//   - an agent with its own upstream (litellm_params api_base, api_key, custom_llm_provider or
+//     mock_response; see hasOwnUpstream) is called directly, as LiteLLM calls a model from its
+//     litellm_params, without spending a models read-through;
+//   - otherwise litellm_params.model is a model group of this gateway (read-through on a miss),
+//     served by the router with its retries and cooldowns;
+//   - failing that, a "provider/model" is called at the provider's default endpoint with its
+//     environment key (OPENAI_API_KEY, ...), as LiteLLM would.
+func (c *agentCall) backend(ctx context.Context, agent *a2a.Agent) error {
+	if hasOwnUpstream(agent) {
+		d, err := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)
+		if err != nil {
+			return fmt.Errorf("agent %q: %w", agent.Name, err)
+		}
+		c.direct = d
+		return nil
+	}
+	group, err := c.s.Router.Group(ctx, agent.Model)
+	if err == nil {
+		c.group = group
+		return nil
+	}
+	if !errors.Is(err, router.ErrUnknownModel) {
+		return err
+	}
+	if d, derr := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams); derr == nil && d.APIKey != "" {
+		c.direct = d
+		return nil
+	}
+	return fmt.Errorf("agent %q: model %q is not served by this gateway (not a model group; no api_base or api_key in the agent's litellm_params)", agent.Name, agent.Model)
+}
+
+func (c *agentCall) do(ctx context.Context) (*provider.Response, error) {
+	if c.direct != nil {
+		return c.s.Client.Do(ctx, c.direct, provider.FormatChat, c.body)
+	}
+	res, _, err := c.s.Router.Do(ctx, c.group, provider.FormatChat, c.body)
+	return res, err
+}
+
+func (c *agentCall) stream(ctx context.Context) (provider.Stream, error) {
+	body, err := sjson.SetBytes(c.body, "stream", true)
+	if err != nil {
+		return nil, err
+	}
+	if c.direct != nil {
+		return c.s.Client.Stream(ctx, c.direct, provider.FormatChat, body)
+	}
+	st, _, err := c.s.Router.Stream(ctx, c.group, provider.FormatChat, body)
+	return st, err
+}
+
+// output applies the post_call guardrails to the model's reply.
+func (c *agentCall) output(reply string) (string, error) {
+	return guardAgentText(c.guardrails, guardrail.PostCall, reply, false)
+}
+
+// hasOwnUpstream reports whether the agent's litellm_params name an upstream of their own
+// rather than a model group of the gateway.
+func hasOwnUpstream(agent *a2a.Agent) bool {
+	p := gjson.ParseBytes(agent.LitellmParams)
+	for _, k := range []string{"api_base", "api_key", "custom_llm_provider", "mock_response"} {
+		if v := p.Get(k); v.Exists() && v.Type != gjson.Null {
+			return true
+		}
+	}
+	return false
+}
+
+// agentDeploymentID names the ad-hoc deployment of an agent with its own upstream.
+func agentDeploymentID(agent *a2a.Agent) string { return "agent:" + agent.ID }
+
+// agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's.
+func (s *Server) agentGuardrails(ctx context.Context, agent *a2a.Agent) ([]*guardrail.Guardrail, error) {
+	if s.Guardrails == nil {
+		if len(agent.Guardrails) > 0 {
+			return nil, guardrailNotFound(agent.Guardrails[0])
+		}
+		return nil, nil
+	}
+	var gs []*guardrail.Guardrail
+	seen := map[string]bool{}
+	for _, e := range s.Guardrails.Load().ByName(DefaultOnName) {
+		gs = append(gs, e.Value)
+		seen[e.Value.Name] = true
+	}
+	for _, name := range agent.Guardrails {
+		if seen[name] {
+			continue
+		}
+		g, err := s.guardrailByName(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		seen[name] = true
+		gs = append(gs, g)
+	}
+	return gs, nil
+}
+
+// guardAgentText runs the mode-m guardrails over text; a block becomes the JSON-RPC error
+// described on agentCompleter (input: -32602, reply: -32603).
+func guardAgentText(gs []*guardrail.Guardrail, m guardrail.Mode, text string, input bool) (string, error) {
+	for _, g := range gs {
+		if !g.Runs(m) {
+			continue
+		}
+		out, err := g.Check(text)
+		var be *guardrail.BlockedError
+		if errors.As(err, &be) {
+			code := a2a.CodeInvalidParams
+			if !input {
+				code = a2a.CodeInternalError
+			}
+			return "", &a2a.Error{Code: code, Message: be.Message, Data: map[string]any{"guardrail": be.Guardrail}}
+		}
+		if err != nil {
+			return "", err
+		}
+		if m != guardrail.DuringCall {
+			text = out
+		}
+	}
+	return text, nil
 }

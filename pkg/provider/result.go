@@ -337,14 +337,14 @@ type respTextPart struct {
 }
 
 type respItem struct {
-	ID        string         `json:"id"`
-	Type      string         `json:"type"`
-	Status    string         `json:"status"`
-	Role      string         `json:"role,omitempty"`
-	Content   any            `json:"content,omitempty"` // []respTextPart for messages (may be empty), nil for calls
-	CallID    string         `json:"call_id,omitempty"`
-	Name      string         `json:"name,omitempty"`
-	Arguments *string        `json:"arguments,omitempty"`
+	ID        string  `json:"id"`
+	Type      string  `json:"type"`
+	Status    string  `json:"status"`
+	Role      string  `json:"role,omitempty"`
+	Content   any     `json:"content,omitempty"` // []respTextPart for messages (may be empty), nil for calls
+	CallID    string  `json:"call_id,omitempty"`
+	Name      string  `json:"name,omitempty"`
+	Arguments *string `json:"arguments,omitempty"`
 }
 
 type respUsage struct {
