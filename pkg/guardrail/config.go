@@ -84,6 +84,10 @@ func Compile(name string, litellmParams []byte) (*Guardrail, error) {
 		return nil, &ConfigError{Field: "litellm_params", Message: msg}
 	}
 	g := &Guardrail{Name: name}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, litellmParams); err == nil {
+		g.Params = compact.Bytes()
+	}
 
 	var typ string
 	if err := decodeString(raw, "guardrail", &typ); err != nil {

@@ -47,6 +47,10 @@ type Guardrail struct {
 	Modes []Mode
 	// DefaultOn makes the guardrail run on every request, not only when the request names it.
 	DefaultOn bool
+	// Params is the litellm_params document the guardrail was compiled from (compacted JSON),
+	// for management reads of guardrails that have no database row (config-file ones). Do not
+	// modify.
+	Params []byte
 
 	patterns []patternRule // in config order
 	keywords []keywordRule // in config order
