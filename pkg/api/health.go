@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -75,6 +76,10 @@ func (s *Server) lagReport() LagReport {
 func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.lagReport()) }
 
 type metrics struct {
+	// counters caches resolved series so the request path does a lock-free sync.Map read
+	// instead of the vector's locked label lookup.
+	counters sync.Map // route|method|status → prometheus.Counter
+	hists    sync.Map // route → prometheus.Observer
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -95,8 +100,17 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	key := route + "|" + method + "|" + strconv.Itoa(status)
+	c, ok := m.counters.Load(key)
+	if !ok {
+		c, _ = m.counters.LoadOrStore(key, m.requests.WithLabelValues(route, method, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
+	h, ok := m.hists.Load(route)
+	if !ok {
+		h, _ = m.hists.LoadOrStore(route, m.latency.WithLabelValues(route))
+	}
+	h.(prometheus.Observer).Observe(d.Seconds())
 }
 
 func (s *Server) serveMetrics(c echo.Context) error {

@@ -152,7 +152,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		s.metrics.observe(c.Path(), req.Method, status, time.Since(start))
-		ev := l.Debug()
+		ev := l.Info()
 		if status >= 500 {
 			ev = l.Warn()
 		}
