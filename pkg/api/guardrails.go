@@ -1,14 +1,61 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/guardrail"
+	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
 )
 
-func (s *Server) guardrailRoutes() {}
+// Guardrail management (LiteLLM proxy litellm/proxy/guardrails/guardrail_endpoints.py):
+//
+//	POST   /guardrails                      {"guardrail": {"guardrail_name", "litellm_params", "guardrail_info"?, "status"?}}
+//	GET    /guardrails/list                 {"guardrails": [row...]}   (also /v2/guardrails/list)
+//	GET    /guardrails/{id}                 row                        (also /guardrails/{id}/info)
+//	PUT    /guardrails/{id}                 {"guardrail": {...}}       replace (status kept unless given)
+//	PATCH  /guardrails/{id}                 {"guardrail_name"?, "litellm_params"?, "guardrail_info"?, "default_on"?, "status"?}
+//	                                        (or the same inside {"guardrail": {...}}); params and info are merged
+//	DELETE /guardrails/{id}                 {"message": "Guardrail <id> deleted successfully"}
+//	POST   /guardrails/apply_guardrail      {"guardrail_name", "text"} → {"response_text"}   (also /apply_guardrail)
+//
+// A row is {"guardrail_id", "guardrail_name", "litellm_params", "guardrail_info", "status",
+// "created_at", "updated_at", "guardrail_definition_location": "db"|"config"}. Config-file
+// guardrails are listed with id "config:<name>" and cannot be edited or deleted here.
+//
+// Every write compiles the resulting litellm_params first (guardrail.Compile): a bad config is
+// a 400 "Guardrail configuration error: ..." and nothing is written, so the serving version
+// stays. After the commit the row is applied to this replica's registry (read-your-writes);
+// the other replicas get it through the change feed, or a read-through on a miss.
+//
+// Management errors use LiteLLM's HTTPException envelope {"detail": {"error": msg}};
+// apply_guardrail answers like LiteLLM's handle_exception_on_proxy, the OpenAI envelope
+// {"error": {"message", "type", "param", "code"}}.
+func (s *Server) guardrailRoutes() {
+	e := s.e
+	e.POST("/guardrails", guardrailErrors(s.guardrailCreate), s.auth(admin))
+	e.GET("/guardrails/list", guardrailErrors(s.guardrailList), s.auth(admin))
+	e.GET("/v2/guardrails/list", guardrailErrors(s.guardrailList), s.auth(admin))
+	e.GET("/guardrails/:id", guardrailErrors(s.guardrailGet), s.auth(admin))
+	e.GET("/guardrails/:id/info", guardrailErrors(s.guardrailGet), s.auth(admin))
+	e.PUT("/guardrails/:id", guardrailErrors(s.guardrailPut), s.auth(admin))
+	e.PATCH("/guardrails/:id", guardrailErrors(s.guardrailPatch), s.auth(admin))
+	e.DELETE("/guardrails/:id", guardrailErrors(s.guardrailDelete), s.auth(admin))
+	e.POST("/guardrails/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
+	e.POST("/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
+}
 
 // BuildGuardrailRow compiles a gateway.guardrails row.
 func BuildGuardrailRow(r store.Row) (*guardrail.Guardrail, error) {
@@ -20,4 +67,482 @@ func BuildGuardrailRow(r store.Row) (*guardrail.Guardrail, error) {
 		return nil, fmt.Errorf("guardrail row: %w", err)
 	}
 	return guardrail.Compile(row.Name, row.Params)
+}
+
+// guardrailErrors renders the errors of a management handler in LiteLLM's {"detail": ...}
+// envelope, keeping their status; a database outage is a 503 saying nothing was changed.
+func guardrailErrors(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		if err == nil {
+			return nil
+		}
+		var ae *Error
+		if errors.As(err, &ae) {
+			d := *ae
+			d.style = styleDetail
+			return &d
+		}
+		if errors.Is(err, store.ErrUnavailable) {
+			return detailErr(http.StatusServiceUnavailable, "database unavailable: guardrails are managed in Postgres and nothing was changed; retry when the database is back")
+		}
+		return err
+	}
+}
+
+// statusActive is the only gateway.guardrails.status that is ever served.
+const statusActive = "active"
+
+var guardrailStatuses = []string{"active", "pending_review", "rejected"}
+
+// guardrailRowJSON is a gateway.guardrails row (row_to_json).
+type guardrailRowJSON struct {
+	ID        string          `json:"guardrail_id"`
+	Name      string          `json:"guardrail_name"`
+	Params    json.RawMessage `json:"litellm_params"`
+	Info      json.RawMessage `json:"guardrail_info"`
+	Status    string          `json:"status"`
+	CreatedAt json.RawMessage `json:"created_at"`
+	UpdatedAt json.RawMessage `json:"updated_at"`
+}
+
+// guardrailOut is a guardrail as the management routes answer it: LiteLLM's
+// GuardrailInfoResponse plus status.
+type guardrailOut struct {
+	guardrailRowJSON
+	Location string `json:"guardrail_definition_location"` // "db" | "config"
+}
+
+func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) {
+	var g guardrailRowJSON
+	if err := json.Unmarshal(r.Data, &g); err != nil {
+		return g, fmt.Errorf("guardrail row %q: %w", r.ID, err)
+	}
+	return g, nil
+}
+
+func dbGuardrailOut(g guardrailRowJSON) guardrailOut {
+	info := g.Info
+	if isNull(info) {
+		info = json.RawMessage("{}")
+	}
+	g.Info = info
+	return guardrailOut{guardrailRowJSON: g, Location: "db"}
+}
+
+func configGuardrailOut(e *registry.Entry[*guardrail.Guardrail]) guardrailOut {
+	params := json.RawMessage(e.Value.Params)
+	if len(params) == 0 {
+		params, _ = json.Marshal(map[string]any{"guardrail": guardrail.GuardrailType, "mode": e.Value.Modes, "default_on": e.Value.DefaultOn})
+	}
+	return guardrailOut{Location: "config", guardrailRowJSON: guardrailRowJSON{
+		ID: e.ID, Name: e.Value.Name, Params: params, Info: json.RawMessage("{}"), Status: statusActive}}
+}
+
+func guardrailIDNotFound(id string) *Error {
+	return detailErr(http.StatusNotFound, "Guardrail with ID %s not found", id)
+}
+
+func guardrailNameTaken(name string) *Error {
+	return detailErr(http.StatusBadRequest, "Guardrail with name '%s' already exists", name)
+}
+
+const (
+	configGuardrailEditErr   = "Can't edit guardrail. Guardrail in config. Store guardrail in db via `POST /guardrails` to edit."
+	configGuardrailDeleteErr = "Can't delete guardrail. Guardrail in config. Remove it from the config file instead."
+)
+
+// configGuardrail returns the config-file guardrail with id, if any.
+func (s *Server) configGuardrail(id string) (*registry.Entry[*guardrail.Guardrail], bool) {
+	e, ok := s.Guardrails.Load().ByID(id)
+	if ok && e.Config {
+		return e, true
+	}
+	return nil, false
+}
+
+// guardrailSpec is the guardrail object of a write. Pointers and raw JSON tell "absent"
+// from "empty".
+type guardrailSpec struct {
+	Name   *string         `json:"guardrail_name"`
+	Params json.RawMessage `json:"litellm_params"`
+	Info   json.RawMessage `json:"guardrail_info"`
+	Status *string         `json:"status"`
+	// DefaultOn is PATCH's shortcut for litellm_params.default_on (LiteLLM PatchGuardrailRequest).
+	DefaultOn *bool `json:"default_on"`
+}
+
+// guardrailWrite is what a validated write stores.
+type guardrailWrite struct {
+	name   string
+	params []byte
+	info   []byte
+	status string // "" keeps the stored status
+}
+
+// validateGuardrail checks a write before it touches the database: name, status,
+// guardrail_info and, by compiling them exactly as the registry will, litellm_params.
+func (s *Server) validateGuardrail(w guardrailWrite) error {
+	if strings.TrimSpace(w.name) == "" {
+		return detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
+	}
+	if strings.ContainsFunc(w.name, unicode.IsControl) {
+		return detailErr(http.StatusBadRequest, "guardrail_name must not contain control characters")
+	}
+	for _, e := range s.Guardrails.Load().ByName(w.name) {
+		if e.Config {
+			return detailErr(http.StatusBadRequest, "Guardrail with name '%s' already exists in the config file; choose another guardrail_name", w.name)
+		}
+	}
+	if w.status != "" && !slices.Contains(guardrailStatuses, w.status) {
+		return detailErr(http.StatusBadRequest, "status must be one of %s, got %q", strings.Join(guardrailStatuses, ", "), w.status)
+	}
+	if jsonKindOf(w.info) != '{' {
+		return detailErr(http.StatusBadRequest, "guardrail_info must be a JSON object")
+	}
+	if isNull(w.params) {
+		return detailErr(http.StatusBadRequest, "Guardrail configuration error: litellm_params is required")
+	}
+	if _, err := guardrail.Compile(w.name, w.params); err != nil {
+		return detailErr(http.StatusBadRequest, "Guardrail configuration error: %v", err)
+	}
+	return nil
+}
+
+// jsonKindOf returns the first non-space byte of a JSON value ('{', '[', '"', ...), 0 if empty.
+func jsonKindOf(b []byte) byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+func (w guardrailWrite) values() store.Values {
+	v := store.Values{"guardrail_name": w.name, "litellm_params": w.params, "guardrail_info": w.info}
+	if w.status != "" {
+		v["status"] = w.status
+	}
+	return v
+}
+
+// applyGuardrailRow is the writer-local apply of a committed row: an active row is loaded,
+// any other status removes the guardrail (version-guarded, like the change feed does).
+func (s *Server) applyGuardrailRow(row store.Row, status string) {
+	if status == statusActive {
+		s.Guardrails.Apply([]store.Row{row}, nil)
+		return
+	}
+	s.Guardrails.Apply(nil, map[string]int64{row.ID: row.Version})
+}
+
+// guardrailWriteErr maps a store error of a guardrail write.
+func guardrailWriteErr(err error, id, name string) error {
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return guardrailNameTaken(name)
+	case errors.Is(err, store.ErrNotFound):
+		return guardrailIDNotFound(id)
+	case errors.Is(err, store.ErrInvalid):
+		return detailErr(http.StatusBadRequest, "invalid guardrail: %v", err)
+	}
+	return err
+}
+
+// respondGuardrailRow answers with a written row and applies it locally.
+func (s *Server) respondGuardrailRow(c echo.Context, row store.Row) error {
+	g, err := parseGuardrailRow(row)
+	if err != nil {
+		return err
+	}
+	s.applyGuardrailRow(row, g.Status)
+	return c.JSON(http.StatusOK, dbGuardrailOut(g))
+}
+
+// guardrailRequest is the body of POST and PUT (LiteLLM CreateGuardrailRequest).
+type guardrailRequest struct {
+	Guardrail *guardrailSpec `json:"guardrail"`
+}
+
+func specOf(req guardrailRequest) (*guardrailSpec, error) {
+	if req.Guardrail == nil {
+		return nil, detailErr(http.StatusBadRequest, `guardrail is required: {"guardrail": {"guardrail_name": ..., "litellm_params": {...}}}`)
+	}
+	return req.Guardrail, nil
+}
+
+func infoOrEmpty(b json.RawMessage) []byte {
+	if isNull(b) {
+		return []byte("{}")
+	}
+	return b
+}
+
+func statusOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// guardrailCreate: POST /guardrails.
+func (s *Server) guardrailCreate(c echo.Context) error {
+	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+		return err
+	}
+	var req guardrailRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	spec, err := specOf(req)
+	if err != nil {
+		return err
+	}
+	if spec.Name == nil {
+		return detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
+	}
+	w := guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}
+	if w.status == "" {
+		w.status = statusActive
+	}
+	if err := s.validateGuardrail(w); err != nil {
+		return err
+	}
+	id := uuid.NewString()
+	vals := w.values()
+	vals["guardrail_id"] = id
+	row, err := s.Store.Insert(c.Request().Context(), store.Guardrail, vals)
+	if err != nil {
+		return guardrailWriteErr(err, id, w.name)
+	}
+	return s.respondGuardrailRow(c, row)
+}
+
+// guardrailList: GET /guardrails/list — database guardrails (every status, oldest first),
+// then config-file guardrails by name.
+func (s *Server) guardrailList(c echo.Context) error {
+	out := []guardrailOut{}
+	if s.Store != nil && s.Supported[store.Guardrail] {
+		rows, err := s.Store.List(c.Request().Context(), store.Guardrail)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			g, err := parseGuardrailRow(r)
+			if err != nil {
+				return err
+			}
+			out = append(out, dbGuardrailOut(g))
+		}
+	}
+	var cfg []*registry.Entry[*guardrail.Guardrail]
+	s.Guardrails.Load().All(func(e *registry.Entry[*guardrail.Guardrail]) bool {
+		if e.Config {
+			cfg = append(cfg, e)
+		}
+		return true
+	})
+	sort.Slice(cfg, func(i, j int) bool { return cfg[i].Value.Name < cfg[j].Value.Name })
+	for _, e := range cfg {
+		out = append(out, configGuardrailOut(e))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"guardrails": out})
+}
+
+// guardrailGet: GET /guardrails/{id} and /guardrails/{id}/info.
+func (s *Server) guardrailGet(c echo.Context) error {
+	id := c.Param("id")
+	if e, ok := s.configGuardrail(id); ok {
+		return c.JSON(http.StatusOK, configGuardrailOut(e))
+	}
+	if s.Store == nil || !s.Supported[store.Guardrail] {
+		return guardrailIDNotFound(id)
+	}
+	row, err := s.Store.Get(c.Request().Context(), store.Guardrail, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return guardrailIDNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	g, err := parseGuardrailRow(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, dbGuardrailOut(g))
+}
+
+// guardrailPut: PUT /guardrails/{id} — replaces name, litellm_params and guardrail_info
+// (absent info becomes {}); the status changes only when given.
+func (s *Server) guardrailPut(c echo.Context) error {
+	id := c.Param("id")
+	if _, ok := s.configGuardrail(id); ok {
+		return detailErr(http.StatusBadRequest, configGuardrailEditErr)
+	}
+	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+		return err
+	}
+	var req guardrailRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	spec, err := specOf(req)
+	if err != nil {
+		return err
+	}
+	if spec.Name == nil {
+		return detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
+	}
+	w := guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}
+	if err := s.validateGuardrail(w); err != nil {
+		return err
+	}
+	row, err := s.Store.Update(c.Request().Context(), store.Guardrail, id, w.values())
+	if err != nil {
+		return guardrailWriteErr(err, id, w.name)
+	}
+	return s.respondGuardrailRow(c, row)
+}
+
+// errAbortTx rolls a transaction back after a validation error (kept aside, so the store's
+// error mapping never sees it).
+var errAbortTx = errors.New("guardrail write aborted")
+
+// guardrailPatch: PATCH /guardrails/{id} — merges the given litellm_params and guardrail_info
+// keys over the stored ones, and sets guardrail_name, status and default_on when given. The
+// read-modify-write runs in one transaction holding the table's write lock, so concurrent
+// patches never lose each other's keys.
+func (s *Server) guardrailPatch(c echo.Context) error {
+	id := c.Param("id")
+	if _, ok := s.configGuardrail(id); ok {
+		return detailErr(http.StatusBadRequest, configGuardrailEditErr)
+	}
+	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+		return err
+	}
+	var req struct {
+		guardrailSpec
+		Guardrail *guardrailSpec `json:"guardrail"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	patch := req.guardrailSpec
+	if req.Guardrail != nil {
+		patch = *req.Guardrail
+	}
+	paramsPatch, err := objectOf(patch.Params, "litellm_params")
+	if err != nil {
+		return err
+	}
+	infoPatch, err := objectOf(patch.Info, "guardrail_info")
+	if err != nil {
+		return err
+	}
+	if patch.DefaultOn != nil {
+		paramsPatch["default_on"] = *patch.DefaultOn
+	}
+	ctx := c.Request().Context()
+	var verr error
+	var row store.Row
+	var name string
+	err = s.Store.Tx(ctx, func(tx *store.TxStore) error {
+		cur, err := lockedGuardrail(ctx, tx, id)
+		if err != nil {
+			verr = err
+			return errAbortTx
+		}
+		params, err := objectOf(cur.Params, "litellm_params")
+		if err != nil {
+			verr = err
+			return errAbortTx
+		}
+		info, _ := objectOf(cur.Info, "guardrail_info")
+		name = cur.Name
+		if patch.Name != nil {
+			name = *patch.Name
+		}
+		pj, _ := json.Marshal(mergeObjects(params, paramsPatch))
+		ij, _ := json.Marshal(mergeObjects(info, infoPatch))
+		w := guardrailWrite{name: name, params: pj, info: ij, status: statusOf(patch.Status)}
+		if err := s.validateGuardrail(w); err != nil {
+			verr = err
+			return errAbortTx
+		}
+		row, err = tx.Update(ctx, store.Guardrail, id, w.values())
+		return err
+	})
+	if verr != nil {
+		return verr
+	}
+	if err != nil {
+		return guardrailWriteErr(err, id, name)
+	}
+	return s.respondGuardrailRow(c, row)
+}
+
+// lockedGuardrail locks the guardrails table for writes (readers go on) and returns row id.
+func lockedGuardrail(ctx context.Context, tx *store.TxStore, id string) (guardrailRowJSON, error) {
+	if err := tx.LockTable(ctx, store.Guardrail); err != nil {
+		return guardrailRowJSON{}, err
+	}
+	rows, err := tx.List(ctx, store.Guardrail)
+	if err != nil {
+		return guardrailRowJSON{}, err
+	}
+	for _, r := range rows {
+		if r.ID == id {
+			return parseGuardrailRow(r)
+		}
+	}
+	return guardrailRowJSON{}, guardrailIDNotFound(id)
+}
+
+// guardrailDelete: DELETE /guardrails/{id}.
+func (s *Server) guardrailDelete(c echo.Context) error {
+	id := c.Param("id")
+	if _, ok := s.configGuardrail(id); ok {
+		return detailErr(http.StatusBadRequest, configGuardrailDeleteErr)
+	}
+	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+		return err
+	}
+	v, err := s.Store.Delete(c.Request().Context(), store.Guardrail, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return guardrailIDNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	s.Guardrails.Apply(nil, map[string]int64{id: v})
+	return c.JSON(http.StatusOK, map[string]string{"message": "Guardrail " + id + " deleted successfully"})
+}
+
+// applyGuardrail: POST /guardrails/apply_guardrail (and /apply_guardrail) — runs one active
+// guardrail over text whatever its modes, as LiteLLM does: 200 {"response_text"} (masked where
+// MASK matched); a BLOCK match is a 400 with the block message; an unknown or inactive name is
+// a 404 after a read-through.
+func (s *Server) applyGuardrail(c echo.Context) error {
+	var req struct {
+		Name *string `json:"guardrail_name"`
+		Text *string `json:"text"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil || *req.Name == "" {
+		return badRequest("guardrail_name is required")
+	}
+	if req.Text == nil {
+		return badRequest("text is required")
+	}
+	g, err := s.guardrailByName(c.Request().Context(), *req.Name)
+	if err != nil {
+		return err
+	}
+	out, err := g.Check(*req.Text)
+	if err != nil {
+		return blockedErr(err)
+	}
+	return c.JSON(http.StatusOK, map[string]string{"response_text": out})
 }

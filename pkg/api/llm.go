@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
@@ -92,13 +94,23 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 				return err
 			}
 			if hasMode(gs, guardrail.DuringCall) {
+				// during_call: check the input while the upstream works; a block cancels the call.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
 				during = make(chan error, 1)
 				in := body
-				go func() { _, err := runInput(f, in, gs, guardrail.DuringCall, false); during <- err }()
+				go func() {
+					_, err := runInput(f, in, gs, guardrail.DuringCall, false)
+					if err != nil {
+						cancel()
+					}
+					during <- err
+				}()
 			}
 		}
 		if provider.StreamRequested(body) && f != provider.FormatEmbeddings {
-			return s.stream(c, f, group, body, gs, during)
+			return s.stream(ctx, c, f, group, body, gs, during)
 		}
 		res, _, err := s.Router.Do(ctx, group, f, body)
 		if during != nil {
@@ -110,13 +122,9 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			return err
 		}
 		out := res.Body
-		if len(gs) > 0 && hasMode(gs, guardrail.PostCall) && res.Text != "" {
-			masked, err := checkAll(gs, guardrail.PostCall, res.Text)
-			if err != nil {
+		if len(gs) > 0 && hasMode(gs, guardrail.PostCall) {
+			if out, err = mapResponseText(f, out, func(t string) (string, error) { return checkAll(gs, guardrail.PostCall, t) }); err != nil {
 				return err
-			}
-			if masked != res.Text {
-				out = replaceOutputText(f, out, masked)
 			}
 		}
 		status := res.Status
@@ -127,19 +135,22 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) stream(c echo.Context, f provider.Format, group []*registry.Entry[*router.Deployment], body []byte, gs []*guardrail.Guardrail, during chan error) error {
-	ctx := c.Request().Context()
+func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, group []*registry.Entry[*router.Deployment], body []byte, gs []*guardrail.Guardrail, during chan error) error {
 	st, _, err := s.Router.Stream(ctx, group, f, body)
+	if during != nil {
+		// during_call: the upstream is already working; hold the first byte until the input
+		// check is done (a block has cancelled ctx, so a failed call reports the block).
+		if derr := <-during; derr != nil {
+			if err == nil {
+				st.Close()
+			}
+			return derr
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if during != nil {
-		// during_call: the upstream is already working; hold the first byte until the input check is done.
-		if derr := <-during; derr != nil {
-			return derr
-		}
-	}
 	post := len(gs) > 0 && hasMode(gs, guardrail.PostCall)
 	w := c.Response()
 	h := w.Header()
@@ -149,7 +160,7 @@ func (s *Server) stream(c echo.Context, f provider.Format, group []*registry.Ent
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
-	var text strings.Builder
+	var text strings.Builder // the answer so far, as the upstream wrote it (post_call only)
 	for {
 		ev, err := st.Next()
 		if err == io.EOF {
@@ -165,19 +176,59 @@ func (s *Server) stream(c echo.Context, f provider.Format, group []*registry.Ent
 			w.Flush()
 			return nil
 		}
+		data := ev.Data
 		if post && ev.Text != "" {
+			// BLOCK: re-check the tail of the whole answer, so a keyword split across chunks is
+			// caught before the chunk completing it is sent; the stream then ends with an error
+			// event. MASK: each chunk's text is masked on its own, as LiteLLM's content filter
+			// does in its streaming hook (a masked match split across chunks goes through).
 			text.WriteString(ev.Text)
-			if _, err := checkAll(gs, guardrail.PostCall, text.String()); err != nil {
-				_, _ = w.Write(provider.ErrorEvent(f, http.StatusBadRequest, err.(*Error).Message))
+			if _, err := checkAll(gs, guardrail.PostCall, streamCheckWindow(text.String(), len(ev.Text))); err != nil {
+				msg := err.Error()
+				var ae *Error
+				if errors.As(err, &ae) {
+					msg = ae.Message
+				}
+				_, _ = w.Write(provider.ErrorEvent(f, http.StatusBadRequest, msg))
 				w.Flush()
 				return nil
 			}
+			data = maskStreamFrames(f, data, func(t string) string {
+				if out, err := checkAll(gs, guardrail.PostCall, t); err == nil {
+					return out
+				}
+				return t
+			})
 		}
-		if _, err := w.Write(ev.Data); err != nil {
+		if _, err := w.Write(data); err != nil {
 			return nil // client went away
 		}
 		w.Flush()
 	}
+}
+
+// postCallWindow is how much of a streamed answer (bytes before the newest chunk) each
+// post_call re-check covers: far longer than any keyword, PII value or PEM key, while keeping
+// the per-chunk cost bounded on long answers (a full re-scan per chunk is quadratic).
+const postCallWindow = 8 << 10
+
+// streamCheckWindow returns the tail of text a post_call BLOCK check scans after a chunk of
+// added bytes: everything when short, else the last postCallWindow bytes before the chunk
+// plus the chunk, starting after a whitespace (or at least on a rune boundary) so the cut
+// does not create a match that the whole text would not have.
+func streamCheckWindow(text string, added int) string {
+	limit := len(text) - added
+	start := limit - postCallWindow
+	if start <= 0 {
+		return text
+	}
+	if i := strings.IndexAny(text[start:limit], " \t\r\n"); i >= 0 {
+		return text[start+i+1:]
+	}
+	for start < limit && !utf8.RuneStart(text[start]) {
+		start++
+	}
+	return text[start:]
 }
 
 // requestGuardrails resolves the guardrails a request runs: every default_on guardrail plus
@@ -199,7 +250,7 @@ func (s *Server) requestGuardrails(ctx context.Context, body []byte) ([]*guardra
 	}
 	var names []string
 	for _, r := range []gjson.Result{top, meta} {
-		if !r.Exists() {
+		if !r.Exists() || r.Type == gjson.Null {
 			continue
 		}
 		if !r.IsArray() {
@@ -314,37 +365,178 @@ func runInput(f provider.Format, body []byte, gs []*guardrail.Guardrail, m guard
 	return out, nil
 }
 
-// replaceOutputText writes a post_call-masked answer text back into a non-streaming response.
-func replaceOutputText(f provider.Format, body []byte, text string) []byte {
-	var path string
+// mapResponseText rewrites every assistant text of a non-streaming answer in format f through
+// fn (post_call guardrails): chat choices[].message.content (a string or its "text" parts),
+// messages content[] "text" blocks, responses output[] message items' "output_text" parts.
+// The body is returned as is when nothing changed; an error from fn is returned as is.
+func mapResponseText(f provider.Format, body []byte, fn func(string) (string, error)) ([]byte, error) {
+	type loc struct {
+		path string
+		text string
+	}
+	var locs []loc
+	add := func(path string, v gjson.Result) {
+		if v.Type == gjson.String && v.Str != "" {
+			locs = append(locs, loc{path, v.Str})
+		}
+	}
+	root := gjson.ParseBytes(body)
 	switch f {
 	case provider.FormatChat:
-		path = "choices.0.message.content"
-	case provider.FormatMessages:
-		path = "content.0.text"
-	case provider.FormatResponses:
-		// first output_text part of the first message item
-		res := gjson.GetBytes(body, "output")
-		res.ForEach(func(i, item gjson.Result) bool {
-			if item.Get("type").String() != "message" {
+		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
+			c := ch.Get("message.content")
+			if c.Type == gjson.String {
+				add(fmt.Sprintf("choices.%d.message.content", i.Int()), c)
 				return true
 			}
-			item.Get("content").ForEach(func(j, part gjson.Result) bool {
-				if part.Get("type").String() == "output_text" {
-					path = fmt.Sprintf("output.%d.content.%d.text", i.Int(), j.Int())
-					return false
+			c.ForEach(func(j, part gjson.Result) bool {
+				if part.Get("type").Str == "text" {
+					add(fmt.Sprintf("choices.%d.message.content.%d.text", i.Int(), j.Int()), part.Get("text"))
 				}
 				return true
 			})
-			return path == ""
+			return true
+		})
+	case provider.FormatMessages:
+		root.Get("content").ForEach(func(i, blk gjson.Result) bool {
+			if blk.Get("type").Str == "text" {
+				add(fmt.Sprintf("content.%d.text", i.Int()), blk.Get("text"))
+			}
+			return true
+		})
+	case provider.FormatResponses:
+		root.Get("output").ForEach(func(i, item gjson.Result) bool {
+			if item.Get("type").Str != "message" {
+				return true
+			}
+			item.Get("content").ForEach(func(j, part gjson.Result) bool {
+				if part.Get("type").Str == "output_text" {
+					add(fmt.Sprintf("output.%d.content.%d.text", i.Int(), j.Int()), part.Get("text"))
+				}
+				return true
+			})
+			return true
 		})
 	}
-	if path == "" {
-		return body
+	out := body
+	for _, l := range locs {
+		masked, err := fn(l.text)
+		if err != nil {
+			return nil, err
+		}
+		if masked == l.text {
+			continue
+		}
+		if out, err = sjson.SetBytes(out, l.path, masked); err != nil {
+			return nil, fmt.Errorf("post_call guardrail: rewrite %s: %w", l.path, err)
+		}
 	}
-	out, err := sjson.SetBytes(body, path, text)
-	if err != nil {
-		return body
+	return out, nil
+}
+
+// maskStreamFrames rewrites the text delta of each SSE frame in data through mask (post_call
+// MASK on a stream): chat choices[].delta.content, messages content_block_delta text_delta,
+// responses response.output_text.delta. Frames are kept byte for byte unless their text
+// changed; data itself is returned when nothing changed.
+func maskStreamFrames(f provider.Format, data []byte, mask func(string) string) []byte {
+	var out []byte // nil until a frame changes
+	for pos := 0; pos < len(data); {
+		n := sseFrameLen(data[pos:])
+		frame := data[pos : pos+n]
+		nf, changed := maskFrame(f, frame, mask)
+		if changed && out == nil {
+			out = append(make([]byte, 0, len(data)+64), data[:pos]...)
+		}
+		if out != nil {
+			out = append(out, nf...)
+		}
+		pos += n
+	}
+	if out == nil {
+		return data
 	}
 	return out
+}
+
+// sseFrameLen is the length of the first frame of b, its terminating blank line included.
+func sseFrameLen(b []byte) int {
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return len(b)
+		}
+		line := bytes.TrimRight(b[i:i+j], "\r")
+		i += j + 1
+		if len(line) == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// maskFrame masks the text delta of one SSE frame; the frame is returned unchanged (and
+// false) when there is nothing to mask.
+func maskFrame(f provider.Format, frame []byte, mask func(string) string) ([]byte, bool) {
+	var event string
+	var data []byte
+	lines := 0
+	for _, line := range bytes.Split(frame, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		switch {
+		case bytes.HasPrefix(line, []byte("event:")):
+			event = strings.TrimSpace(string(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if lines > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+			lines++
+		}
+	}
+	if len(data) == 0 || data[0] != '{' || !gjson.ValidBytes(data) {
+		return frame, false
+	}
+	root := gjson.ParseBytes(data)
+	var paths []string
+	switch f {
+	case provider.FormatChat:
+		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
+			if ch.Get("delta.content").Type == gjson.String {
+				paths = append(paths, fmt.Sprintf("choices.%d.delta.content", i.Int()))
+			}
+			return true
+		})
+	case provider.FormatMessages:
+		if root.Get("type").Str == "content_block_delta" && root.Get("delta.type").Str == "text_delta" {
+			paths = append(paths, "delta.text")
+		}
+	case provider.FormatResponses:
+		if root.Get("type").Str == "response.output_text.delta" {
+			paths = append(paths, "delta")
+		}
+	}
+	changed := false
+	for _, p := range paths {
+		t := gjson.GetBytes(data, p).Str
+		m := mask(t)
+		if m == t {
+			continue
+		}
+		nd, err := sjson.SetBytes(data, p, m)
+		if err != nil {
+			continue
+		}
+		data, changed = nd, true
+	}
+	if !changed {
+		return frame, false
+	}
+	var b []byte
+	if event != "" {
+		b = append(b, "event: "+event+"\n"...)
+	}
+	b = append(b, "data: "...)
+	b = append(b, bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: "))...)
+	return append(b, "\n\n"...), true
 }
