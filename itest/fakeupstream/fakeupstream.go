@@ -11,8 +11,11 @@
 //	POST /v1/messages          Anthropic Message; "stream": true → message_start … message_stop
 //
 // The fake checks what the real APIs check first: a JSON body with a "model", an
-// "Authorization: Bearer <key>" header on OpenAI paths, "x-api-key" and "anthropic-version" headers
-// and a "max_tokens" on /v1/messages. It records every request (see [Server.Requests]).
+// "Authorization: Bearer <key>" header on OpenAI paths, and on /v1/messages an "x-api-key" (or a
+// bearer token, which newer Anthropic SDKs send), an "anthropic-version" header and a
+// "max_tokens". It records every request (see [Server.Requests]). Errors can be injected for
+// every request ([WithStatus], [Server.SetStatus]), for the next few ([Server.FailNext]) or in
+// the middle of a stream ([WithStreamCutAfter]).
 package fakeupstream
 
 import (
@@ -79,14 +82,14 @@ type ToolCall struct {
 }
 
 type config struct {
-	reply       func(ReplyInput) string
-	chunkDelay  time.Duration
-	status      int
-	chunks      int
-	toolCalls   bool
-	embedDims   int
-	errorBody   string
-	extraHeader http.Header
+	reply      func(ReplyInput) string
+	chunkDelay time.Duration
+	status     int
+	chunks     int
+	toolCalls  bool
+	embedDims  int
+	errorBody  string
+	cutAfter   int
 }
 
 // Option configures a [Server].
@@ -115,6 +118,10 @@ func WithStreamChunks(n int) Option { return func(c *config) { c.chunks = max(n,
 // arguments are {"input": "<Text>"}.
 func WithToolCalls() Option { return func(c *config) { c.toolCalls = true } }
 
+// WithStreamCutAfter makes streamed answers break off after n SSE frames: the connection is
+// aborted without the terminal event, as when an upstream dies mid-stream.
+func WithStreamCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
+
 // WithEmbeddingDims sets the default embedding vector length (default 8); a request's
 // "dimensions" wins.
 func WithEmbeddingDims(n int) Option { return func(c *config) { c.embedDims = max(n, 1) } }
@@ -124,10 +131,12 @@ type Server struct {
 	// URL is the base URL, e.g. "http://127.0.0.1:40123", without "/v1".
 	URL string
 
-	cfg    config
-	hs     *httptest.Server
-	status atomic.Int64
-	seq    atomic.Int64
+	cfg      config
+	hs       *httptest.Server
+	status   atomic.Int64
+	seq      atomic.Int64
+	failNext atomic.Int64 // requests left to fail with failCode
+	failCode atomic.Int64
 
 	mu   sync.Mutex
 	reqs []Request
@@ -164,6 +173,13 @@ func (s *Server) Close() { s.hs.Close() }
 
 // SetStatus changes the injected error status at run time (0 = answer normally).
 func (s *Server) SetStatus(code int) { s.status.Store(int64(code)) }
+
+// FailNext makes the next n requests (after authentication) fail with status code, then
+// answers normally again: for retry and fallback tests.
+func (s *Server) FailNext(n, code int) {
+	s.failCode.Store(int64(code))
+	s.failNext.Store(int64(n))
+}
 
 // Requests returns a copy of every request received so far, oldest first.
 func (s *Server) Requests() []Request {
@@ -237,7 +253,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
 		return
 	}
-	if code := int(s.status.Load()); code != 0 && (code < 200 || code > 299) {
+	code := int(s.status.Load())
+	if s.failNext.Add(-1) >= 0 {
+		code = int(s.failCode.Load())
+	}
+	if code != 0 && (code < 200 || code > 299) {
 		msg := s.cfg.errorBody
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
@@ -350,6 +370,7 @@ type sse struct {
 	r     *http.Request
 	delay time.Duration
 	n     int
+	cut   int
 }
 
 func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sse {
@@ -358,7 +379,7 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sse {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, r: r, delay: s.cfg.chunkDelay}
+	return &sse{w: w, r: r, delay: s.cfg.chunkDelay, cut: s.cfg.cutAfter}
 }
 
 // frame writes one SSE frame. event may be empty (OpenAI chat); data is a JSON value or "[DONE]".
@@ -369,6 +390,9 @@ func (e *sse) frame(event string, data any) bool {
 		case <-e.r.Context().Done():
 			return false
 		}
+	}
+	if e.cut > 0 && e.n >= e.cut {
+		panic(http.ErrAbortHandler) // drop the connection mid-stream
 	}
 	e.n++
 	var buf bytes.Buffer

@@ -260,3 +260,25 @@ func TestErrorsAndAuth(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Len(t, s.Requests(), 4)
 }
+
+func TestFailNextAndCut(t *testing.T) {
+	t.Parallel()
+	s := fakeupstream.Start(t, fakeupstream.WithStreamCutAfter(2))
+	c := openaiClient(s)
+	s.FailNext(1, http.StatusServiceUnavailable)
+	params := openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}}
+	_, err := c.Chat.Completions.New(context.Background(), params)
+	var oerr *openai.Error
+	require.True(t, errors.As(err, &oerr))
+	require.Equal(t, http.StatusServiceUnavailable, oerr.StatusCode)
+	_, err = c.Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+
+	stream := c.Chat.Completions.NewStreaming(context.Background(), params)
+	n := 0
+	for stream.Next() {
+		n++
+	}
+	require.Equal(t, 2, n)
+	require.Error(t, stream.Err())
+}

@@ -101,6 +101,16 @@ func NewClient() *Client {
 // CloseIdleConnections closes idle upstream connections (on shutdown).
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
+type clientHeadersKey struct{}
+
+// WithClientHeaders returns a context that carries the client's request headers, so that the
+// few an upstream needs are forwarded: anthropic-beta to Anthropic upstreams (as LiteLLM does
+// on /v1/messages; it turns on beta features such as extended context). Auth and every other
+// client header are never forwarded.
+func WithClientHeaders(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, clientHeadersKey{}, h)
+}
+
 // plan decides how inbound format in is served by d: the upstream format, and whether the body
 // passes through (formats match) or is translated.
 func plan(d *Deployment, in Format) (up Format, pass bool, err error) {
@@ -182,6 +192,12 @@ func (c *Client) send(ctx context.Context, d *Deployment, up Format, body []byte
 		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
 	req.Header = d.header // shared and never modified: net/http only reads request headers
+	if ch, ok := ctx.Value(clientHeadersKey{}).(http.Header); ok && d.spec.wire == wireAnthropic {
+		if beta := ch.Values("anthropic-beta"); len(beta) > 0 {
+			req.Header = d.header.Clone()
+			req.Header["Anthropic-Beta"] = beta
+		}
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -262,7 +278,7 @@ func errorMessage(body []byte) (msg, typ string) {
 	}
 	s := strings.TrimSpace(string(body))
 	if len(s) > 500 {
-		s = s[:500] + "…"
+		s = strings.ToValidUTF8(s[:500], "") + "…"
 	}
 	return s, ""
 }
@@ -335,9 +351,14 @@ func render(in Format, res *result) []byte {
 	return renderChat(res, now())
 }
 
-// answerText extracts the assistant text of an answer in format f.
+// answerText extracts the assistant text of an answer in format f (a copy: it does not alias
+// body).
 func answerText(f Format, body []byte) string {
-	j := gjson.ParseBytes(body)
+	return strings.Clone(answerTextView(f, body))
+}
+
+func answerTextView(f Format, body []byte) string {
+	j := gjson.Parse(bytesView(body))
 	switch f {
 	case FormatChat:
 		return contentText(j.Get("choices.0.message.content"))
@@ -391,6 +412,7 @@ func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []by
 		}
 		return nil, transportError(ctx, err, d.StreamTimeout, "stream")
 	}
+	s.timer.Stop() // Next restarts it around each read
 	s.body = resp.Body
 	ct := resp.Header.Get("Content-Type")
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {

@@ -14,10 +14,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Default timeouts, as in LiteLLM (litellm.request_timeout = 600 s).
-const (
-	DefaultTimeout = 600 * time.Second
-)
+// DefaultTimeout is a deployment's timeout when litellm_params has none, as in LiteLLM
+// (litellm.request_timeout = 600 s).
+const DefaultTimeout = 600 * time.Second
 
 // AnthropicVersion is the anthropic-version header sent to Anthropic upstreams
 // (https://docs.anthropic.com/en/api/versioning).

@@ -735,3 +735,46 @@ func TestErrorEventParsesInSDKs(t *testing.T) {
 		}
 	}
 }
+
+// An upstream dying mid-stream surfaces as a retryable 502 from Next, after the frames that
+// did arrive.
+func TestStreamCutMidway(t *testing.T) {
+	t.Parallel()
+	s := fakeupstream.Start(t, fakeupstream.WithStreamCutAfter(3))
+	c := provider.NewClient()
+	for _, kind := range []string{"openai", "anthropic"} {
+		st, err := c.Stream(context.Background(), deployment(t, s, kind, ""), provider.FormatChat,
+			[]byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"a b c d e"}]}`))
+		require.NoError(t, err)
+		events := 0
+		for {
+			_, err = st.Next()
+			if err != nil {
+				break
+			}
+			events++
+		}
+		require.NoError(t, st.Close())
+		require.Positive(t, events, kind)
+		var ue *provider.UpstreamError
+		require.ErrorAs(t, err, &ue, kind)
+		require.Equal(t, 502, ue.Status)
+		require.True(t, ue.Retryable)
+	}
+}
+
+func TestAnthropicBetaForwarded(t *testing.T) {
+	t.Parallel()
+	s := fakeupstream.Start(t)
+	c := provider.NewClient()
+	h := http.Header{}
+	h.Set("anthropic-beta", "context-1m-2025-08-07")
+	h.Set("Authorization", "Bearer client-key")
+	ctx := provider.WithClientHeaders(context.Background(), h)
+	_, err := c.Do(ctx, deployment(t, s, "anthropic", ""), provider.FormatMessages, []byte(`{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`))
+	require.NoError(t, err)
+	req, _ := s.LastRequest("/v1/messages")
+	require.Equal(t, "context-1m-2025-08-07", req.Header.Get("anthropic-beta"))
+	require.Equal(t, "sk-up-ant", req.Header.Get("x-api-key"))
+	require.Empty(t, req.Header.Get("Authorization"), "client auth is never forwarded")
+}

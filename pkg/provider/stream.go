@@ -31,36 +31,45 @@ type httpStream struct {
 
 var _ Stream = (*httpStream)(nil)
 
+// Next returns the next event. The upstream connection is released as soon as the stream
+// has ended (io.EOF or an error); Close is still safe to call.
 func (s *httpStream) Next() (Event, error) {
 	for {
 		if s.done {
+			_ = s.Close()
 			return Event{}, io.EOF
 		}
+		// The idle timer runs only while waiting for the upstream, not while the caller writes
+		// the previous event to a slow client.
+		s.timer.Reset(s.idle)
 		err := s.rd.next()
+		s.timer.Stop()
 		if err == io.EOF {
 			s.done = true
 			if s.dec == nil {
-				return Event{}, io.EOF
+				continue
 			}
 			out, err := s.dec.eof(s.out[:0])
 			s.out = out
 			if err != nil {
+				_ = s.Close()
 				return Event{}, &UpstreamError{Status: 502, Message: err.Error(), Retryable: true}
 			}
 			if len(out) > 0 {
 				return Event{Data: out}, nil
 			}
-			return Event{}, io.EOF
+			continue
 		}
 		if err != nil {
-			s.done = true
 			if context.Cause(s.ctx) == errIdleTimeout {
 				err = errIdleTimeout
 			}
-			return Event{}, transportError(s.parent, err, s.idle, "stream")
+			err = transportError(s.parent, err, s.idle, "stream")
+			_ = s.Close()
+			return Event{}, err
 		}
-		s.timer.Reset(s.idle)
 		if s.dec == nil {
+			s.done = passthroughDone(s.in, s.rd.event, s.rd.data)
 			return Event{Data: s.rd.frame, Text: passthroughText(s.in, s.rd.event, s.rd.data)}, nil
 		}
 		out, text, done := s.dec.frame(s.out[:0], s.rd.event, s.rd.data)
@@ -83,6 +92,24 @@ func (s *httpStream) Close() error {
 		return s.body.Close()
 	}
 	return nil
+}
+
+// passthroughDone reports a verbatim frame that ends the stream: "data: [DONE]" (chat),
+// message_stop (Anthropic), response.completed/failed/incomplete (Responses). Nothing after it
+// is read, so the client's answer ends even if the upstream keeps the connection open.
+func passthroughDone(f Format, event, data []byte) bool {
+	switch f {
+	case FormatChat:
+		return string(data) == "[DONE]"
+	case FormatMessages:
+		return string(event) == "message_stop"
+	case FormatResponses:
+		switch string(event) {
+		case "response.completed", "response.failed", "response.incomplete":
+			return true
+		}
+	}
+	return false
 }
 
 // passthroughText extracts the text delta of a verbatim upstream frame.
@@ -119,7 +146,6 @@ func passthroughText(f Format, event, data []byte) string {
 type sliceStream struct {
 	events []Event
 	i      int
-	close  func() error
 }
 
 func (s *sliceStream) Next() (Event, error) {
@@ -132,11 +158,6 @@ func (s *sliceStream) Next() (Event, error) {
 
 func (s *sliceStream) Close() error {
 	s.i = len(s.events)
-	if s.close != nil {
-		c := s.close
-		s.close = nil
-		return c()
-	}
 	return nil
 }
 

@@ -327,3 +327,40 @@ func TestDecoderEOF(t *testing.T) {
 	require.True(t, done)
 	require.Contains(t, string(out), `"code":"529"`)
 }
+
+// BenchmarkStreamFrames measures the per-frame cost of reading an upstream chat stream:
+// verbatim passthrough, and translation into Anthropic events.
+func BenchmarkStreamFrames(b *testing.B) {
+	var sb strings.Builder
+	const frames = 100
+	for i := 0; i < frames; i++ {
+		sb.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"token "},"finish_reason":null}]}` + "\n\n")
+	}
+	sb.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+	src := sb.String()
+	run := func(b *testing.B, translate bool) {
+		b.ReportAllocs()
+		rd := strings.NewReader(src)
+		for b.Loop() {
+			rd.Reset(src)
+			s := &httpStream{parent: b.Context(), ctx: b.Context(), cancel: func(error) {}, timer: time.NewTimer(time.Hour), idle: time.Hour, in: FormatChat, body: io.NopCloser(rd), rd: newSSEReader(rd)}
+			if translate {
+				s.in = FormatMessages
+				s.dec = newChatDecoder(newRenderer(FormatMessages, false))
+			}
+			n := 0
+			for {
+				if _, err := s.Next(); err != nil {
+					break
+				}
+				n++
+			}
+			if n < frames {
+				b.Fatal(n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/frames, "ns/frame")
+	}
+	b.Run("passthrough", func(b *testing.B) { run(b, false) })
+	b.Run("chat_to_messages", func(b *testing.B) { run(b, true) })
+}
