@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -137,12 +138,9 @@ func (s *Server) modelNew(c echo.Context) error {
 
 const configModelErr = "Can't edit model. Model in config. Store model in db via `/model/new`. to edit."
 
-// editableModel returns the current DB row of id, refusing config models.
-func (s *Server) editableModel(c echo.Context, id string) (modelRowJSON, error) {
-	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
-		return modelRowJSON{}, badRequest(configModelErr)
-	}
-	row, err := s.Store.Get(c.Request().Context(), store.Model, id)
+// editableModel reads the current DB row of id inside tx.
+func editableModel(ctx context.Context, tx *store.TxStore, id string) (modelRowJSON, error) {
+	row, err := tx.Get(ctx, store.Model, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return modelRowJSON{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
 	}
@@ -163,28 +161,20 @@ func mergeObjects(base, patch map[string]any) map[string]any {
 	return base
 }
 
-// updateModel validates and writes the edited model, then applies it locally.
-func (s *Server) updateModel(c echo.Context, id, name string, params, info map[string]any) error {
+// updateModel validates and writes the edited model inside tx.
+func updateModel(ctx context.Context, tx *store.TxStore, id, name string, params, info map[string]any) (store.Row, error) {
 	delete(info, "db_model")
 	info["id"] = id
 	pj, _ := json.Marshal(params)
 	ij, _ := json.Marshal(info)
 	if err := validateModel(id, name, pj, ij); err != nil {
-		return err
+		return store.Row{}, err
 	}
-	row, err := s.Store.Update(c.Request().Context(), store.Model, id, store.Values{"model_name": name, "litellm_params": pj, "model_info": ij})
+	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": pj, "model_info": ij})
 	if errors.Is(err, store.ErrNotFound) {
-		return errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
+		return store.Row{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
 	}
-	if err != nil {
-		return err
-	}
-	s.Router.Models().Apply([]store.Row{row}, nil)
-	out, err := modelResponse(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return row, err
 }
 
 // modelUpdate: POST /model/update — body carries model_info.id; given top-level fields
@@ -209,28 +199,51 @@ func (s *Server) modelUpdate(c echo.Context) error {
 	return s.applyModelEdit(c, id, req, info)
 }
 
+// applyModelEdit reads, merges and writes the model in one transaction under the table lock
+// access-group writers take (store.TxStore.LockTable), so a tag an access-group write adds
+// between the read and the write is not lost; then applies the row locally.
 func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest, info map[string]any) error {
-	cur, err := s.editableModel(c, id)
-	if err != nil {
-		return err
+	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
+		return badRequest(configModelErr)
 	}
-	params, err := objectOf(cur.LitellmParams, "litellm_params")
-	if err != nil {
-		return err
-	}
-	patch, err := objectOf(req.LitellmParams, "litellm_params")
-	if err != nil {
-		return err
-	}
-	curInfo, _ := objectOf(cur.ModelInfo, "model_info")
-	name := cur.ModelName
-	if req.ModelName != nil {
-		if *req.ModelName == "" {
-			return badRequest("model_name cannot be empty")
+	ctx := c.Request().Context()
+	var row store.Row
+	err := s.Store.Tx(ctx, func(tx *store.TxStore) error {
+		if err := tx.LockTable(ctx, store.Model); err != nil {
+			return err
 		}
-		name = *req.ModelName
+		cur, err := editableModel(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		params, err := objectOf(cur.LitellmParams, "litellm_params")
+		if err != nil {
+			return err
+		}
+		patch, err := objectOf(req.LitellmParams, "litellm_params")
+		if err != nil {
+			return err
+		}
+		curInfo, _ := objectOf(cur.ModelInfo, "model_info")
+		name := cur.ModelName
+		if req.ModelName != nil {
+			if *req.ModelName == "" {
+				return badRequest("model_name cannot be empty")
+			}
+			name = *req.ModelName
+		}
+		row, err = updateModel(ctx, tx, id, name, mergeObjects(params, patch), mergeObjects(curInfo, info))
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	return s.updateModel(c, id, name, mergeObjects(params, patch), mergeObjects(curInfo, info))
+	s.Router.Models().Apply([]store.Row{row}, nil) // writer-local apply: read-your-writes
+	out, err := modelResponse(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // modelPatch: PATCH /model/{id}/update — merge the given fields into the stored model.

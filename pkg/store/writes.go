@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,12 +103,17 @@ func (s *Store) Delete(ctx context.Context, typ ObjectType, id string) (int64, e
 
 // Tx runs fn in one transaction; writes through the TxStore commit or roll back together,
 // so a failed multi-row write leaves no trace.
+// fn's error is returned as is: TxStore methods map theirs already, and a caller's own error
+// (an API error whose text happens to contain "EOF" or "broken pipe") must not be
+// re-classified as ErrUnavailable by mapErr's message matching.
 func (s *Store) Tx(ctx context.Context, fn func(tx *TxStore) error) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(&TxStore{tx: tx}) })
-	for _, known := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable} {
-		if errors.Is(err, known) {
-			return err
-		}
+	var fnErr error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		fnErr = fn(&TxStore{tx: tx})
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
 	}
 	return mapErr(err)
 }
@@ -136,6 +140,21 @@ func (t *TxStore) Update(ctx context.Context, typ ObjectType, id string, vals Va
 	var r Row
 	if err := t.tx.QueryRow(ctx, q, args...).Scan(&r.ID, &r.Version, &r.Data); err != nil {
 		return Row{}, fmt.Errorf("update %s %q: %w", typ, id, mapErr(err))
+	}
+	r.Type = typ
+	return r, nil
+}
+
+// Get is Store.Get inside the transaction. Errors: ErrNotFound, ErrUnavailable.
+func (t *TxStore) Get(ctx context.Context, typ ObjectType, id string) (Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return Row{}, err
+	}
+	var r Row
+	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1", ti.pk, ti.table, ti.pk)
+	if err := t.tx.QueryRow(ctx, q, id).Scan(&r.ID, &r.Version, &r.Data); err != nil {
+		return Row{}, fmt.Errorf("get %s %q: %w", typ, id, mapErr(err))
 	}
 	r.Type = typ
 	return r, nil
