@@ -3,6 +3,7 @@ package itest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -197,4 +198,33 @@ func TestKeyAdminRoutesAndValidation(t *testing.T) {
 func keyTestHash(k string) string {
 	sum := sha256.Sum256([]byte(k))
 	return hex.EncodeToString(sum[:])
+}
+
+// A key widened on A is honoured on B on the very next call: a denial re-reads the key and
+// the model group once (bounded read-through) before it stands.
+func TestKeyWidenedOnAHonouredOnBImmediately(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	st, b := p.A.Do(t, "POST", "/key/generate", map[string]any{"models": []string{"base"}})
+	require.Equal(t, 200, st, "%s", b)
+	key := JSON(t, b)["key"].(string)
+	models := []string{"base"}
+	for i := range 30 {
+		name := fmt.Sprintf("wide-%d", i)
+		st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": name, "litellm_params": map[string]any{"model": "openai/x", "mock_response": "ok"}})
+		require.Equal(t, 200, st, "%s", b)
+		models = append(models, name)
+		st, b = p.A.Do(t, "POST", "/key/update", map[string]any{"key": key, "models": models})
+		require.Equal(t, 200, st, "%s", b)
+		st, b = p.B.DoKey(t, key, "POST", "/v1/chat/completions", chatBody(name, "x", false))
+		require.Equal(t, 200, st, "round %d: %s", i, b)
+	}
+	// and a model outside the list stays denied with the exact text
+	st, b = p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "outside", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "ok"}})
+	require.Equal(t, 200, st, "%s", b)
+	st, b = p.B.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("outside", "x", false))
+	require.Equal(t, 401, st)
+	require.Contains(t, string(b), "key not allowed to access model. This key can only access models=['base', 'wide-0'")
+	require.Contains(t, string(b), "Tried to access outside")
+	require.Contains(t, string(b), `"type":"key_model_access_denied"`)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -15,6 +16,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/guardrail"
+	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -81,8 +83,9 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			return err
 		}
 		if p := caller(c); p.key != nil && !p.key.CanUse(model, groupAccess(group)) {
-			return &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
-				Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(p.key.Models), model)}
+			if group, err = s.recheckAccess(ctx, p.key, model); err != nil {
+				return err
+			}
 		}
 		gs, body, err := s.requestGuardrails(ctx, body)
 		if err != nil {
@@ -229,6 +232,27 @@ func streamCheckWindow(text string, added int) string {
 		start++
 	}
 	return text[start:]
+}
+
+// recheckAccess runs when a virtual key is denied a model group: this replica may hold an
+// older version of the key (models just widened) or of the group's deployments (access group
+// just tagged) than the writer committed. It re-reads both once through the bounded
+// read-throughs (same budgets, fail closed) and decides again on what it got.
+func (s *Server) recheckAccess(ctx context.Context, k *keys.Key, model string) ([]*registry.Entry[*router.Deployment], error) {
+	_ = s.Keys.Resolve(ctx, k.Token)
+	_ = s.Router.Models().Resolve(ctx, model)
+	if e, ok := s.Keys.Load().ByID(k.Token); ok {
+		k = e.Value
+		if why := k.Usable(time.Now()); why != "" {
+			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
+		}
+	}
+	group := s.Router.Models().Load().ByName(model)
+	if len(group) > 0 && k.CanUse(model, groupAccess(group)) {
+		return group, nil
+	}
+	return nil, &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
+		Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(k.Models), model)}
 }
 
 // requestGuardrails resolves the guardrails a request runs: every default_on guardrail plus
