@@ -147,10 +147,11 @@ func serve(ctx context.Context, args []string) error {
 	host, _ := os.Hostname()
 	replicaID := firstNonEmpty(f.replicaID, os.Getenv("GATEWAY_REPLICA_ID"), fmt.Sprintf("%s-%d", host, os.Getpid()))
 	log := newLogger(f.logFormat).With().Str("replica_id", replicaID).Logger()
-	if master == "" {
-		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
-	}
 
+	objects, err := buildConfigObjects(cfg)
+	if err != nil {
+		return err
+	}
 	supported := cfg.supported()
 	var st *store.Store
 	if dbURL != "" {
@@ -164,14 +165,11 @@ func serve(ctx context.Context, args []string) error {
 			}
 		}
 	} else {
-		log.Warn().Msg("no database configured: serving the config file only")
 		supported = map[store.ObjectType]bool{}
 	}
 
 	regs := newRegistries(st, supported, log)
-	if err := loadConfigObjects(cfg, regs); err != nil {
-		return err
-	}
+	objects.install(regs)
 	client := provider.NewClient()
 	rs := router.Settings{RoutingStrategy: cfg.RouterSettings.RoutingStrategy, AllowedFails: cfg.RouterSettings.AllowedFails, CooldownTime: cooldown(cfg.RouterSettings)}
 	if n := cfg.RouterSettings.NumRetries; n != nil {
@@ -200,6 +198,12 @@ func serve(ctx context.Context, args []string) error {
 		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys, Supported: supported, Log: log,
 	})
+	if master == "" {
+		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
+	}
+	if st == nil {
+		log.Warn().Msg("no database configured: serving the config file only")
+	}
 	log.Info().Str("addr", addr).Int("models", regs.models.Len()).Bool("database", st != nil).Msg("gateway serving")
 	if err := srv.Start(ctx, addr, 30*time.Second); err != nil && !errors.Is(err, context.Canceled) && err.Error() != "http: Server closed" {
 		return fmt.Errorf("serve %s: %w", addr, err)
@@ -255,37 +259,46 @@ func configModelID(i int, m ModelConfig) string {
 	return hex.EncodeToString(h[:16])
 }
 
-func loadConfigObjects(cfg *FileConfig, r *registries) error {
-	models := map[string]*router.Deployment{}
+// configObjects are the config file's objects, built and validated before anything else
+// starts, so a bad field fails fast with its name.
+type configObjects struct {
+	models     map[string]*router.Deployment
+	guardrails map[string]*guardrail.Guardrail
+	agents     map[string]*a2a.Agent
+}
+
+func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
+	co := &configObjects{models: map[string]*router.Deployment{}, guardrails: map[string]*guardrail.Guardrail{}, agents: map[string]*a2a.Agent{}}
 	for i, m := range cfg.ModelList {
 		id := configModelID(i, m)
 		d, err := router.Build(id, m.ModelName, toJSON(m.LitellmParams), toJSON(m.ModelInfo))
 		if err != nil {
-			return fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
+			return nil, fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
 		}
-		models[id] = d
+		co.models[id] = d
 	}
-	r.models.SetConfig(models)
-	gs := map[string]*guardrail.Guardrail{}
 	for i, g := range cfg.Guardrails {
 		compiled, err := guardrail.Compile(g.GuardrailName, toJSON(g.LitellmParams))
 		if err != nil {
-			return fmt.Errorf("config: guardrails[%d] (%s): %w", i, g.GuardrailName, err)
+			return nil, fmt.Errorf("config: guardrails[%d] (%s): %w", i, g.GuardrailName, err)
 		}
-		gs["config:"+g.GuardrailName] = compiled
+		co.guardrails["config:"+g.GuardrailName] = compiled
 	}
-	r.guardrails.SetConfig(gs)
-	as := map[string]*a2a.Agent{}
 	for i, a := range cfg.Agents {
 		id := firstNonEmpty(a.AgentID, a.AgentName)
 		agent, err := a2a.NewAgent(id, a.AgentName, toJSON(a.AgentCardParams), toJSON(a.LitellmParams))
 		if err != nil {
-			return fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
+			return nil, fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
 		}
-		as[id] = agent
+		co.agents[id] = agent
 	}
-	r.agents.SetConfig(as)
-	return nil
+	return co, nil
+}
+
+func (co *configObjects) install(r *registries) {
+	r.models.SetConfig(co.models)
+	r.guardrails.SetConfig(co.guardrails)
+	r.agents.SetConfig(co.agents)
 }
 
 func migrate(ctx context.Context, args []string) error {

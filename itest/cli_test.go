@@ -1,0 +1,190 @@
+package itest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"lockstep/itest/fakeupstream"
+	"lockstep/itest/pgtest"
+)
+
+// runGateway runs the binary to completion and returns its exit code and output.
+func runGateway(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gatewayBinary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err)
+	return 0, string(out)
+}
+
+func TestCLIBadInputsExitWithOneLineReason(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	badProvider := write("bad-provider.yaml", "model_list:\n  - model_name: x\n    litellm_params:\n      model: nosuch/x\n")
+	missingEnv := write("missing-env.yaml", "general_settings:\n  master_key: os.environ/LOCKSTEP_TEST_UNSET_VAR\n")
+	badObjects := write("bad-objects.yaml", "general_settings:\n  supported_db_objects: [models, widgets]\n")
+	badYAML := write("bad.yaml", "model_list: [\n")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"serve", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{"bad sync source", []string{"serve", "--sync-source", "carrier-pigeon"}, `--sync-source: "carrier-pigeon"`},
+		{"bad log format", []string{"serve", "--log-format", "xml"}, "--log-format"},
+		{"bad provider in config", []string{"serve", "--config", badProvider}, `model_list[0] (x): litellm_params.model: unknown provider "nosuch"`},
+		{"missing env var", []string{"serve", "--config", missingEnv}, "general_settings.master_key: environment variable LOCKSTEP_TEST_UNSET_VAR is not set"},
+		{"unknown db object", []string{"serve", "--config", badObjects}, `general_settings.supported_db_objects[1]: unknown object "widgets"`},
+		{"malformed yaml", []string{"serve", "--config", badYAML}, "config " + badYAML},
+		{"missing config file", []string{"serve", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
+		{"unreachable database", []string{"serve", "--database-url", "postgres://u@127.0.0.1:1/db?connect_timeout=2"}, "database unreachable"},
+		{"migrate without url", []string{"migrate"}, "--database-url (or DATABASE_URL) is required"},
+		{"dev bad replicas", []string{"dev", "--replicas", "0"}, "--replicas"},
+	}
+	for _, c := range cases {
+		code, out := runGateway(t, []string{"DATABASE_URL="}, c.args...)
+		require.NotZero(t, code, "%s: exit code", c.name)
+		out = strings.TrimSpace(out)
+		require.NotContains(t, out, "\n", "%s: reason must be one line: %q", c.name, out)
+		require.Contains(t, out, c.want, c.name)
+		require.True(t, strings.HasPrefix(out, "gateway: "), "%s: %q", c.name, out)
+	}
+}
+
+func TestMigrateCommandIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	for range 2 {
+		code, out := runGateway(t, nil, "migrate", "--database-url", db)
+		require.Zero(t, code, out)
+		require.Contains(t, out, "migrations applied")
+	}
+	// DATABASE_URL env is read too
+	code, out := runGateway(t, []string{"DATABASE_URL=" + db}, "migrate")
+	require.Zero(t, code, out)
+}
+
+// SIGTERM: in-flight requests (here a slow stream) finish, then the process exits 0.
+func TestGracefulShutdownFinishesInFlightStream(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t, fakeupstream.WithChunkDelay(150*time.Millisecond), fakeupstream.WithStreamChunks(6))
+	db := pgtest.NewDB(t)
+	g := StartGateway(t, db, "graceful", GatewayOpts{})
+	st, b := g.Do(t, "POST", "/model/new", newModelBody("slow", up))
+	require.Equal(t, 200, st, "%s", b)
+
+	req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"slow","stream":true,"messages":[{"role":"user","content":"take your time"}]}`))
+	req.Header.Set("Authorization", "Bearer "+MasterKey)
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	r := bufio.NewReader(resp.Body)
+	first, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(first, "data: "), first)
+
+	require.NoError(t, g.cmd.Process.Signal(syscall.SIGTERM))
+	rest, err := io.ReadAll(r)
+	require.NoError(t, err, "stream cut by shutdown")
+	require.Contains(t, string(rest), "data: [DONE]")
+	exited := make(chan struct{})
+	go func() {
+		for {
+			if g.cmd.ProcessState != nil || syscall.Kill(g.cmd.Process.Pid, 0) != nil {
+				close(exited)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("gateway did not exit after SIGTERM")
+	}
+	// new connections are refused after shutdown
+	_, err = http.Get(g.URL + "/health/liveliness")
+	require.Error(t, err)
+}
+
+// `gateway dev` — the README's first command — brings up Postgres, replicas and a mock model,
+// prints a working master key, and removes everything on Ctrl-C.
+func TestDevCommand(t *testing.T) {
+	t.Parallel()
+	base := freePort(t)
+	cmd := exec.Command(gatewayBinary(t), "dev", "--replicas", "2", "--base-port", fmt.Sprint(base))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	var key, dbURL string
+	sc := bufio.NewScanner(stdout)
+	keyRe := regexp.MustCompile(`master key:\s+(\S+)`)
+	dbRe := regexp.MustCompile(`database:\s+(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for sc.Scan() && time.Now().Before(deadline) {
+		line := sc.Text()
+		if m := keyRe.FindStringSubmatch(line); m != nil {
+			key = m[1]
+		}
+		if m := dbRe.FindStringSubmatch(line); m != nil {
+			dbURL = m[1]
+		}
+		if strings.Contains(line, "Ctrl-C stops") {
+			break
+		}
+	}
+	require.NotEmpty(t, key, "dev printed no master key")
+	require.NotEmpty(t, dbURL)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	a := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", base)}
+	b := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", base+1)}
+	st, body := b.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("mock-gpt", "hi", false))
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.DoKey(t, key, "POST", "/model/new", map[string]any{"model_name": "my-model", "litellm_params": map[string]any{"model": "openai/my-model", "mock_response": "hi from my-model"}})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = b.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("my-model", "hello", false))
+	require.Equal(t, 200, st, "%s", body)
+	require.Contains(t, string(body), "hi from my-model")
+
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "dev should exit 0 on Ctrl-C")
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev did not stop on Ctrl-C")
+	}
+	_, err = http.Get(a.URL + "/health/liveliness")
+	require.Error(t, err, "replica still running after Ctrl-C")
+}
