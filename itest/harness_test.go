@@ -254,3 +254,12 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, 15*time.Second, 5*time.Millisecond, "timed out waiting for: %s", what)
 }
+
+// pgtestNewMigratedDB creates a database and applies the migrations with `gateway migrate`.
+func pgtestNewMigratedDB(t testing.TB) string {
+	t.Helper()
+	db := pgtest.NewDB(t)
+	out, err := exec.Command(gatewayBinary(t), "migrate", "--database-url", db).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return db
+}

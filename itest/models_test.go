@@ -304,3 +304,57 @@ func TestBadInputsStoreNothing(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// An invalid row written by another tool never replaces the serving deployment; the replica
+// counts it in apply_errors and picks up the next valid version.
+func TestInvalidRowFromPSQLKeepsServingVersion(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "sturdy", "model_info": map[string]any{"id": "sturdy-1"},
+		"litellm_params": map[string]any{"model": "openai/x", "mock_response": "good version"}})
+	require.Equal(t, 200, st, "%s", b)
+	PSQL(t, p.DB, `UPDATE gateway.models SET litellm_params = '{"model":"nosuch/x"}' WHERE model_id = 'sturdy-1'`)
+	for _, g := range []*Gateway{p.A, p.B} {
+		Eventually(t, g.ReplicaID+" counts the apply error", func() bool { return g.SyncLag(t)["apply_errors"].(float64) >= 1 })
+		st, b := g.Do(t, "POST", "/v1/chat/completions", chatBody("sturdy", "x", false))
+		require.Equal(t, 200, st, "%s", b)
+		require.Contains(t, string(b), "good version")
+	}
+	PSQL(t, p.DB, `UPDATE gateway.models SET litellm_params = '{"model":"openai/x","mock_response":"fixed version"}' WHERE model_id = 'sturdy-1'`)
+	for _, g := range []*Gateway{p.A, p.B} {
+		Eventually(t, g.ReplicaID+" serves the fixed version", func() bool {
+			_, b := g.Do(t, "POST", "/v1/chat/completions", chatBody("sturdy", "x", false))
+			return strings.Contains(string(b), "fixed version")
+		})
+	}
+}
+
+// supported_db_objects gates every DB path per type: with only models synced, a guardrail
+// row in Postgres is never loaded (initial load, notification or read-through) and the
+// guardrail API refuses to store one.
+func TestSupportedDBObjectsGatesEveryPath(t *testing.T) {
+	t.Parallel()
+	db := pgtestNewMigratedDB(t)
+	PSQL(t, db, `INSERT INTO gateway.guardrails (guardrail_id, guardrail_name, litellm_params) VALUES ('g0', 'before-start',
+		'{"guardrail":"litellm_content_filter","mode":"pre_call","blocked_words":[{"keyword":"x","action":"BLOCK"}]}')`)
+	cfg := "general_settings:\n  supported_db_objects: [models]\n"
+	a := StartGateway(t, db, "a", GatewayOpts{Config: cfg})
+	PSQL(t, db, `INSERT INTO gateway.guardrails (guardrail_id, guardrail_name, litellm_params) VALUES ('g1', 'after-start',
+		'{"guardrail":"litellm_content_filter","mode":"pre_call","blocked_words":[{"keyword":"x","action":"BLOCK"}]}')`)
+	// a model written after the guardrail is applied, so the guardrail notification was seen too
+	PSQL(t, db, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m', 'gated', '{"model":"openai/x","mock_response":"ok"}')`)
+	Eventually(t, "model applied", func() bool {
+		return a.SyncLag(t)["registries"].(map[string]any)["models"].(map[string]any)["count"].(float64) == 1
+	})
+	for _, name := range []string{"before-start", "after-start"} {
+		st, b := a.Do(t, "POST", "/guardrails/apply_guardrail", map[string]any{"guardrail_name": name, "text": "x"})
+		require.Equal(t, 404, st, "%s: %s", name, b)
+	}
+	lag := a.SyncLag(t)
+	require.Zero(t, lag["registries"].(map[string]any)["guardrails"].(map[string]any)["count"].(float64))
+	require.Zero(t, a.ReadThrough(t, "guardrails")["attempts"], "no read-through for an unsupported type")
+	st, b := a.Do(t, "POST", "/guardrails", map[string]any{"guardrail": map[string]any{"guardrail_name": "nope",
+		"litellm_params": map[string]any{"guardrail": "litellm_content_filter", "mode": "pre_call"}}})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "supported_db_objects")
+}
