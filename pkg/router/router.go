@@ -193,46 +193,39 @@ func (r *Router) fail(d *Deployment) {
 // Do sends a non-streaming request for the model group through a deployment, retrying
 // retryable upstream failures on another deployment up to NumRetries times.
 func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, error) {
+	return attempt(r, ctx, group, in, func(d *Deployment) (*provider.Response, error) {
+		return r.client.Do(ctx, d.Deployment, in, body)
+	})
+}
+
+// Stream opens a streaming request, retrying like Do until the upstream accepted it.
+func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
+	return attempt(r, ctx, group, in, func(d *Deployment) (provider.Stream, error) {
+		return r.client.Stream(ctx, d.Deployment, in, body)
+	})
+}
+
+// attempt runs call on a picked deployment; a retryable failure counts against the
+// deployment's cooldown and is retried on another one (LiteLLM Router num_retries).
+func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, call func(*Deployment) (T, error)) (T, *Deployment, error) {
+	var zero T
 	var tried []string
 	var lastErr error
-	for attempt := 0; attempt <= r.settings.NumRetries; attempt++ {
+	for range r.settings.NumRetries + 1 {
 		d := r.pick(group, tried)
 		if !d.Supports(in) {
-			return nil, d, &provider.UpstreamError{Status: 400, Message: fmt.Sprintf("%s not supported by provider %s", in.RouteName(), d.Provider)}
+			return zero, d, &provider.UpstreamError{Status: 400, Message: fmt.Sprintf("%s not supported by provider %s", in.RouteName(), d.Provider)}
 		}
-		res, err := r.client.Do(ctx, d.Deployment, in, body)
+		res, err := call(d)
 		if err == nil {
 			return res, d, nil
 		}
 		lastErr = err
 		if !provider.IsRetryable(err) || ctx.Err() != nil {
-			return nil, d, err
+			return zero, d, err
 		}
 		r.fail(d)
 		tried = append(tried, d.ModelID)
 	}
-	return nil, nil, lastErr
-}
-
-// Stream opens a streaming request, retrying like Do until the upstream accepted it.
-func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
-	var tried []string
-	var lastErr error
-	for attempt := 0; attempt <= r.settings.NumRetries; attempt++ {
-		d := r.pick(group, tried)
-		if !d.Supports(in) {
-			return nil, d, &provider.UpstreamError{Status: 400, Message: fmt.Sprintf("%s not supported by provider %s", in.RouteName(), d.Provider)}
-		}
-		s, err := r.client.Stream(ctx, d.Deployment, in, body)
-		if err == nil {
-			return s, d, nil
-		}
-		lastErr = err
-		if !provider.IsRetryable(err) || ctx.Err() != nil {
-			return nil, d, err
-		}
-		r.fail(d)
-		tried = append(tried, d.ModelID)
-	}
-	return nil, nil, lastErr
+	return zero, nil, lastErr
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Values are column values for a write: column name → value. JSON columns take []byte or
@@ -20,6 +21,13 @@ func (v Values) sorted() []string {
 	}
 	sort.Strings(cols)
 	return cols
+}
+
+// querier is what a pool and a transaction share; every write query is written once on it.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Insert writes a new row of typ and returns it as loaded (same shape as LoadByIDs; a
@@ -40,12 +48,27 @@ func (s *Store) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, e
 	}
 	q := fmt.Sprintf("INSERT INTO %s AS t (%s) VALUES (%s) RETURNING t.%s, t.version, row_to_json(t)::text",
 		ti.table, strings.Join(cols, ", "), strings.Join(ph, ", "), ti.pk)
-	return s.writeOne(ctx, typ, "insert", q, args)
+	return queryRow(ctx, s.pool, typ, "insert", q, args)
 }
 
 // Update sets columns of the row with primary key id and returns the new row.
 // Errors: ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable.
 func (s *Store) Update(ctx context.Context, typ ObjectType, id string, vals Values) (Row, error) {
+	return update(ctx, s.pool, typ, id, vals)
+}
+
+// Get reads one row by primary key regardless of load filters (for management reads).
+// Errors: ErrNotFound, ErrUnavailable.
+func (s *Store) Get(ctx context.Context, typ ObjectType, id string) (Row, error) {
+	return get(ctx, s.pool, typ, id)
+}
+
+// List reads every row of typ regardless of load filters, ordered by created_at.
+func (s *Store) List(ctx context.Context, typ ObjectType) ([]Row, error) {
+	return list(ctx, s.pool, typ)
+}
+
+func update(ctx context.Context, q querier, typ ObjectType, id string, vals Values) (Row, error) {
 	ti, err := info(typ)
 	if err != nil {
 		return Row{}, err
@@ -58,32 +81,39 @@ func (s *Store) Update(ctx context.Context, typ ObjectType, id string, vals Valu
 		sets[i] = fmt.Sprintf("%s = $%d", pgx.Identifier{c}.Sanitize(), i+1)
 	}
 	args = append(args, id)
-	q := fmt.Sprintf("UPDATE %s AS t SET %s WHERE t.%s = $%d RETURNING t.%s, t.version, row_to_json(t)::text",
+	sql := fmt.Sprintf("UPDATE %s AS t SET %s WHERE t.%s = $%d RETURNING t.%s, t.version, row_to_json(t)::text",
 		ti.table, strings.Join(sets, ", "), ti.pk, len(args), ti.pk)
-	return s.writeOne(ctx, typ, "update", q, args)
+	return queryRow(ctx, q, typ, "update", sql, args)
 }
 
-// Get reads one row by primary key regardless of load filters (for management reads).
-func (s *Store) Get(ctx context.Context, typ ObjectType, id string) (Row, error) {
+func get(ctx context.Context, q querier, typ ObjectType, id string) (Row, error) {
 	ti, err := info(typ)
 	if err != nil {
 		return Row{}, err
 	}
-	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1", ti.pk, ti.table, ti.pk)
-	return s.writeOne(ctx, typ, "get", q, []any{id})
+	sql := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1", ti.pk, ti.table, ti.pk)
+	return queryRow(ctx, q, typ, "get", sql, []any{id})
 }
 
-// List reads every row of typ regardless of load filters, ordered by created_at.
-func (s *Store) List(ctx context.Context, typ ObjectType) ([]Row, error) {
+func list(ctx context.Context, q querier, typ ObjectType) ([]Row, error) {
 	ti, err := info(typ)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t ORDER BY t.created_at, t.%s", ti.pk, ti.table, ti.pk))
+	rows, err := q.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t ORDER BY t.created_at, t.%s", ti.pk, ti.table, ti.pk))
 	if err != nil {
 		return nil, fmt.Errorf("list %ss: %w", typ, mapErr(err))
 	}
 	return scanRows(typ, rows)
+}
+
+func queryRow(ctx context.Context, q querier, typ ObjectType, op, sql string, args []any) (Row, error) {
+	var r Row
+	if err := q.QueryRow(ctx, sql, args...).Scan(&r.ID, &r.Version, &r.Data); err != nil {
+		return Row{}, fmt.Errorf("%s %s: %w", op, typ, mapErr(err))
+	}
+	r.Type = typ
+	return r, nil
 }
 
 // Delete removes the row with primary key id and returns the tombstone version the trigger
@@ -123,45 +153,22 @@ type TxStore struct{ tx pgx.Tx }
 
 // Update is Store.Update inside the transaction.
 func (t *TxStore) Update(ctx context.Context, typ ObjectType, id string, vals Values) (Row, error) {
-	ti, err := info(typ)
-	if err != nil {
-		return Row{}, err
-	}
-	cols := vals.sorted()
-	args := make([]any, 0, len(cols)+1)
-	sets := make([]string, len(cols))
-	for i, c := range cols {
-		args = append(args, vals[c])
-		sets[i] = fmt.Sprintf("%s = $%d", pgx.Identifier{c}.Sanitize(), i+1)
-	}
-	args = append(args, id)
-	q := fmt.Sprintf("UPDATE %s AS t SET %s WHERE t.%s = $%d RETURNING t.%s, t.version, row_to_json(t)::text",
-		ti.table, strings.Join(sets, ", "), ti.pk, len(args), ti.pk)
-	var r Row
-	if err := t.tx.QueryRow(ctx, q, args...).Scan(&r.ID, &r.Version, &r.Data); err != nil {
-		return Row{}, fmt.Errorf("update %s %q: %w", typ, id, mapErr(err))
-	}
-	r.Type = typ
-	return r, nil
+	return update(ctx, t.tx, typ, id, vals)
 }
 
 // Get is Store.Get inside the transaction. Errors: ErrNotFound, ErrUnavailable.
 func (t *TxStore) Get(ctx context.Context, typ ObjectType, id string) (Row, error) {
-	ti, err := info(typ)
-	if err != nil {
-		return Row{}, err
-	}
-	var r Row
-	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1", ti.pk, ti.table, ti.pk)
-	if err := t.tx.QueryRow(ctx, q, id).Scan(&r.ID, &r.Version, &r.Data); err != nil {
-		return Row{}, fmt.Errorf("get %s %q: %w", typ, id, mapErr(err))
-	}
-	r.Type = typ
-	return r, nil
+	return get(ctx, t.tx, typ, id)
+}
+
+// List is Store.List inside the transaction.
+func (t *TxStore) List(ctx context.Context, typ ObjectType) ([]Row, error) {
+	return list(ctx, t.tx, typ)
 }
 
 // LockTable takes a SHARE ROW EXCLUSIVE lock on typ's table for the transaction, serialising
-// read-modify-write operations spanning many rows (access groups).
+// read-modify-write operations spanning many rows (access groups, model edits)
+// (PostgreSQL docs 13.3.1 "Table-Level Locks").
 func (t *TxStore) LockTable(ctx context.Context, typ ObjectType) error {
 	ti, err := info(typ)
 	if err != nil {
@@ -169,26 +176,4 @@ func (t *TxStore) LockTable(ctx context.Context, typ ObjectType) error {
 	}
 	_, err = t.tx.Exec(ctx, "LOCK TABLE "+ti.table+" IN SHARE ROW EXCLUSIVE MODE")
 	return mapErr(err)
-}
-
-// List is Store.List inside the transaction.
-func (t *TxStore) List(ctx context.Context, typ ObjectType) ([]Row, error) {
-	ti, err := info(typ)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t ORDER BY t.created_at, t.%s", ti.pk, ti.table, ti.pk))
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return scanRows(typ, rows)
-}
-
-func (s *Store) writeOne(ctx context.Context, typ ObjectType, op, q string, args []any) (Row, error) {
-	var r Row
-	if err := s.pool.QueryRow(ctx, q, args...).Scan(&r.ID, &r.Version, &r.Data); err != nil {
-		return Row{}, fmt.Errorf("%s %s: %w", op, typ, mapErr(err))
-	}
-	r.Type = typ
-	return r, nil
 }

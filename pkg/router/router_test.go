@@ -1,0 +1,99 @@
+package router_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"lockstep/itest/fakeupstream"
+	"lockstep/pkg/provider"
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+	"lockstep/pkg/store"
+)
+
+func newRouter(t *testing.T, s router.Settings, ups ...*fakeupstream.Server) (*router.Router, []*registry.Entry[*router.Deployment]) {
+	t.Helper()
+	reg := registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names})
+	cfg := map[string]*router.Deployment{}
+	for i, up := range ups {
+		id := fmt.Sprint("d", i)
+		d, err := router.Build(id, "grp", []byte(fmt.Sprintf(`{"model":"openai/m","api_base":%q,"api_key":"k"}`, up.URL+"/v1")), nil)
+		require.NoError(t, err)
+		cfg[id] = d
+	}
+	reg.SetConfig(cfg)
+	r := router.New(reg, provider.NewClient(), s)
+	g, err := r.Group(context.Background(), "grp")
+	require.NoError(t, err)
+	return r, g
+}
+
+var body = []byte(`{"model":"grp","messages":[{"role":"user","content":"hi"}]}`)
+
+func TestRetryableFailureMovesToAnotherDeployment(t *testing.T) {
+	t.Parallel()
+	bad, good := fakeupstream.Start(t, fakeupstream.WithStatus(503)), fakeupstream.Start(t)
+	r, g := newRouter(t, router.Settings{NumRetries: 2}, bad, good)
+	for range 10 {
+		res, d, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		require.NoError(t, err)
+		require.Equal(t, "d1", d.ModelID)
+		require.Contains(t, string(res.Body), "fake reply to: hi")
+	}
+}
+
+func TestNonRetryableFailureIsNotRetried(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t, fakeupstream.WithStatus(400))
+	r, g := newRouter(t, router.Settings{NumRetries: 3}, up)
+	_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+	var ue *provider.UpstreamError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, 400, ue.Status)
+	require.Len(t, up.Requests(), 1)
+}
+
+func TestCooldownSkipsFailingDeployment(t *testing.T) {
+	t.Parallel()
+	bad, good := fakeupstream.Start(t, fakeupstream.WithStatus(500)), fakeupstream.Start(t)
+	r, g := newRouter(t, router.Settings{NumRetries: 1, AllowedFails: 1, CooldownTime: time.Minute}, bad, good)
+	for range 20 {
+		_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		require.NoError(t, err)
+	}
+	// after more than allowed_fails failures the bad deployment cools down and is skipped
+	require.LessOrEqual(t, len(bad.Requests()), 3, "cooling deployment kept receiving traffic")
+}
+
+func TestSimpleShuffleSpreadsLoad(t *testing.T) {
+	t.Parallel()
+	a, b := fakeupstream.Start(t), fakeupstream.Start(t)
+	r, g := newRouter(t, router.Settings{}, a, b)
+	for range 200 {
+		_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		require.NoError(t, err)
+	}
+	require.Greater(t, len(a.Requests()), 50)
+	require.Greater(t, len(b.Requests()), 50)
+}
+
+func TestUnknownGroup(t *testing.T) {
+	t.Parallel()
+	r, _ := newRouter(t, router.Settings{}, fakeupstream.Start(t))
+	_, err := r.Group(context.Background(), "nope")
+	require.ErrorIs(t, err, router.ErrUnknownModel)
+}
+
+func TestBuildRejectsInvalidModel(t *testing.T) {
+	t.Parallel()
+	_, err := router.Build("x", "", []byte(`{"model":"openai/x"}`), nil)
+	require.ErrorContains(t, err, "model_name is required")
+	_, err = router.Build("x", "n", nil, nil)
+	require.ErrorContains(t, err, "litellm_params is required")
+	_, err = router.Build("x", "n", []byte(`{"model":"openai/x"}`), []byte(`{"access_groups":"notalist"}`))
+	require.ErrorContains(t, err, "model_info")
+}
