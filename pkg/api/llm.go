@@ -237,23 +237,45 @@ func streamCheckWindow(text string, added int) string {
 // recheckAccess runs when a virtual key is denied a model group: this replica may hold an
 // older version of the key (models just widened) or of the group's deployments (access group
 // just tagged) than the writer committed. It re-reads both once through the bounded
-// read-throughs (same budgets, fail closed) and decides again on what it got.
+// read-throughs (same budgets, fail closed); if that does not settle it (budget exhausted),
+// it waits up to accessRecheckWait for the change feed to publish newer versions, then the
+// denial stands.
 func (s *Server) recheckAccess(ctx context.Context, k *keys.Key, model string) ([]*registry.Entry[*router.Deployment], error) {
+	check := func() ([]*registry.Entry[*router.Deployment], *keys.Key, bool) {
+		cur := k
+		if e, ok := s.Keys.Load().ByID(k.Token); ok {
+			cur = e.Value
+		}
+		group := s.Router.Models().Load().ByName(model)
+		return group, cur, len(group) > 0 && cur.CanUse(model, groupAccess(group))
+	}
 	_ = s.Keys.Resolve(ctx, k.Token)
 	_ = s.Router.Models().Resolve(ctx, model)
-	if e, ok := s.Keys.Load().ByID(k.Token); ok {
-		k = e.Value
-		if why := k.Usable(time.Now()); why != "" {
+	timer := time.NewTimer(accessRecheckWait)
+	defer timer.Stop()
+	for {
+		keysChanged, modelsChanged := s.Keys.Changed(), s.Router.Models().Changed()
+		group, cur, ok := check()
+		if why := cur.Usable(time.Now()); why != "" {
 			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
 		}
+		if ok {
+			return group, nil
+		}
+		select {
+		case <-keysChanged:
+		case <-modelsChanged:
+		case <-timer.C:
+			return nil, &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
+				Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(cur.Models), model)}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	group := s.Router.Models().Load().ByName(model)
-	if len(group) > 0 && k.CanUse(model, groupAccess(group)) {
-		return group, nil
-	}
-	return nil, &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
-		Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(k.Models), model)}
 }
+
+// accessRecheckWait bounds how long a denied key waits for newer key/model versions.
+const accessRecheckWait = 100 * time.Millisecond
 
 // requestGuardrails resolves the guardrails a request runs: every default_on guardrail plus
 // the ones named in "guardrails" or "metadata.guardrails" (LiteLLM). The names are removed
