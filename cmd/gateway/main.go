@@ -31,7 +31,7 @@ import (
 
 const usage = `usage:
   gateway serve   [--config FILE] [--addr HOST:PORT] [--database-url URL] [--master-key KEY]
-                  [--replica-id ID] [--sync-source listen] [--log-format json|console] [--no-migrate]
+                  [--replica-id ID] [--sync-source listen|logical] [--log-format json|console] [--no-migrate]
   gateway migrate --database-url URL
   gateway dev     [--replicas 2] [--base-port 4000]
 `
@@ -83,7 +83,7 @@ func parseServe(args []string) (serveFlags, error) {
 	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres URL (env DATABASE_URL)")
 	fs.StringVar(&f.masterKey, "master-key", "", "admin key (env GATEWAY_MASTER_KEY, LITELLM_MASTER_KEY)")
 	fs.StringVar(&f.replicaID, "replica-id", "", "replica id (env GATEWAY_REPLICA_ID; default hostname-pid)")
-	fs.StringVar(&f.syncSource, "sync-source", "listen", "change source: listen")
+	fs.StringVar(&f.syncSource, "sync-source", "listen", "change source: listen or logical")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "do not apply migrations on start")
 	if err := fs.Parse(args); err != nil {
@@ -96,9 +96,7 @@ func parseServe(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	switch f.syncSource {
-	case "listen":
-	case "logical":
-		return f, errors.New("serve: --sync-source logical: the logical replication source is not available in this build; use listen")
+	case "listen", "logical":
 	default:
 		return f, fmt.Errorf("serve: --sync-source: %q is not a change source (want listen or logical)", f.syncSource)
 	}
@@ -188,7 +186,7 @@ func serve(ctx context.Context, args []string) error {
 				sinks = append(sinks, s)
 			}
 		}
-		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: sinks, Logger: log})
+		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: sinks, Logger: log, Source: notify.Source(f.syncSource)})
 		if err := syncer.Start(ctx); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}

@@ -14,6 +14,12 @@
 // Listener death (killed backend, half-open TCP, DB restart) is detected by a self-heartbeat:
 // the replica NOTIFYs its own channel every HeartbeatInterval through the pool and expects to
 // hear it on the listener within HeartbeatTimeout (PostgreSQL docs "LISTEN", "NOTIFY").
+//
+// Two change sources feed the same applier (Config.Source): SourceListen, the LISTEN/NOTIFY
+// session above, and SourceLogical, a logical-replication session that streams the change
+// log's INSERTs through pgoutput on a temporary slot (logical.go). Both follow the same
+// order — subscribe, then catch up from the watermark, then stream — and report the same
+// states and counters.
 package notify
 
 import (
@@ -78,16 +84,20 @@ type Config struct {
 	Store     *store.Store
 	Sinks     []Sink
 	Logger    zerolog.Logger
+	// Source is the change source: SourceListen (default) or SourceLogical. The logical source
+	// needs wal_level=logical, a free replication slot and wal sender per replica, the
+	// REPLICATION attribute for the connecting role, and migration 002 (the publication).
+	Source Source
 
-	HeartbeatInterval time.Duration // self-NOTIFY period; default 1 s
-	HeartbeatTimeout  time.Duration // no heartbeat heard for this long → reconnect; default 3 s
+	HeartbeatInterval time.Duration // self-heartbeat period (listen: NOTIFY; logical: WAL message + status ping); default 1 s
+	HeartbeatTimeout  time.Duration // no heartbeat heard (logical: nothing received) for this long → reconnect; default 3 s
 	PollInterval      time.Duration // change-log poll repairing lost notifications; default 2 s
 	PollGrace         time.Duration // a change younger than this is left to its notification; default 1 s
 	ReconcileInterval time.Duration // full reconcile counting drift; default 5 min
 	Retention         time.Duration // change-log retention this replica prunes to; default 24 h; <0 disables pruning
 	BackoffMin        time.Duration // reconnect backoff start; default 100 ms
 	BackoffMax        time.Duration // reconnect backoff cap; default 5 s
-	BufferSize        int           // notifications buffered between listener and applier; default 8192
+	BufferSize        int           // changes buffered between listener and applier (logical: also per open transaction); default 8192
 }
 
 func (c *Config) defaults() {
@@ -95,6 +105,9 @@ func (c *Config) defaults() {
 		if *d == 0 {
 			*d = v
 		}
+	}
+	if c.Source == "" {
+		c.Source = SourceListen
 	}
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.HeartbeatTimeout, 3*time.Second)
@@ -132,7 +145,7 @@ type Syncer struct {
 	cfg    Config
 	log    zerolog.Logger
 	sinks  map[store.ObjectType]Sink
-	hbChan string
+	hbChan string // listen: the self-heartbeat channel; logical: the heartbeat message prefix
 
 	events  chan event
 	catchUp chan catchUpReq
@@ -173,7 +186,7 @@ func New(cfg Config) *Syncer {
 		cfg:     cfg,
 		log:     cfg.Logger.With().Str("component", "notify").Logger(),
 		sinks:   map[store.ObjectType]Sink{},
-		hbChan:  "gateway_hb_" + sanitize(cfg.ReplicaID),
+		hbChan:  hbName(cfg),
 		events:  make(chan event, cfg.BufferSize),
 		catchUp: make(chan catchUpReq),
 		pending: map[store.ObjectType]map[string]int64{},
@@ -183,6 +196,13 @@ func New(cfg Config) *Syncer {
 	}
 	s.state.Store(StateStarting)
 	return s
+}
+
+func hbName(cfg Config) string {
+	if cfg.Source == SourceLogical {
+		return logicalHBPrefix + sanitize(cfg.ReplicaID)
+	}
+	return "gateway_hb_" + sanitize(cfg.ReplicaID)
 }
 
 func sanitize(id string) string {
@@ -203,8 +223,12 @@ func sanitize(id string) string {
 
 // Start runs the initial full load of every sink (failing fast if Postgres cannot be read),
 // then starts the listener, applier and heartbeat goroutines. It returns once the initial
-// load is done; Ready reports when the feed has streamed once.
+// load is done; Ready reports when the feed has streamed once. Errors: an unknown
+// Config.Source, or the initial load's error.
 func (s *Syncer) Start(ctx context.Context) error {
+	if s.cfg.Source != SourceListen && s.cfg.Source != SourceLogical {
+		return fmt.Errorf("source: %q is not a change source (want %s or %s)", s.cfg.Source, SourceListen, SourceLogical)
+	}
 	if err := s.fullLoad(ctx, false); err != nil {
 		return fmt.Errorf("initial load: %w", err)
 	}
@@ -241,7 +265,12 @@ func (s *Syncer) listen(ctx context.Context) {
 		if !first {
 			s.state.Store(StateReconnecting)
 		}
-		err := s.session(ctx, &first, &backoff)
+		var err error
+		if s.cfg.Source == SourceLogical {
+			err = s.logicalSession(ctx, &first, &backoff)
+		} else {
+			err = s.session(ctx, &first, &backoff)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -282,30 +311,10 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 	}
 	// LISTEN is in place: anything committed from now on is notified. Catch up on what was
 	// committed before (or while disconnected), then stream.
-	s.state.Store(StateCatchingUp)
-	done := make(chan error, 1)
-	select {
-	case s.catchUp <- catchUpReq{done: done, afterGap: !*first}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.requestCatchUp(ctx, *first); err != nil {
+		return err
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("catch-up: %w", err)
-		}
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if !*first {
-		s.reconnects.Add(1)
-		s.log.Info().Msg("listener reconnected and caught up")
-	}
-	*first = false
-	*backoff = s.cfg.BackoffMin
-	s.lastHB.Store(time.Now().UnixNano())
-	s.state.Store(StateStreaming)
-	s.ready.Store(true)
+	s.streaming(first, backoff)
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		err := conn.WaitForNotification(wctx)
@@ -323,6 +332,43 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 			return fmt.Errorf("no heartbeat for %s", since.Round(time.Millisecond))
 		}
 	}
+}
+
+// requestCatchUp has the applier read the change log since the watermark and waits for it.
+// Both sessions call it once their subscription is in place (LISTEN done, or replication slot
+// created), so that a change committed before the subscription is read from the log and one
+// committed after it is streamed: nothing falls between the two.
+func (s *Syncer) requestCatchUp(ctx context.Context, first bool) error {
+	s.state.Store(StateCatchingUp)
+	done := make(chan error, 1)
+	select {
+	case s.catchUp <- catchUpReq{done: done, afterGap: !first}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("catch-up: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// streaming records that a session has caught up and is streaming: counts a reconnect (not
+// the first session), resets the backoff and the heartbeat clock, and marks the feed ready.
+func (s *Syncer) streaming(first *bool, backoff *time.Duration) {
+	if !*first {
+		s.reconnects.Add(1)
+		s.log.Info().Str("source", string(s.cfg.Source)).Msg("listener reconnected and caught up")
+	}
+	*first = false
+	*backoff = s.cfg.BackoffMin
+	s.lastHB.Store(time.Now().UnixNano())
+	s.state.Store(StateStreaming)
+	s.ready.Store(true)
 }
 
 func (s *Syncer) onNotification(n *pgconn.Notification) {
@@ -343,6 +389,12 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 		s.log.Warn().Int("payload_bytes", len(n.Payload)).Str("payload", truncate(n.Payload, 200)).Msg("ignoring malformed notification")
 		return
 	}
+	s.push(ev)
+}
+
+// push hands one decoded change to the applier. It never blocks the session: on a full buffer
+// the change is counted as dropped and the next change-log poll repairs it.
+func (s *Syncer) push(ev event) {
 	if _, ok := s.sinks[ev.Type]; !ok {
 		return // type not synced here (supported_db_objects)
 	}
@@ -374,8 +426,15 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 			hctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
-			if err := s.cfg.Store.Notify(hctx, s.hbChan, strconv.FormatInt(time.Now().UnixNano(), 10)); err != nil && ctx.Err() == nil {
-				s.log.Debug().Err(err).Msg("heartbeat notify failed")
+			now := strconv.FormatInt(time.Now().UnixNano(), 10)
+			var err error
+			if s.cfg.Source == SourceLogical {
+				err = s.emitHeartbeat(hctx, now)
+			} else {
+				err = s.cfg.Store.Notify(hctx, s.hbChan, now)
+			}
+			if err != nil && ctx.Err() == nil {
+				s.log.Debug().Err(err).Msg("heartbeat failed")
 			}
 			cancel()
 		}

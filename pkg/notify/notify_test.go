@@ -42,13 +42,40 @@ func buildModel(row store.Row) (model, error) {
 	return model{Name: r.ModelName, Params: r.LitellmParams}, nil
 }
 
-type bundle struct {
-	url   string
-	st    *store.Store
-	admin *pgx.Conn
+// sources are the change sources every conformance test runs against (DESIGN.md: both
+// sources "must pass the same conformance tests").
+var sources = []notify.Source{notify.SourceListen, notify.SourceLogical}
+
+// forEachSource runs body once per change source, as parallel subtests named after the source,
+// each with its own database (body calls setup). The test calls t.Parallel itself first, so the
+// pair also runs alongside the other tests.
+func forEachSource(t *testing.T, body func(t *testing.T, src notify.Source)) {
+	t.Helper()
+	for _, src := range sources {
+		t.Run(string(src), func(t *testing.T) {
+			t.Parallel()
+			body(t, src)
+		})
+	}
 }
 
-func setup(t *testing.T) *bundle {
+// forEachSourceSequential is forEachSource for tests that must run alone (they restart the
+// shared cluster).
+func forEachSourceSequential(t *testing.T, body func(t *testing.T, src notify.Source)) {
+	t.Helper()
+	for _, src := range sources {
+		t.Run(string(src), func(t *testing.T) { body(t, src) })
+	}
+}
+
+type bundle struct {
+	url    string
+	st     *store.Store
+	admin  *pgx.Conn
+	source notify.Source // the change source startReplica configures
+}
+
+func setup(t *testing.T, src notify.Source) *bundle {
 	t.Helper()
 	url := pgtest.NewDB(t)
 	ctx := context.Background()
@@ -56,10 +83,41 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
 	require.NoError(t, st.Migrate(ctx))
+	if src == notify.SourceLogical {
+		// Runs after every replica of the test has stopped: a stopped replica leaves no slot
+		// behind (temporary slots go with their session), and DROP DATABASE, which refuses a
+		// database with an active slot, can clean up.
+		t.Cleanup(func() { requireNoSlots(t, url) })
+	}
 	admin, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { admin.Close(context.Background()) })
-	return &bundle{url: url, st: st, admin: admin}
+	return &bundle{url: url, st: st, admin: admin, source: src}
+}
+
+// slots lists the replication slots of conn's database.
+func slots(t *testing.T, conn *pgx.Conn) []slotInfo {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT slot_name, slot_type, plugin, temporary, active
+		FROM pg_replication_slots WHERE database = current_database() ORDER BY slot_name`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[slotInfo])
+	require.NoError(t, err)
+	return out
+}
+
+type slotInfo struct {
+	Name, Type, Plugin string
+	Temporary, Active  bool
+}
+
+func requireNoSlots(t *testing.T, url string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	require.Eventually(t, func() bool { return len(slots(t, conn)) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"replication slots left behind after every replica stopped")
 }
 
 type replica struct {
@@ -89,7 +147,7 @@ func startReplica(t *testing.T, b *bundle, id string, tweak func(*notify.Config)
 	t.Cleanup(st.Close)
 	r := &replica{id: id, st: st, models: newModels(st)}
 	cfg := notify.Config{
-		ReplicaID: id, Store: st, Sinks: []notify.Sink{r.models},
+		ReplicaID: id, Store: st, Sinks: []notify.Sink{r.models}, Source: b.source,
 		Logger:            zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 		HeartbeatInterval: 200 * time.Millisecond, HeartbeatTimeout: 1500 * time.Millisecond,
 		PollInterval: 100 * time.Millisecond, PollGrace: 300 * time.Millisecond,
@@ -119,46 +177,60 @@ func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
 
 func TestPlainSQLWritesPropagateToThreeSyncers(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	reps := []*replica{startReplica(t, b, "a", nil), startReplica(t, b, "b", nil), startReplica(t, b, "c", nil)}
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		reps := []*replica{startReplica(t, b, "a", nil), startReplica(t, b, "b", nil), startReplica(t, b, "c", nil)}
 
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m1', 'gpt', '{"model":"openai/gpt-4o"}')`)
-	for _, r := range reps {
-		waitFor(t, r.id+" sees insert", func() bool { e, ok := r.get("m1"); return ok && e.Value.Name == "gpt" })
-		require.Len(t, r.models.Load().ByName("gpt"), 1)
-	}
-	exec(t, b.admin, `UPDATE gateway.models SET model_name = 'gpt-renamed' WHERE model_id = 'm1'`)
-	for _, r := range reps {
-		waitFor(t, r.id+" sees update", func() bool { e, ok := r.get("m1"); return ok && e.Value.Name == "gpt-renamed" })
-		require.Empty(t, r.models.Load().ByName("gpt"), "old group name must be gone")
-	}
-	exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'm1'`)
-	for _, r := range reps {
-		waitFor(t, r.id+" sees delete", func() bool { _, ok := r.get("m1"); return !ok })
-		st := r.syncer.Stats()
-		require.GreaterOrEqual(t, st.EventsApplied, int64(3))
-		require.Equal(t, notify.StateStreaming, st.State)
-		require.Positive(t, st.LagMs.Samples)
-	}
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m1', 'gpt', '{"model":"openai/gpt-4o"}')`)
+		for _, r := range reps {
+			waitFor(t, r.id+" sees insert", func() bool { e, ok := r.get("m1"); return ok && e.Value.Name == "gpt" })
+			require.Len(t, r.models.Load().ByName("gpt"), 1)
+		}
+		exec(t, b.admin, `UPDATE gateway.models SET model_name = 'gpt-renamed' WHERE model_id = 'm1'`)
+		for _, r := range reps {
+			waitFor(t, r.id+" sees update", func() bool { e, ok := r.get("m1"); return ok && e.Value.Name == "gpt-renamed" })
+			require.Empty(t, r.models.Load().ByName("gpt"), "old group name must be gone")
+		}
+		exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'm1'`)
+		for _, r := range reps {
+			waitFor(t, r.id+" sees delete", func() bool { _, ok := r.get("m1"); return !ok })
+			st := r.syncer.Stats()
+			require.GreaterOrEqual(t, st.EventsApplied, int64(3))
+			require.Equal(t, notify.StateStreaming, st.State)
+			require.Equal(t, src, st.Source)
+			require.Positive(t, st.LagMs.Samples)
+		}
+	})
 }
 
 func TestTruncateReloads(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) SELECT 'm'||g, 'grp' FROM generate_series(1, 5) g`)
-	waitFor(t, "5 models", func() bool { return r.models.Len() == 5 })
-	exec(t, b.admin, `TRUNCATE gateway.models`)
-	waitFor(t, "truncate empties the registry", func() bool { return r.models.Len() == 0 })
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) SELECT 'm'||g, 'grp' FROM generate_series(1, 5) g`)
+		waitFor(t, "5 models", func() bool { return r.models.Len() == 5 })
+		exec(t, b.admin, `TRUNCATE gateway.models`)
+		waitFor(t, "truncate empties the registry", func() bool { return r.models.Len() == 0 })
+	})
 }
 
+// listenerPID is the backend serving the replica's change feed: its LISTEN connection, or for
+// the logical source its walsender (backend_type 'walsender', application_name
+// notify.LogicalApplicationName); the newest one, should an old one still be exiting.
 func listenerPID(t *testing.T, b *bundle, replicaID string) int {
 	t.Helper()
+	q, app := `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1
+		ORDER BY backend_start DESC LIMIT 1`, "lockstep-listener-"+replicaID
+	if b.source == notify.SourceLogical {
+		q, app = `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND backend_type = 'walsender' AND application_name = $1
+			ORDER BY backend_start DESC LIMIT 1`, notify.LogicalApplicationName(replicaID)
+	}
 	var pid int
 	require.Eventually(t, func() bool {
-		err := b.admin.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name = $1`, "lockstep-listener-"+replicaID).Scan(&pid)
-		return err == nil
+		return b.admin.QueryRow(context.Background(), q, app).Scan(&pid) == nil
 	}, 10*time.Second, 10*time.Millisecond)
 	return pid
 }
@@ -172,82 +244,116 @@ func terminateListener(t *testing.T, b *bundle, r *replica) {
 
 func TestKilledListenerReconnectsAndCatchesUp(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	// A long backoff keeps the replica disconnected while the test writes.
-	r := startReplica(t, b, "a", func(c *notify.Config) { c.BackoffMin = 800 * time.Millisecond; c.BackoffMax = 800 * time.Millisecond })
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('before', 'g')`)
-	waitFor(t, "first row", func() bool { _, ok := r.get("before"); return ok })
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		// A long backoff keeps the replica disconnected while the test writes.
+		r := startReplica(t, b, "a", func(c *notify.Config) { c.BackoffMin = 800 * time.Millisecond; c.BackoffMax = 800 * time.Millisecond })
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('before', 'g')`)
+		waitFor(t, "first row", func() bool { _, ok := r.get("before"); return ok })
 
-	terminateListener(t, b, r)
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('during', 'g')`)
-	exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'before'`)
-	require.NotEqual(t, notify.StateStreaming, r.syncer.State(), "write must happen during the outage")
+		terminateListener(t, b, r)
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('during', 'g')`)
+		exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'before'`)
+		require.NotEqual(t, notify.StateStreaming, r.syncer.State(), "write must happen during the outage")
 
-	waitFor(t, "row written during outage applied", func() bool { _, ok := r.get("during"); return ok })
-	waitFor(t, "delete during outage applied", func() bool { _, ok := r.get("before"); return !ok })
-	waitFor(t, "streaming again", func() bool { return r.syncer.State() == notify.StateStreaming })
-	st := r.syncer.Stats()
-	require.GreaterOrEqual(t, st.Reconnects, int64(1))
-	require.GreaterOrEqual(t, st.GapsRepaired, int64(2))
+		waitFor(t, "row written during outage applied", func() bool { _, ok := r.get("during"); return ok })
+		waitFor(t, "delete during outage applied", func() bool { _, ok := r.get("before"); return !ok })
+		waitFor(t, "streaming again", func() bool { return r.syncer.State() == notify.StateStreaming })
+		st := r.syncer.Stats()
+		require.GreaterOrEqual(t, st.Reconnects, int64(1))
+		require.GreaterOrEqual(t, st.GapsRepaired, int64(2))
+	})
 }
 
 // A silent listener (half-open TCP, a hung backend): the socket stays open but nothing arrives.
-// Simulated by SIGSTOPping the listener's backend process; the self-heartbeat stops arriving,
-// the replica reconnects on a new backend and catches up.
+// Simulated by SIGSTOPping the listener's backend process (logical: its walsender); the
+// heartbeat stops arriving, the replica notices while the backend is still frozen, reconnects
+// on a new backend and catches up.
+//
+// The frozen backend is resumed once the silence is detected: left frozen, it cannot absorb
+// the ProcSignalBarrier every DROP DATABASE in the cluster waits for, so another test's
+// cleanup would hang holding an xid — and creating a logical slot waits for every running
+// xid in the cluster, so a logical replica anywhere could not reconnect until the SIGCONT.
 func TestSilentListenerDetectedByHeartbeat(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	waitFor(t, "heartbeat rtt measured", func() bool { return r.syncer.Stats().HeartbeatRTTMs > 0 })
-	pid := listenerPID(t, b, r.id)
-	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('while-silent', 'g')`)
-	waitFor(t, "reconnected on a new backend", func() bool { return r.syncer.Stats().Reconnects >= 1 })
-	waitFor(t, "change written while silent applied", func() bool { _, ok := r.get("while-silent"); return ok })
-	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		waitFor(t, "heartbeat rtt measured", func() bool { return r.syncer.Stats().HeartbeatRTTMs > 0 })
+		pid := listenerPID(t, b, r.id)
+		var resumed atomic.Bool
+		resume := func() {
+			if !resumed.Swap(true) {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		}
+		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		t.Cleanup(resume)
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('while-silent', 'g')`)
+		waitFor(t, "silence detected while the backend is frozen", func() bool { return r.syncer.State() != notify.StateStreaming })
+		resume()
+		waitFor(t, "reconnected", func() bool { return r.syncer.Stats().Reconnects >= 1 })
+		require.NotEqual(t, pid, listenerPID(t, b, r.id), "reconnected on a new backend")
+		waitFor(t, "change written while silent applied", func() bool { _, ok := r.get("while-silent"); return ok })
+		require.Equal(t, notify.StateStreaming, r.syncer.State())
+	})
 }
 
 func TestLateCommitIsNotSkippedByTheWatermark(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", func(c *notify.Config) { c.BackoffMin = 800 * time.Millisecond; c.BackoffMax = 800 * time.Millisecond })
-	ctx := context.Background()
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", func(c *notify.Config) { c.BackoffMin = 800 * time.Millisecond; c.BackoffMax = 800 * time.Millisecond })
+		ctx := context.Background()
 
-	// T1 writes first (lower seq) and stays open.
-	t1, err := b.admin.Begin(ctx)
-	require.NoError(t, err)
-	_, err = t1.Exec(ctx, `INSERT INTO gateway.models (model_id, model_name) VALUES ('late', 'g')`)
-	require.NoError(t, err)
+		// T1 writes first (lower seq) and stays open.
+		t1, err := b.admin.Begin(ctx)
+		require.NoError(t, err)
+		_, err = t1.Exec(ctx, `INSERT INTO gateway.models (model_id, model_name) VALUES ('late', 'g')`)
+		require.NoError(t, err)
 
-	// T2 writes (higher seq) and commits; the replica applies it and polls past it.
-	other, err := pgx.Connect(ctx, b.url)
-	require.NoError(t, err)
-	defer other.Close(ctx)
-	exec(t, other, `INSERT INTO gateway.models (model_id, model_name) VALUES ('early', 'g')`)
-	waitFor(t, "T2 applied", func() bool { _, ok := r.get("early"); return ok })
-	wm := r.syncer.Stats().Watermark
-	waitFor(t, "a poll ran after T2", func() bool { return r.syncer.Stats().Watermark != wm || r.syncer.Stats().AppliedSeq > 0 })
-	time.Sleep(300 * time.Millisecond) // let a few polls pass (the condition is what follows)
-	_, held := r.get("late")
-	require.False(t, held, "uncommitted row must not be visible")
+		// T2 writes (higher seq) and commits; the replica applies it and polls past it.
+		other, err := pgx.Connect(ctx, b.url)
+		require.NoError(t, err)
+		defer other.Close(ctx)
+		exec(t, other, `INSERT INTO gateway.models (model_id, model_name) VALUES ('early', 'g')`)
+		waitFor(t, "T2 applied", func() bool { _, ok := r.get("early"); return ok })
+		wm := r.syncer.Stats().Watermark
+		waitFor(t, "a poll ran after T2", func() bool { return r.syncer.Stats().Watermark != wm || r.syncer.Stats().AppliedSeq > 0 })
+		time.Sleep(300 * time.Millisecond) // let a few polls pass (the condition is what follows)
+		_, held := r.get("late")
+		require.False(t, held, "uncommitted row must not be visible")
 
-	// Commit T1 while the replica is disconnected: its notification is lost, only the
-	// change log (read from the watermark, not from the highest seq) can bring it.
-	terminateListener(t, b, r)
-	require.NoError(t, t1.Commit(ctx))
-	waitFor(t, "late commit applied", func() bool { _, ok := r.get("late"); return ok })
-	require.GreaterOrEqual(t, r.syncer.Stats().GapsRepaired, int64(1))
+		// Commit T1 while the replica is disconnected: its notification is lost, only the
+		// change log (read from the watermark, not from the highest seq) can bring it.
+		terminateListener(t, b, r)
+		require.NoError(t, t1.Commit(ctx))
+		waitFor(t, "late commit applied", func() bool { _, ok := r.get("late"); return ok })
+		require.GreaterOrEqual(t, r.syncer.Stats().GapsRepaired, int64(1))
+	})
 }
 
-func TestOversizedRowAndMalformedNotification(t *testing.T) {
+func TestOversizedRow(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	big := strings.Repeat("x", 20*1024)
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('big', 'g', jsonb_build_object('model', 'openai/x', 'blob', $1::text))`, big)
-	waitFor(t, "20 KB row applied", func() bool { e, ok := r.get("big"); return ok && len(e.Value.Params) > 20*1024 })
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		big := strings.Repeat("x", 20*1024)
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('big', 'g', jsonb_build_object('model', 'openai/x', 'blob', $1::text))`, big)
+		waitFor(t, "20 KB row applied", func() bool { e, ok := r.get("big"); return ok && len(e.Value.Params) > 20*1024 })
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('after', 'g')`)
+		waitFor(t, "still streaming after the big row", func() bool { _, ok := r.get("after"); return ok })
+		require.Equal(t, notify.StateStreaming, r.syncer.State())
+	})
+}
 
+// Listen only: a NOTIFY payload is free text any session can send on the channel. The
+// logical source never reads NOTIFY; its analog, a hand-written change-log row, is
+// TestLogicalMalformedChangeLogRow.
+func TestMalformedNotification(t *testing.T) {
+	t.Parallel()
+	b := setup(t, notify.SourceListen)
+	r := startReplica(t, b, "a", nil)
 	for _, payload := range []string{`not json`, `{"seq":1}`, `{"type":"model","id":"x"}`, `[]`, strings.Repeat("{", 7000)} {
 		exec(t, b.admin, `SELECT pg_notify('gateway_registry', $1)`, payload)
 	}
@@ -259,56 +365,61 @@ func TestOversizedRowAndMalformedNotification(t *testing.T) {
 
 func TestInvalidRowNeverReplacesServingEntry(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m', 'g', '{"model":"openai/ok"}')`)
-	waitFor(t, "valid row", func() bool { _, ok := r.get("m"); return ok })
-	exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"invalid"}' WHERE model_id = 'm'`)
-	waitFor(t, "apply error counted", func() bool { return r.models.ApplyErrors() >= 1 })
-	e, ok := r.get("m")
-	require.True(t, ok)
-	require.Contains(t, string(e.Value.Params), "openai/ok", "old version keeps serving")
-	exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"openai/fixed"}' WHERE model_id = 'm'`)
-	waitFor(t, "fixed row applied", func() bool { e, _ := r.get("m"); return strings.Contains(string(e.Value.Params), "fixed") })
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m', 'g', '{"model":"openai/ok"}')`)
+		waitFor(t, "valid row", func() bool { _, ok := r.get("m"); return ok })
+		exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"invalid"}' WHERE model_id = 'm'`)
+		waitFor(t, "apply error counted", func() bool { return r.models.ApplyErrors() >= 1 })
+		e, ok := r.get("m")
+		require.True(t, ok)
+		require.Contains(t, string(e.Value.Params), "openai/ok", "old version keeps serving")
+		exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"openai/fixed"}' WHERE model_id = 'm'`)
+		waitFor(t, "fixed row applied", func() bool { e, _ := r.get("m"); return strings.Contains(string(e.Value.Params), "fixed") })
+	})
 }
 
 func TestVersionGuardNoResurrection(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	ctx := context.Background()
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m', 'g', '{"model":"openai/v1"}')`)
-	waitFor(t, "v1", func() bool { _, ok := r.get("m"); return ok })
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		ctx := context.Background()
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('m', 'g', '{"model":"openai/v1"}')`)
+		waitFor(t, "v1", func() bool { _, ok := r.get("m"); return ok })
 
-	// A slow read-through reads v1 ...
-	stale, err := b.st.LoadByIDs(ctx, store.Model, []string{"m"})
-	require.NoError(t, err)
-	require.Len(t, stale, 1)
-	// ... a newer version arrives by notification first ...
-	exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"openai/v2"}' WHERE model_id = 'm'`)
-	waitFor(t, "v2", func() bool { e, _ := r.get("m"); return strings.Contains(string(e.Value.Params), "v2") })
-	// ... then the stale read lands: nothing changes.
-	require.Zero(t, r.models.Apply(stale, nil))
-	e, _ := r.get("m")
-	require.Contains(t, string(e.Value.Params), "v2")
+		// A slow read-through reads v1 ...
+		stale, err := b.st.LoadByIDs(ctx, store.Model, []string{"m"})
+		require.NoError(t, err)
+		require.Len(t, stale, 1)
+		// ... a newer version arrives by notification first ...
+		exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"openai/v2"}' WHERE model_id = 'm'`)
+		waitFor(t, "v2", func() bool { e, _ := r.get("m"); return strings.Contains(string(e.Value.Params), "v2") })
+		// ... then the stale read lands: nothing changes.
+		require.Zero(t, r.models.Apply(stale, nil))
+		e, _ := r.get("m")
+		require.Contains(t, string(e.Value.Params), "v2")
 
-	// Same after a delete: the stale read must not resurrect the model.
-	stale2, err := b.st.LoadByIDs(ctx, store.Model, []string{"m"})
-	require.NoError(t, err)
-	exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'm'`)
-	waitFor(t, "deleted", func() bool { _, ok := r.get("m"); return !ok })
-	require.Zero(t, r.models.Apply(stale2, nil))
-	_, ok := r.get("m")
-	require.False(t, ok, "stale read-through resurrected a deleted model")
+		// Same after a delete: the stale read must not resurrect the model.
+		stale2, err := b.st.LoadByIDs(ctx, store.Model, []string{"m"})
+		require.NoError(t, err)
+		exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'm'`)
+		waitFor(t, "deleted", func() bool { _, ok := r.get("m"); return !ok })
+		require.Zero(t, r.models.Apply(stale2, nil))
+		_, ok := r.get("m")
+		require.False(t, ok, "stale read-through resurrected a deleted model")
 
-	// A re-insert of the same id is newer than the tombstone and is applied.
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m', 'g')`)
-	waitFor(t, "re-created", func() bool { _, ok := r.get("m"); return ok })
+		// A re-insert of the same id is newer than the tombstone and is applied.
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m', 'g')`)
+		waitFor(t, "re-created", func() bool { _, ok := r.get("m"); return ok })
+	})
 }
 
+// Source-independent: exercises the registry and the store only.
 func TestReconcileRacingReadThroughNeverEvicts(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, notify.SourceListen)
 	ctx := context.Background()
 	reg := newModels(b.st)
 
@@ -336,52 +447,57 @@ func TestReconcileRacingReadThroughNeverEvicts(t *testing.T) {
 
 func TestPeriodicReconcileCountsDrift(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	// Drift: a row the registry never heard of (inserted with triggers disabled for this session).
-	ctx := context.Background()
-	tx, err := b.admin.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `SET LOCAL session_replication_role = replica`)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO gateway.models (model_id, model_name, version) VALUES ('silent', 'g', 1)`)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
-	n, err := r.syncer.Reconcile(ctx)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), n)
-	_, ok := r.get("silent")
-	require.True(t, ok)
-	require.Equal(t, int64(1), r.syncer.Stats().DriftRepaired)
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		// Drift: a row the registry never heard of (inserted with triggers disabled for this session).
+		ctx := context.Background()
+		tx, err := b.admin.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `SET LOCAL session_replication_role = replica`)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `INSERT INTO gateway.models (model_id, model_name, version) VALUES ('silent', 'g', 1)`)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		n, err := r.syncer.Reconcile(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		_, ok := r.get("silent")
+		require.True(t, ok)
+		require.Equal(t, int64(1), r.syncer.Stats().DriftRepaired)
+	})
 }
 
 func TestWriteDuringDatabaseOutage(t *testing.T) {
 	// Not parallel: restarts the shared cluster.
-	b := setup(t)
-	r := startReplica(t, b, "a", nil)
-	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m1', 'g')`)
-	waitFor(t, "m1", func() bool { _, ok := r.get("m1"); return ok })
-	b.admin.Close(context.Background())
+	forEachSourceSequential(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m1', 'g')`)
+		waitFor(t, "m1", func() bool { _, ok := r.get("m1"); return ok })
+		b.admin.Close(context.Background())
 
-	c := pgtest.Current()
-	require.NoError(t, c.Restart(func() {
-		waitFor(t, "reconnecting while the DB is down", func() bool { return r.syncer.State() == notify.StateReconnecting })
-		// static stability: what the replica holds keeps serving
-		_, ok := r.get("m1")
-		require.True(t, ok)
-	}))
-	admin, err := pgx.Connect(context.Background(), b.url)
-	require.NoError(t, err)
-	defer admin.Close(context.Background())
-	exec(t, admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m2', 'g')`)
-	waitFor(t, "write after outage applied", func() bool { _, ok := r.get("m2"); return ok })
-	waitFor(t, "streaming", func() bool { return r.syncer.State() == notify.StateStreaming })
-	require.GreaterOrEqual(t, r.syncer.Stats().Reconnects, int64(1))
+		c := pgtest.Current()
+		require.NoError(t, c.Restart(func() {
+			waitFor(t, "reconnecting while the DB is down", func() bool { return r.syncer.State() == notify.StateReconnecting })
+			// static stability: what the replica holds keeps serving
+			_, ok := r.get("m1")
+			require.True(t, ok)
+		}))
+		admin, err := pgx.Connect(context.Background(), b.url)
+		require.NoError(t, err)
+		defer admin.Close(context.Background())
+		exec(t, admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m2', 'g')`)
+		waitFor(t, "write after outage applied", func() bool { _, ok := r.get("m2"); return ok })
+		waitFor(t, "streaming", func() bool { return r.syncer.State() == notify.StateStreaming })
+		require.GreaterOrEqual(t, r.syncer.Stats().Reconnects, int64(1))
+	})
 }
 
+// Source-independent: exercises the registry's read-through only.
 func TestReadThroughBoundsAgainstPostgres(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, notify.SourceListen)
 	ctx := context.Background()
 	var loads atomic.Int64
 	reg := registry.New(registry.Options[model]{
@@ -415,9 +531,105 @@ func TestReadThroughBoundsAgainstPostgres(t *testing.T) {
 	require.Equal(t, int64(1), st.NotFound)
 }
 
+// The other tests would pass on the change-log poll alone; here the poll is effectively off,
+// so only the source's stream can deliver, and nothing may count as a repaired gap.
+func TestStreamAloneDeliversEveryChange(t *testing.T) {
+	t.Parallel()
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", func(c *notify.Config) { c.PollInterval = time.Hour })
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m1', 'g'), ('m2', 'g')`)
+		waitFor(t, "inserts", func() bool { return r.models.Len() == 2 })
+		exec(t, b.admin, `UPDATE gateway.models SET model_name = 'h' WHERE model_id = 'm1'`)
+		waitFor(t, "update", func() bool { e, ok := r.get("m1"); return ok && e.Value.Name == "h" })
+		exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'm2'`)
+		waitFor(t, "delete", func() bool { _, ok := r.get("m2"); return !ok })
+		exec(t, b.admin, `TRUNCATE gateway.models`)
+		waitFor(t, "truncate", func() bool { return r.models.Len() == 0 })
+		st := r.syncer.Stats()
+		require.Zero(t, st.GapsRepaired)
+		require.GreaterOrEqual(t, st.EventsApplied, int64(5))
+		waitFor(t, "heartbeat heard", func() bool { return r.syncer.Stats().HeartbeatRTTMs > 0 })
+	})
+}
+
+// A transaction with more changes than the buffer holds: the overflow is counted as dropped
+// (logical: beyond BufferSize within one transaction; listen: when the applier falls behind)
+// and repaired by the change-log poll.
+func TestTransactionLargerThanTheBuffer(t *testing.T) {
+	t.Parallel()
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", func(c *notify.Config) { c.BufferSize = 10 })
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) SELECT 'm'||g, 'grp' FROM generate_series(1, 50) g`)
+		waitFor(t, "all 50 applied", func() bool { return r.models.Len() == 50 })
+		if src == notify.SourceLogical {
+			require.GreaterOrEqual(t, r.syncer.Stats().Dropped, int64(40))
+		}
+		require.Equal(t, notify.StateStreaming, r.syncer.State())
+	})
+}
+
+// The logical source's session runs on a TEMPORARY pgoutput slot, unique per session, which
+// the server drops with the session: a killed session's slot is gone, a stopped replica leaves
+// none (setup's cleanup asserts that for every logical test).
+func TestLogicalSlotIsTemporaryAndGoesWithTheSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, notify.SourceLogical)
+	r := startReplica(t, b, "a", func(c *notify.Config) { c.BackoffMin = 50 * time.Millisecond })
+	ss := slots(t, b.admin)
+	require.Len(t, ss, 1)
+	first := ss[0]
+	require.Equal(t, slotInfo{Name: first.Name, Type: "logical", Plugin: "pgoutput", Temporary: true, Active: true}, first)
+	require.True(t, strings.HasPrefix(first.Name, "lockstep_a_"), first.Name)
+
+	terminateListener(t, b, r)
+	waitFor(t, "streaming again", func() bool { return r.syncer.State() == notify.StateStreaming })
+	waitFor(t, "only the new session's slot remains", func() bool {
+		ss := slots(t, b.admin)
+		return len(ss) == 1 && ss[0].Name != first.Name && ss[0].Active
+	})
+
+	// A replica id that is long and not a valid identifier still makes a valid slot name.
+	long := startReplica(t, b, strings.Repeat("Replica-ÄÖ.", 10), nil)
+	require.Equal(t, notify.SourceLogical, long.syncer.Stats().Source)
+	for _, sl := range slots(t, b.admin) {
+		require.LessOrEqual(t, len(sl.Name), 63)
+	}
+	long.syncer.Stop()
+	r.syncer.Stop()
+	requireNoSlots(t, b.url)
+}
+
+// The logical analog of TestMalformedNotification: the stream is the change log, so malformed
+// input is a change-log row some tool wrote by hand. It is counted and skipped.
+func TestLogicalMalformedChangeLogRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, notify.SourceLogical)
+	r := startReplica(t, b, "a", nil)
+	exec(t, b.admin, `INSERT INTO gateway.registry_changes (object_type, op, object_id, version) VALUES
+		('model', 'insert', '', 1), ('', 'insert', 'x', 1)`)
+	waitFor(t, "malformed counted", func() bool { return r.syncer.Stats().Malformed >= 2 })
+	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('after', 'g')`)
+	waitFor(t, "still streaming after malformed rows", func() bool { _, ok := r.get("after"); return ok })
+	require.Equal(t, notify.StateStreaming, r.syncer.State())
+}
+
+func TestStartRejectsAnUnknownSource(t *testing.T) {
+	t.Parallel()
+	s := notify.New(notify.Config{Source: "kafka"})
+	require.ErrorContains(t, s.Start(context.Background()), `"kafka" is not a change source`)
+	s.Stop()
+}
+
 // BenchmarkNotifyApply measures end-to-end apply throughput: rows inserted in one
 // transaction until one replica has applied all of them.
-func BenchmarkNotifyApply(b *testing.B) {
+func BenchmarkNotifyApply(b *testing.B) { benchApply(b, notify.SourceListen) }
+
+// BenchmarkNotifyApplyLogical is BenchmarkNotifyApply on the logical-replication source.
+func BenchmarkNotifyApplyLogical(b *testing.B) { benchApply(b, notify.SourceLogical) }
+
+func benchApply(b *testing.B, src notify.Source) {
 	url := pgtest.NewDB(b)
 	ctx := context.Background()
 	st, err := store.Open(ctx, url)
@@ -425,13 +637,18 @@ func BenchmarkNotifyApply(b *testing.B) {
 	defer st.Close()
 	require.NoError(b, st.Migrate(ctx))
 	reg := newModels(st)
-	s := notify.New(notify.Config{ReplicaID: "bench", Store: st, Sinks: []notify.Sink{reg}, Logger: zerolog.Nop()})
+	s := notify.New(notify.Config{ReplicaID: "bench", Store: st, Sinks: []notify.Sink{reg}, Logger: zerolog.Nop(), Source: src})
 	require.NoError(b, s.Start(ctx))
 	defer s.Stop()
 	require.Eventually(b, s.Ready, 10*time.Second, time.Millisecond)
 	admin, err := pgx.Connect(ctx, url)
 	require.NoError(b, err)
 	defer admin.Close(ctx)
+	// The test cluster runs with synchronous_commit=off; the writer uses the production default.
+	// It matters to the logical source only: a walsender streams flushed WAL, and an async
+	// commit waits for the WAL writer (~2×wal_writer_delay, ~400 ms) — NOTIFY does not.
+	_, err = admin.Exec(ctx, `SET synchronous_commit = on`)
+	require.NoError(b, err)
 	const perTx = 1000
 	b.ResetTimer()
 	start := time.Now()

@@ -101,7 +101,7 @@ func (s *Syncer) Stats() Stats {
 		head = applied
 	}
 	return Stats{
-		Source:         SourceListen,
+		Source:         s.cfg.Source,
 		State:          s.State(),
 		AppliedSeq:     applied,
 		HeadSeq:        head,
