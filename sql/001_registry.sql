@@ -111,9 +111,14 @@ BEGIN
         v_id := to_jsonb(NEW) ->> TG_ARGV[1];
         v_version := NEW.version;
         IF TG_OP = 'UPDATE' AND (to_jsonb(OLD) ->> TG_ARGV[1]) IS DISTINCT FROM v_id THEN
-            -- primary key changed: the old id is gone
+            -- primary key changed: the old id is gone, exactly like a delete
             INSERT INTO gateway.registry_changes (object_type, op, object_id, version)
-            VALUES (TG_ARGV[0], 'delete', to_jsonb(OLD) ->> TG_ARGV[1], OLD.version + 1);
+            VALUES (TG_ARGV[0], 'delete', to_jsonb(OLD) ->> TG_ARGV[1], OLD.version + 1)
+            RETURNING seq INTO v_seq;
+            PERFORM pg_notify('gateway_registry', json_build_object(
+                'seq', v_seq, 'type', TG_ARGV[0], 'op', 'delete', 'id', to_jsonb(OLD) ->> TG_ARGV[1],
+                'v', OLD.version + 1,
+                'ts', floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint)::text);
         END IF;
     END IF;
     INSERT INTO gateway.registry_changes (object_type, op, object_id, version)

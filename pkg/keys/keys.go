@@ -44,8 +44,8 @@ func BuildRow(r store.Row) (*Key, error) {
 	if err := json.Unmarshal(r.Data, &kr); err != nil {
 		return nil, fmt.Errorf("key row: %w", err)
 	}
-	if len(kr.Token) != 64 {
-		return nil, fmt.Errorf("token: want 64 hex characters (sha256), got %d", len(kr.Token))
+	if !isSHA256Hex(kr.Token) {
+		return nil, fmt.Errorf("token: want the lowercase hex sha256 of the key (64 characters [0-9a-f]), got %d characters", len(kr.Token))
 	}
 	k := &Key{Token: kr.Token, Models: kr.Models, Blocked: kr.Blocked, Metadata: kr.Metadata}
 	if kr.KeyAlias != nil {
@@ -56,6 +56,22 @@ func BuildRow(r store.Row) (*Key, error) {
 	}
 	return k, nil
 }
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxDuration caps key durations (100 years): longer ones are refused rather than overflowing
+// into the past.
+const MaxDuration = 100 * 365 * 24 * time.Hour
 
 // Hash returns the sha256 hex digest under which a key is stored (the key itself never is).
 func Hash(key string) string {
@@ -85,6 +101,9 @@ func ParseDuration(s string) (time.Duration, error) {
 			n, err := strconv.Atoi(num)
 			if err != nil || n <= 0 {
 				break
+			}
+			if int64(n) > int64(MaxDuration/u.d) {
+				return 0, fmt.Errorf("duration: %q is longer than the maximum of 100 years", s)
 			}
 			return time.Duration(n) * u.d, nil
 		}

@@ -517,7 +517,7 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 		}
 	}
 	for typ, ids := range want {
-		if err := s.reread(ctx, typ, ids); err != nil {
+		if _, err := s.reread(ctx, typ, ids); err != nil {
 			s.log.Warn().Err(err).Str("type", string(typ)).Msg("re-read failed; will retry")
 			s.addPending(typ, ids)
 		}
@@ -535,11 +535,12 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 }
 
 // reread loads ids (id → version of the change) that the sink does not already hold and
-// applies them; ids not found are applied as absent at the change's version.
-func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]int64) error {
+// applies them; ids not found are applied as absent at the change's version. Returns how many
+// registry entries changed.
+func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]int64) (int, error) {
 	sink := s.sinks[typ]
 	if sink == nil {
-		return nil
+		return 0, nil
 	}
 	need := make([]string, 0, len(ids))
 	for id, v := range ids {
@@ -548,13 +549,13 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 		}
 	}
 	if len(need) == 0 {
-		return nil
+		return 0, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	rows, err := s.cfg.Store.LoadByIDs(rctx, typ, need)
 	cancel()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	absent := make(map[string]int64, len(need))
 	for _, id := range need {
@@ -563,8 +564,7 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 	for _, r := range rows {
 		delete(absent, r.ID)
 	}
-	sink.Apply(rows, absent)
-	return nil
+	return sink.Apply(rows, absent), nil
 }
 
 func (s *Syncer) addPending(typ store.ObjectType, ids map[string]int64) {
@@ -599,7 +599,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
 			delete(s.pending, typ)
 			continue
 		}
-		if err := s.reread(ctx, typ, ids); err != nil {
+		if _, err := s.reread(ctx, typ, ids); err != nil {
 			return err
 		}
 		delete(s.pending, typ)
@@ -656,12 +656,15 @@ func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
 			m[c.ID] = c.Version
 		}
 		maxSeq = max(maxSeq, c.Seq)
-		gaps++
 	}
+	// A repaired gap is a change the notifications missed that changed the registry; a row
+	// that cannot be built (counted in apply_errors) or a delete of something never held is not.
 	for typ, ids := range want {
-		if err := s.reread(ctx, typ, ids); err != nil {
+		n, err := s.reread(ctx, typ, ids)
+		if err != nil {
 			return err
 		}
+		gaps += n
 	}
 	if gaps > 0 {
 		s.gaps.Add(int64(gaps))

@@ -375,6 +375,14 @@ func TestInvalidRowNeverReplacesServingEntry(t *testing.T) {
 		e, ok := r.get("m")
 		require.True(t, ok)
 		require.Contains(t, string(e.Value.Params), "openai/ok", "old version keeps serving")
+		// the known-bad version is not re-read by later polls or a reconcile: counted once, no gap
+		polls := r.syncer.Stats().Watermark
+		waitFor(t, "a few polls", func() bool { return r.syncer.Stats().Watermark != polls })
+		_, err := r.syncer.Reconcile(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.models.ApplyErrors())
+		require.Zero(t, r.syncer.Stats().GapsRepaired)
+		require.Zero(t, r.syncer.Stats().DriftRepaired)
 		exec(t, b.admin, `UPDATE gateway.models SET litellm_params = '{"model":"openai/fixed"}' WHERE model_id = 'm'`)
 		waitFor(t, "fixed row applied", func() bool { e, _ := r.get("m"); return strings.Contains(string(e.Value.Params), "fixed") })
 	})
@@ -544,6 +552,9 @@ func TestStreamAloneDeliversEveryChange(t *testing.T) {
 		waitFor(t, "update", func() bool { e, ok := r.get("m1"); return ok && e.Value.Name == "h" })
 		exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'm2'`)
 		waitFor(t, "delete", func() bool { _, ok := r.get("m2"); return !ok })
+		// a primary-key rename: the old id goes as fast as a delete, the new one appears
+		exec(t, b.admin, `UPDATE gateway.models SET model_id = 'm1-renamed' WHERE model_id = 'm1'`)
+		waitFor(t, "rename", func() bool { _, old := r.get("m1"); _, renamed := r.get("m1-renamed"); return !old && renamed })
 		exec(t, b.admin, `TRUNCATE gateway.models`)
 		waitFor(t, "truncate", func() bool { return r.models.Len() == 0 })
 		st := r.syncer.Stats()

@@ -104,7 +104,10 @@ type Registry[T any] struct {
 	snap  atomic.Pointer[Snapshot[T]]
 	mu    sync.Mutex
 	tombs map[string]tombstone
-	gen   uint64
+	// failed remembers the newest version of each id whose Build failed, so the feed does not
+	// re-read (and re-count) a version already known to be invalid.
+	failed map[string]int64
+	gen    uint64
 	rt    *readthrough.Group
 	// changed is closed and replaced on every publish ("something changed" broadcast).
 	changed atomic.Pointer[chan struct{}]
@@ -122,7 +125,7 @@ func New[T any](opts Options[T]) *Registry[T] {
 	if opts.MissWait == 0 {
 		opts.MissWait = 100 * time.Millisecond
 	}
-	r := &Registry[T]{opts: opts, tombs: map[string]tombstone{}}
+	r := &Registry[T]{opts: opts, tombs: map[string]tombstone{}, failed: map[string]int64{}}
 	ch := make(chan struct{})
 	r.changed.Store(&ch)
 	r.snap.Store(&Snapshot[T]{byID: map[string]*Entry[T]{}, byName: map[string][]*Entry[T]{}})
@@ -221,19 +224,29 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 	}
 	// Build outside the lock: an invalid row is counted and skipped, the old entry keeps serving.
 	ok := make([]built, 0, len(rows))
+	var bad []store.Row
 	for _, row := range rows {
+		if r.knownBad(row.ID, row.Version) {
+			continue
+		}
 		v, err := r.opts.Build(row)
 		if err != nil {
 			r.applyErrors.Add(1)
 			if r.opts.OnApplyError != nil {
 				r.opts.OnApplyError(row.ID, err)
 			}
+			bad = append(bad, row)
 			continue
 		}
 		ok = append(ok, built{row, v})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, row := range bad {
+		if row.Version > r.failed[row.ID] {
+			r.failed[row.ID] = row.Version
+		}
+	}
 	old := r.snap.Load()
 	var byID map[string]*Entry[T]
 	cow := func() {
@@ -252,6 +265,7 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 			continue
 		}
 		cow()
+		delete(r.failed, b.row.ID)
 		e := &Entry[T]{ID: b.row.ID, Version: b.row.Version, Row: b.row.Data, Value: b.val, gen: r.gen}
 		byID[b.row.ID] = e
 		if r.opts.Names != nil {
@@ -266,6 +280,9 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 		}
 		if t, ok := r.tombs[id]; !ok || t.version < v {
 			r.tombs[id] = tombstone{version: v, at: time.Now()}
+		}
+		if r.failed[id] < v {
+			delete(r.failed, id)
 		}
 		if cur != nil && cur.Version < v {
 			cow()
@@ -295,16 +312,26 @@ func (r *Registry[T]) pruneTombstones() {
 	}
 }
 
-// Holds reports whether the registry already reflects version (or newer) of id, held or
-// deleted. The change feed uses it to skip re-reading changes it has already applied.
+// Holds reports whether the registry already reflects version (or newer) of id: held,
+// deleted, or known to be invalid. The change feed uses it to skip re-reading changes it has
+// already applied.
 func (r *Registry[T]) Holds(id string, version int64) bool {
 	if e, ok := r.snap.Load().byID[id]; ok && (e.Config || e.Version >= version) {
 		return true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t, ok := r.tombs[id]
-	return ok && t.version >= version
+	if t, ok := r.tombs[id]; ok && t.version >= version {
+		return true
+	}
+	return r.failed[id] >= version
+}
+
+// knownBad reports whether this exact version (or a newer one) of id already failed to build.
+func (r *Registry[T]) knownBad(id string, version int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed[id] >= version && version > 0
 }
 
 // Generation returns the local apply generation; Reconcile compares against it.

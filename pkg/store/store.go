@@ -80,6 +80,20 @@ type Change struct {
 // Store runs queries on a pgx pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// opTimeout bounds every operation whose ctx has no sooner deadline, so a frozen or
+	// half-open database fails a call with ErrUnavailable instead of hanging it.
+	opTimeout time.Duration
+}
+
+// DefaultOpTimeout bounds one store operation (a transaction counts as one).
+const DefaultOpTimeout = 5 * time.Second
+
+// op derives the context for one operation: ctx, bounded by the store's operation timeout.
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.opTimeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.opTimeout)
 }
 
 // Open builds a pool from a libpq URL or DSN (pgxpool.ParseConfig) and pings it.
@@ -103,7 +117,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect: %w", mapErr(err))
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, opTimeout: DefaultOpTimeout}, nil
 }
 
 // Close closes the pool.
@@ -123,14 +137,23 @@ func mapErr(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}
+	// A failed connect is unavailability whatever the server said (e.g. 55000 "database is
+	// not accepting connections", 53300 "too many connections", 28P01 bad password).
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 {
+		// SQLSTATE classes: PostgreSQL docs Appendix A "PostgreSQL Error Codes".
+		switch class := pgErr.Code[:2]; {
 		case pgErr.Code == "23505":
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.Detail)
-		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "23":
+		case class == "23" || class == "22": // integrity constraint violation, data exception (e.g. NUL in text)
 			return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
-		case pgErr.Code[:2] == "08" || pgErr.Code[:2] == "57":
+		case class == "08" || class == "53" || class == "57" || pgErr.Code == "55000" || pgErr.Code == "55006" || pgErr.Code == "40001" || pgErr.Code == "40P01":
+			// connection exception, insufficient resources, operator intervention, object not
+			// in prerequisite state, serialization failure/deadlock: retry later
 			return fmt.Errorf("%w: %s", ErrUnavailable, pgErr.Message)
 		}
 		return err
@@ -138,8 +161,7 @@ func mapErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) || isNetErr(err) {
+	if pgconn.SafeToRetry(err) || isNetErr(err) {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return err
@@ -286,6 +308,8 @@ func (s *Store) LoadAll(ctx context.Context, typ ObjectType) (Snapshot, error) {
 // LoadByIDs re-reads the loadable rows with the given primary keys in one query. Ids that
 // are absent (deleted, or filtered out) are simply not returned.
 func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	ti, err := info(typ)
 	if err != nil {
 		return nil, err
@@ -305,6 +329,8 @@ func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]
 // model_name (every deployment of the group) or model_id, guardrails by guardrail_name or id,
 // agents by agent_id or agent_name, keys by token. Returns ErrNotFound when none match.
 func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	ti, err := info(typ)
 	if err != nil {
 		return nil, err
@@ -338,6 +364,8 @@ type ChangeBatch struct {
 // have tx >= that xmin, so their rows are read on a later pass: a late commit is never
 // skipped, and rows may be returned twice (re-applying is harmless).
 func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var b ChangeBatch
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var wm, pruned string
@@ -374,6 +402,8 @@ func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch
 
 // PruneChanges deletes change-log rows older than retention and advances the horizon.
 func (s *Store) PruneChanges(ctx context.Context, retention time.Duration) (int64, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var n int64
 	err := s.pool.QueryRow(ctx, "SELECT gateway.prune_registry_changes($1::interval)",
 		fmt.Sprintf("%d milliseconds", retention.Milliseconds())).Scan(&n)
@@ -382,12 +412,16 @@ func (s *Store) PruneChanges(ctx context.Context, retention time.Duration) (int6
 
 // Notify sends NOTIFY channel, payload through the pool (pg_notify; PostgreSQL docs "NOTIFY").
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
 	return mapErr(err)
 }
 
 // Exec runs one statement; for tests and admin tooling.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	_, err := s.pool.Exec(ctx, sql, args...)
 	return mapErr(err)
 }

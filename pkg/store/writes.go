@@ -34,6 +34,8 @@ type querier interface {
 // guardrail that is not 'active' is returned too). The version is stamped by trigger.
 // Errors: ErrConflict (duplicate key or name), ErrInvalid (constraint), ErrUnavailable.
 func (s *Store) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	ti, err := info(typ)
 	if err != nil {
 		return Row{}, err
@@ -54,17 +56,23 @@ func (s *Store) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, e
 // Update sets columns of the row with primary key id and returns the new row.
 // Errors: ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable.
 func (s *Store) Update(ctx context.Context, typ ObjectType, id string, vals Values) (Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return update(ctx, s.pool, typ, id, vals)
 }
 
 // Get reads one row by primary key regardless of load filters (for management reads).
 // Errors: ErrNotFound, ErrUnavailable.
 func (s *Store) Get(ctx context.Context, typ ObjectType, id string) (Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return get(ctx, s.pool, typ, id)
 }
 
 // List reads every row of typ regardless of load filters, ordered by created_at.
 func (s *Store) List(ctx context.Context, typ ObjectType) ([]Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return list(ctx, s.pool, typ)
 }
 
@@ -119,6 +127,8 @@ func queryRow(ctx context.Context, q querier, typ ObjectType, op, sql string, ar
 // Delete removes the row with primary key id and returns the tombstone version the trigger
 // recorded (OLD.version + 1). Errors: ErrNotFound, ErrUnavailable.
 func (s *Store) Delete(ctx context.Context, typ ObjectType, id string) (int64, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	ti, err := info(typ)
 	if err != nil {
 		return 0, err
@@ -137,6 +147,8 @@ func (s *Store) Delete(ctx context.Context, typ ObjectType, id string) (int64, e
 // (an API error whose text happens to contain "EOF" or "broken pipe") must not be
 // re-classified as ErrUnavailable by mapErr's message matching.
 func (s *Store) Tx(ctx context.Context, fn func(tx *TxStore) error) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	var fnErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		fnErr = fn(&TxStore{tx: tx})
