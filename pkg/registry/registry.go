@@ -108,7 +108,7 @@ type Registry[T any] struct {
 	// re-read (and re-count) a version already known to be invalid.
 	failed map[string]int64
 	gen    uint64
-	rt    *readthrough.Group
+	rt     *readthrough.Group
 	// changed is closed and replaced on every publish ("something changed" broadcast).
 	changed atomic.Pointer[chan struct{}]
 
