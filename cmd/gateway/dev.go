@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,6 +34,11 @@ func dev(ctx context.Context, args []string) error {
 	}
 	if *basePort < 1 || *basePort+*n-1 > 65535 {
 		return fmt.Errorf("dev: --base-port: %d is out of range", *basePort)
+	}
+	for i := range *n {
+		if err := portFree(*basePort + i); err != nil {
+			return fmt.Errorf("dev: %w (choose another --base-port)", err)
+		}
 	}
 	fmt.Println("starting a throwaway PostgreSQL cluster…")
 	cluster, err := pgcluster.Start()
@@ -81,8 +87,10 @@ func dev(ctx context.Context, args []string) error {
 	for i := range *n {
 		port := *basePort + i
 		urls[i] = fmt.Sprintf("http://127.0.0.1:%d", port)
-		cmd := exec.Command(self, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--database-url", dbURL,
-			"--master-key", master, "--replica-id", "replica-"+strconv.Itoa(i+1), "--log-format", "console")
+		// secrets travel in the environment, not argv (visible to every user in ps)
+		cmd := exec.Command(self, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port),
+			"--replica-id", "replica-"+strconv.Itoa(i+1), "--log-format", "console")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "GATEWAY_MASTER_KEY="+master)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {
@@ -103,15 +111,18 @@ lockstep dev is up: %d replicas sharing one Postgres.
   database:    %s
   mock model:  mock-gpt
 
+In another shell:
+  export A=%s B=%s KEY=%s DATABASE_URL='%s'
+
 Try it: create a model on one replica and call it on the other at once:
-  curl -s %s/model/new -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+  curl -s $A/model/new -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
     -d '{"model_name":"my-model","litellm_params":{"model":"openai/my-model","mock_response":"hi from my-model"}}'
-  curl -s %s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
+  curl -s $B/v1/chat/completions -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
     -d '{"model":"my-model","messages":[{"role":"user","content":"hello"}]}'
-  curl -s %s/sync/lag -H 'Authorization: Bearer %s'
+  curl -s $B/sync/lag -H "Authorization: Bearer $KEY"
 
 Ctrl-C stops the replicas and removes the database.
-`, *n, urls, master, dbURL, urls[0], master, urls[len(urls)-1], master, urls[len(urls)-1], master)
+`, *n, urls, master, dbURL, urls[0], urls[len(urls)-1], master, dbURL)
 	select {
 	case <-ctx.Done():
 		fmt.Println("\nstopping…")
@@ -119,6 +130,14 @@ Ctrl-C stops the replicas and removes the database.
 	case err := <-exited:
 		return fmt.Errorf("dev: a replica exited: %v", err)
 	}
+}
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d is in use", port)
+	}
+	return l.Close()
 }
 
 func waitReady(ctx context.Context, base string, exited chan error) error {

@@ -119,7 +119,9 @@ func newLogger(format string) zerolog.Logger {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	var w io.Writer = os.Stderr
 	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"}
+		fi, err := os.Stderr.Stat()
+		tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
+		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !tty}
 	}
 	lvl := zerolog.InfoLevel
 	if l, err := zerolog.ParseLevel(os.Getenv("GATEWAY_LOG_LEVEL")); err == nil && os.Getenv("GATEWAY_LOG_LEVEL") != "" {
@@ -233,7 +235,7 @@ func loader(st *store.Store, supported map[store.ObjectType]bool, typ store.Obje
 func newRegistries(st *store.Store, supported map[store.ObjectType]bool, log zerolog.Logger) *registries {
 	onErr := func(typ store.ObjectType) func(string, error) {
 		return func(id string, err error) {
-			log.Warn().Str("component", "registry").Str("type", string(typ)).Str("id", id).Err(err).Msg("invalid row not applied; previous version keeps serving")
+			log.Warn().Str("component", "registry").Str("type", string(typ)).Str("id", id).Err(err).Msg("invalid row not applied; the previous version, if any, keeps serving")
 		}
 	}
 	return &registries{
