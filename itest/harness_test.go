@@ -108,7 +108,11 @@ func StartGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts) *Gateway
 	}
 	args = append(args, o.Args...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "GATEWAY_MASTER_KEY="+MasterKey, "GATEWAY_LOG_LEVEL=info"), o.Env...)
+	level := os.Getenv("LOCKSTEP_ITEST_LOG_LEVEL") // replicas' log level; default info
+	if level == "" {
+		level = "info"
+	}
+	cmd.Env = append(append(os.Environ(), "GATEWAY_MASTER_KEY="+MasterKey, "GATEWAY_LOG_LEVEL="+level), o.Env...)
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

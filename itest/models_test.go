@@ -358,3 +358,28 @@ func TestSupportedDBObjectsGatesEveryPath(t *testing.T) {
 	require.Equal(t, 400, st, "%s", b)
 	require.Contains(t, string(b), "supported_db_objects")
 }
+
+// The logical replication source passes the same end-to-end flow as LISTEN/NOTIFY.
+func TestLogicalSourceReplicas(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t)
+	p := StartPair(t, GatewayOpts{Args: []string{"--sync-source", "logical"}})
+	for _, g := range []*Gateway{p.A, p.B} {
+		require.Equal(t, "logical", g.SyncLag(t)["source"])
+	}
+	for i := range 50 {
+		name := fmt.Sprintf("logical-%d", i)
+		st, b := p.A.Do(t, "POST", "/model/new", newModelBody(name, up))
+		require.Equal(t, 200, st, "%s", b)
+		st, b = p.B.Do(t, "POST", "/v1/chat/completions", chatBody(name, "x", i%2 == 1))
+		require.Equal(t, 200, st, "round %d: %s", i, b)
+	}
+	PSQL(t, p.DB, `DELETE FROM gateway.models WHERE model_name = 'logical-0'`)
+	Eventually(t, "delete streamed to B", func() bool {
+		st, _ := p.B.Do(t, "POST", "/v1/chat/completions", chatBody("logical-0", "x", false))
+		return st == 400
+	})
+	lag := p.B.SyncLag(t)
+	require.Equal(t, "streaming", lag["state"])
+	require.Positive(t, lag["events_applied"].(float64))
+}

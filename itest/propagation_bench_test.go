@@ -3,6 +3,7 @@ package itest
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -19,11 +20,16 @@ import (
 // lag_ms (trigger clock_timestamp → applied) from /sync/lag. Figures are printed, not asserted.
 //
 //	go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
+//	LOCKSTEP_BENCH_SOURCE=logical go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 func BenchmarkPropagation(b *testing.B) {
 	const writes = 1000
 	const rate = 200 // per second
 	for i := 0; i < b.N; i++ {
-		p := StartPair(b, GatewayOpts{})
+		var args []string
+		if src := os.Getenv("LOCKSTEP_BENCH_SOURCE"); src != "" { // listen (default) or logical
+			args = []string{"--sync-source", src}
+		}
+		p := StartPair(b, GatewayOpts{Args: args})
 		lat := make([]time.Duration, writes)
 		var wg sync.WaitGroup
 		tick := time.NewTicker(time.Second / rate)

@@ -170,7 +170,7 @@ type Syncer struct {
 
 	// applier-owned state (one goroutine)
 	watermark uint64
-	pending   map[store.ObjectType]map[string]int64
+	pending   map[store.ObjectType]map[string]change
 
 	lag lagWindow
 
@@ -189,7 +189,7 @@ func New(cfg Config) *Syncer {
 		hbChan:  hbName(cfg),
 		events:  make(chan event, cfg.BufferSize),
 		catchUp: make(chan catchUpReq),
-		pending: map[store.ObjectType]map[string]int64{},
+		pending: map[store.ObjectType]map[string]change{},
 	}
 	for _, sk := range cfg.Sinks {
 		s.sinks[sk.Type()] = sk
@@ -495,7 +495,7 @@ func (s *Syncer) apply(ctx context.Context) {
 // applyEvents coalesces a batch of notifications per type and id (highest version wins),
 // re-reads the ids in one query per type and applies the result.
 func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
-	want := map[store.ObjectType]map[string]int64{}
+	want := map[store.ObjectType]map[string]change{}
 	var maxSeq int64
 	for _, ev := range batch {
 		if ev.Seq > maxSeq {
@@ -507,14 +507,7 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 			}
 			continue
 		}
-		m := want[ev.Type]
-		if m == nil {
-			m = map[string]int64{}
-			want[ev.Type] = m
-		}
-		if ev.V > m[ev.ID] {
-			m[ev.ID] = ev.V
-		}
+		addChange(want, ev.Type, ev.ID, ev.V, ev.Op)
 	}
 	for typ, ids := range want {
 		if _, err := s.reread(ctx, typ, ids); err != nil {
@@ -534,55 +527,112 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 	}
 }
 
-// reread loads ids (id → version of the change) that the sink does not already hold and
-// applies them; ids not found are applied as absent at the change's version. Returns how many
-// registry entries changed.
-func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]int64) (int, error) {
+// change is what the feed knows of one id: the newest change's version and whether it was a
+// delete.
+type change struct {
+	v   int64
+	del bool
+}
+
+func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType, id string, v int64, op string) {
+	m := want[typ]
+	if m == nil {
+		m = map[string]change{}
+		want[typ] = m
+	}
+	if v > m[id].v {
+		m[id] = change{v: v, del: op == "delete"}
+	}
+}
+
+// reread loads the ids the sink does not already hold and applies them version-guarded.
+// Absent ids are applied as deletes at the change's version when the change was a delete or
+// the row is visible but not loadable (a guardrail moved out of 'active'). A row that is not
+// visible after an insert/update is either deleted since (its delete change follows) or, with
+// logical decoding, committed but not yet visible to other sessions (PostgreSQL makes a
+// commit visible just after its WAL record is flushed and streamed): the logical source
+// re-reads those briefly and leaves the rest to the next poll; it never tombstones them.
+// Returns how many registry entries changed.
+func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change) (int, error) {
 	sink := s.sinks[typ]
 	if sink == nil {
 		return 0, nil
 	}
 	need := make([]string, 0, len(ids))
-	for id, v := range ids {
-		if !sink.Holds(id, v) {
+	for id, c := range ids {
+		if !sink.Holds(id, c.v) {
 			need = append(need, id)
 		}
 	}
-	if len(need) == 0 {
-		return 0, nil
+	changed := 0
+	for attempt := 0; len(need) > 0; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rows, filtered, err := s.cfg.Store.Reload(rctx, typ, need)
+		cancel()
+		if err != nil {
+			return changed, err
+		}
+		seen := make(map[string]bool, len(rows)+len(filtered))
+		for _, r := range rows {
+			seen[r.ID] = true
+		}
+		absent := map[string]int64{}
+		for _, id := range filtered {
+			seen[id] = true
+			absent[id] = ids[id].v
+		}
+		var invisible []string
+		for _, id := range need {
+			switch {
+			case seen[id]:
+			case ids[id].del:
+				absent[id] = ids[id].v
+			default:
+				invisible = append(invisible, id)
+			}
+		}
+		changed += sink.Apply(rows, absent)
+		need = invisible
+		if len(need) == 0 || s.cfg.Source != SourceLogical {
+			break
+		}
+		if attempt == 25 {
+			s.addPending(typ, pick(ids, need))
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return changed, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	rows, err := s.cfg.Store.LoadByIDs(rctx, typ, need)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	absent := make(map[string]int64, len(need))
-	for _, id := range need {
-		absent[id] = ids[id]
-	}
-	for _, r := range rows {
-		delete(absent, r.ID)
-	}
-	return sink.Apply(rows, absent), nil
+	return changed, nil
 }
 
-func (s *Syncer) addPending(typ store.ObjectType, ids map[string]int64) {
+func pick(ids map[string]change, keys []string) map[string]change {
+	out := make(map[string]change, len(keys))
+	for _, k := range keys {
+		out[k] = ids[k]
+	}
+	return out
+}
+
+func (s *Syncer) addPending(typ store.ObjectType, ids map[string]change) {
 	m := s.pending[typ]
 	if m == nil {
-		m = map[string]int64{}
+		m = map[string]change{}
 		s.pending[typ] = m
 	}
-	for id, v := range ids {
-		if v > m[id] {
-			m[id] = v
+	for id, c := range ids {
+		if c.v > m[id].v {
+			m[id] = c
 		}
 	}
 }
 
 func (s *Syncer) addPendingReload(typ store.ObjectType) {
 	s.needCatchUp.Store(true)
-	s.addPending(typ, map[string]int64{"": 0})
+	s.addPending(typ, map[string]change{"": {}})
 }
 
 // catchUpNow reads the change log since the watermark and applies what the registries do not
@@ -618,7 +668,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
 		s.log.Info().Uint64("watermark", s.watermark).Uint64("pruned_before", b.PrunedBefore).Msg("watermark older than change-log retention; full reconcile")
 		return s.fullLoad(ctx, true)
 	}
-	want := map[store.ObjectType]map[string]int64{}
+	want := map[store.ObjectType]map[string]change{}
 	holdBack := false
 	gaps := 0
 	grace := time.Now().Add(-s.cfg.PollGrace)
@@ -647,14 +697,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
 			holdBack = true
 			continue
 		}
-		m := want[c.Type]
-		if m == nil {
-			m = map[string]int64{}
-			want[c.Type] = m
-		}
-		if c.Version > m[c.ID] {
-			m[c.ID] = c.Version
-		}
+		addChange(want, c.Type, c.ID, c.Version, c.Op)
 		maxSeq = max(maxSeq, c.Seq)
 	}
 	// A repaired gap is a change the notifications missed that changed the registry; a row

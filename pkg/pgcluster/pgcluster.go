@@ -98,7 +98,7 @@ func (c *Cluster) start() error {
 		"-p", strconv.Itoa(c.Port), "-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+c.Dir,
 		"-c", "wal_level=logical", "-c", "max_wal_senders=20", "-c", "max_replication_slots=20",
-		"-c", "max_connections=400", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "max_connections=400", "-c", "fsync=off", "-c", "synchronous_commit=on",
 		"-c", "full_page_writes=off", "-c", "shared_buffers=64MB", "-c", "log_min_messages=fatal")
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	logf, _ := os.Create(filepath.Join(c.Dir, "postgres.log"))

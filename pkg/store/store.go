@@ -325,6 +325,43 @@ func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]
 	return out, nil
 }
 
+// Reload re-reads rows by primary key for the change feed and tells apart the two ways an id
+// can be missing from the loadable set: Filtered lists ids whose row is visible but not
+// loadable (a guardrail not 'active'); an id in neither result is not visible at all (deleted,
+// or — with logical decoding, which can deliver a commit just before it becomes visible to
+// other sessions — not visible yet).
+func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows []Row, filtered []string, err error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	ti, err := info(typ)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text, (%s) FROM %s t WHERE t.%s = ANY($1)", ti.pk, ti.filter, ti.table, ti.pk)
+	res, err := s.pool.Query(ctx, q, ids)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
+	}
+	defer res.Close()
+	for res.Next() {
+		var r Row
+		var loadable bool
+		if err := res.Scan(&r.ID, &r.Version, &r.Data, &loadable); err != nil {
+			return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
+		}
+		if !loadable {
+			filtered = append(filtered, r.ID)
+			continue
+		}
+		r.Type = typ
+		rows = append(rows, r)
+	}
+	if err := res.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
+	}
+	return rows, filtered, nil
+}
+
 // LoadByName reads the loadable rows a read-through needs for one requested name: models by
 // model_name (every deployment of the group) or model_id, guardrails by guardrail_name or id,
 // agents by agent_id or agent_name, keys by token. Returns ErrNotFound when none match.
