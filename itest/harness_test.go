@@ -47,7 +47,11 @@ func gatewayBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "gateway")
-		cmd := exec.Command("go", "build", "-o", binPath, "lockstep/cmd/gateway")
+		args := []string{"build", "-o", binPath}
+		if os.Getenv("LOCKSTEP_ITEST_RACE") != "" { // build the replicas with the race detector
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "lockstep/cmd/gateway")...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v: %s", err, out)

@@ -32,8 +32,13 @@ func TestDatabaseOutageStaticStability(t *testing.T) {
 		for _, g := range []*Gateway{a, b} {
 			st, body := g.Do(t, "POST", "/v1/chat/completions", chatBody("steady", "x", false))
 			require.Equal(t, 200, st, "%s keeps serving: %s", g.ReplicaID, body)
-			st, _ = g.DoKey(t, "", "GET", "/health/readiness", nil)
+		}
+		// readiness stays 200 but does not claim a connection the change feed does not have
+		Eventually(t, "A notices the outage", func() bool { return a.SyncLag(t)["state"] == "reconnecting" })
+		for _, g := range []*Gateway{a, b} {
+			st, body := g.DoKey(t, "", "GET", "/health/readiness", nil)
 			require.Equal(t, 200, st, "%s stays ready", g.ReplicaID)
+			require.Equal(t, "disconnected", JSON(t, body)["db"], "%s: %s", g.ReplicaID, body)
 		}
 		st, body := a.Do(t, "POST", "/model/new", map[string]any{"model_name": "lost", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "x"}})
 		require.Equal(t, 503, st, "%s", body)
@@ -47,10 +52,13 @@ func TestDatabaseOutageStaticStability(t *testing.T) {
 	PSQL(t, db, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('after', 'after-outage', '{"model":"openai/x","mock_response":"back"}')`)
 	for _, g := range []*Gateway{a, b} {
 		Eventually(t, g.ReplicaID+" streams again", func() bool { return g.SyncLag(t)["state"] == "streaming" })
+		st, body := g.DoKey(t, "", "GET", "/health/readiness", nil)
+		require.Equal(t, 200, st)
+		require.Equal(t, "connected", JSON(t, body)["db"], "%s: %s", g.ReplicaID, body)
 		Eventually(t, g.ReplicaID+" applies the write made after the outage", func() bool {
 			return g.SyncLag(t)["registries"].(map[string]any)["models"].(map[string]any)["count"].(float64) == 2
 		})
-		st, body := g.Do(t, "POST", "/v1/chat/completions", chatBody("after-outage", "x", false))
+		st, body = g.Do(t, "POST", "/v1/chat/completions", chatBody("after-outage", "x", false))
 		require.Equal(t, 200, st, "%s", body)
 	}
 	require.GreaterOrEqual(t, b.SyncLag(t)["reconnects"].(float64), 1.0)

@@ -73,13 +73,16 @@ func dev(ctx context.Context, args []string) error {
 		return fmt.Errorf("dev: %w", err)
 	}
 	master := "sk-dev-" + keys.Generate()[3:]
+	// Each replica is waited for by exactly one goroutine, which closes its done channel;
+	// shutdown signals them all and waits on those channels.
 	var procs []*exec.Cmd
+	var done []chan struct{}
 	defer func() {
 		for _, p := range procs {
 			_ = p.Process.Signal(syscall.SIGTERM)
 		}
-		for _, p := range procs {
-			_ = p.Wait()
+		for _, d := range done {
+			<-d
 		}
 	}()
 	exited := make(chan error, *n)
@@ -97,7 +100,16 @@ func dev(ctx context.Context, args []string) error {
 			return fmt.Errorf("dev: start replica %d: %w", i+1, err)
 		}
 		procs = append(procs, cmd)
-		go func() { exited <- cmd.Wait() }()
+		d := make(chan struct{})
+		done = append(done, d)
+		go func() {
+			err := cmd.Wait()
+			close(d)
+			select {
+			case exited <- err:
+			default:
+			}
+		}()
 	}
 	for _, u := range urls {
 		if err := waitReady(ctx, u, exited); err != nil {

@@ -159,7 +159,11 @@ func agentNotFoundMessage(idOrName string) string {
 //     tasks/resubscribe: -32004 (as an SSE event); any other method: -32601.
 //
 // Errors (§8): not JSON → -32700 (id null); not a JSON-RPC 2.0 request → -32600; bad params →
-// -32602 naming the field; Completer or lookup failure → -32603 (or the Completer's *Error).
+// -32602 naming the field; Completer or lookup failure → -32603 (or the Completer's *Error,
+// e.g. CodeUnauthorized when the caller's key may not use the agent's model).
+//
+// Notifications (a valid request without an "id" member) get HTTP 204 and no body; see
+// notification.
 //
 // HTTP status: 200 for every JSON-RPC error, as the JSON-RPC binding and a2a-go's server do
 // (a2a-go's client reads the error object only from a 200), except: unknown agent → 404 with
@@ -187,6 +191,10 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 		return
 	}
 	log := h.logger(ctx).With().Str("agent", idOrName).Str("method", req.method).Logger()
+	if req.notification {
+		h.notification(ctx, w, &log, idOrName, req)
+		return
+	}
 
 	agent, err := h.resolver.ResolveAgent(ctx, idOrName)
 	if errors.Is(err, ErrAgentNotFound) {
@@ -247,6 +255,32 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 	default:
 		writeError(w, http.StatusOK, req.id,
 			newError(CodeMethodNotFound, "Method not found", "%q", req.method))
+	}
+}
+
+// notification handles a JSON-RPC notification (a request without "id", JSON-RPC 2.0 §4.1:
+// "The Server MUST NOT reply to a Notification", errors included): HTTP 204 with no body
+// whatever happens. (a2a-go's server answers such a request like one with id null; the spec
+// is followed here.) A2A defines no notification methods, so only tasks/cancel, whose effect
+// outlives the reply, is carried out; message/send and message/stream produce nothing but
+// their reply, so they are not run (a model call nobody can read would only spend tokens), and
+// every other method is ignored.
+func (h *Handler) notification(ctx context.Context, w http.ResponseWriter, log *zerolog.Logger, idOrName string, req request) {
+	defer w.WriteHeader(http.StatusNoContent) // after the effect: the client may rely on it
+	if req.method != MethodTasksCancel {
+		log.Debug().Msg("notification ignored")
+		return
+	}
+	p, perr := parseTaskParams(req.params)
+	if perr != nil {
+		return
+	}
+	agent, err := h.resolver.ResolveAgent(ctx, idOrName)
+	if err != nil {
+		return
+	}
+	if _, cerr := h.tasks.cancel(agent.ID, p.id); cerr == nil {
+		log.Debug().Str("task_id", p.id).Msg("task canceled (notification)")
 	}
 }
 

@@ -184,7 +184,7 @@ func TestRPCErrors(t *testing.T) {
 			wantMsg: `Method not found: "tasks/foo"`, wantID: "7"},
 		{name: "UnknownAgent", agent: "nope", body: sendBody(MethodMessageSend, `"abc"`, okMessage),
 			wantStatus: http.StatusNotFound, wantCode: -32000, wantMsg: "Agent 'nope' not found", wantID: `"abc"`},
-		{name: "UnknownAgentNoID", agent: "nope", body: `{"jsonrpc": "2.0", "method": "message/send"}`,
+		{name: "UnknownAgentNullID", agent: "nope", body: `{"jsonrpc": "2.0", "id": null, "method": "message/send"}`,
 			wantStatus: http.StatusNotFound, wantCode: -32000, wantMsg: "Agent 'nope' not found"},
 		{name: "UnknownAgentStream", agent: "nope", body: sendBody(MethodMessageStream, `1`, okMessage),
 			wantStatus: http.StatusNotFound, wantCode: -32000, wantMsg: "Agent 'nope' not found", wantID: "1"},

@@ -37,6 +37,12 @@ const (
 	CodePushNotificationNotSupported           = -32003
 	CodeUnsupportedOperation                   = -32004
 	CodeAuthenticatedExtendedCardNotConfigured = -32007
+	// CodeUnauthenticated and CodeUnauthorized are a2a-go's codes for a2a.ErrUnauthenticated
+	// and a2a.ErrUnauthorized ("permission denied"; internal/jsonrpc codeToError), outside the
+	// reserved range. The gateway answers CodeUnauthorized when the caller's key may not use
+	// the agent's model, CodeUnauthenticated when the key became unusable during the call.
+	CodeUnauthenticated = -31401
+	CodeUnauthorized    = -31403
 )
 
 // Error is a JSON-RPC 2.0 error object (JSON-RPC 2.0 §5.1, A2A spec §6.12). A [Completer] may
@@ -80,8 +86,11 @@ func internalError(err error) *Error {
 // request is a validated JSON-RPC 2.0 request object (JSON-RPC 2.0 §4).
 type request struct {
 	// id is the raw request id (a string or a number), echoed verbatim; nil when absent or null.
-	id     json.RawMessage
-	method string
+	id json.RawMessage
+	// notification: the request has no "id" member (JSON-RPC 2.0 §4.1); it gets no response.
+	// An explicit "id": null is a request (answered with id null), not a notification.
+	notification bool
+	method       string
 	// params is the raw params member; nil when absent.
 	params json.RawMessage
 }
@@ -96,8 +105,9 @@ type response struct {
 
 // parseRequest decodes body as one JSON-RPC 2.0 request. Not JSON → -32700 (id null); JSON
 // but not a request object (a batch, a bad id, "jsonrpc" not "2.0", no method) → -32600, with
-// the id when it could be read. A missing id is answered like a null id (A2A requests always
-// carry one; the gateway never treats a request as a notification).
+// the id when it could be read. A valid request without an "id" member is a notification
+// (request.notification); an invalid one is answered with id null, as JSON-RPC 2.0 §5 requires
+// when the id cannot be determined.
 func parseRequest(body []byte) (request, *Error) {
 	var req request
 	var fields map[string]json.RawMessage
@@ -114,7 +124,8 @@ func parseRequest(body []byte) (request, *Error) {
 	if fields == nil { // the literal null
 		return req, invalidRequest("the request must be a JSON object")
 	}
-	if raw, ok := fields["id"]; ok {
+	raw, hasID := fields["id"]
+	if hasID {
 		switch jsonKind(raw) {
 		case kindNull:
 		case kindString, kindNumber:
@@ -138,6 +149,7 @@ func parseRequest(body []byte) (request, *Error) {
 		return req, invalidRequest("method is required")
 	}
 	req.params = fields["params"]
+	req.notification = !hasID
 	return req, nil
 }
 

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -352,17 +351,9 @@ func groupNotFound(group string) *Error {
 	return detailErr(http.StatusNotFound, "Access group '%s' not found", group)
 }
 
-// groupParam is the {group} path segment, decoded (echo leaves it escaped when the request
-// path carries escapes its default encoding would not produce, e.g. %2F).
+// groupParam is the {group} path segment, percent-decoded (unescapePathParams).
 func groupParam(c echo.Context) (string, error) {
 	g := c.Param("group")
-	if c.Request().URL.RawPath != "" {
-		u, err := url.PathUnescape(g)
-		if err != nil {
-			return "", detailErr(http.StatusBadRequest, "access group in the path is not valid URL encoding: %v", err)
-		}
-		g = u
-	}
 	if strings.TrimSpace(g) == "" {
 		return "", detailErr(http.StatusBadRequest, "access_group is required and cannot be empty")
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -318,26 +317,28 @@ func (s *Server) editableAgent(c echo.Context, id string) (agentRowJSON, error) 
 }
 
 // agentPut: PUT /v1/agents/{id} — replace the agent's name, card and litellm_params (all three
-// required).
+// required). A litellm_params secret sent back in the masked form the API shows
+// ("sk****3456") keeps the stored secret (provider.RestoreMaskedSecrets).
 func (s *Server) agentPut(c echo.Context) error {
 	id := c.Param("id")
 	var req agentRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if _, err := s.editableAgent(c, id); err != nil {
+	cur, err := s.editableAgent(c, id)
+	if err != nil {
 		return err
 	}
 	name := ""
 	if req.AgentName != nil {
 		name = *req.AgentName
 	}
-	return s.updateAgent(c, id, name, req.AgentCardParams, req.LitellmParams)
+	return s.updateAgent(c, id, name, req.AgentCardParams, provider.RestoreMaskedSecrets(req.LitellmParams, cur.LitellmParams))
 }
 
 // agentPatch: PATCH /v1/agents/{id} — the given fields replace the stored ones, except
 // litellm_params whose keys are merged over the stored ones (so an api_key is kept, as
-// PATCH /model/{id}/update does).
+// PATCH /model/{id}/update does; so is one sent back masked).
 func (s *Server) agentPatch(c echo.Context) error {
 	id := c.Param("id")
 	var req agentRequest
@@ -362,7 +363,7 @@ func (s *Server) agentPatch(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		patch, err := objectOf(req.LitellmParams, "litellm_params")
+		patch, err := objectOf(provider.RestoreMaskedSecrets(req.LitellmParams, cur.LitellmParams), "litellm_params")
 		if err != nil {
 			return err
 		}
@@ -430,22 +431,16 @@ func (s *Server) agentCard(c echo.Context) error {
 }
 
 // agentRPC: POST /a2a/{id_or_name}, one JSON-RPC 2.0 request (see a2a.Handler.RPC).
+// The caller travels in the request context to the completer, which checks the key's model
+// access on the agent's model (agentCall.authorize).
 func (s *Server) agentRPC(c echo.Context) error {
-	s.a2a.RPC(c.Response(), c.Request(), agentParam(c))
+	req := c.Request()
+	s.a2a.RPC(c.Response(), req.WithContext(withPrincipal(req.Context(), caller(c))), agentParam(c))
 	return nil
 }
 
-// agentParam is the {id_or_name} path segment, percent-decoded. echo matches on the raw
-// (escaped) path when the request has one, and then leaves the parameter escaped.
-func agentParam(c echo.Context) string {
-	v := c.Param("agent")
-	if c.Request().URL.RawPath != "" {
-		if u, err := url.PathUnescape(v); err == nil {
-			return u
-		}
-	}
-	return v
-}
+// agentParam is the {id_or_name} path segment, percent-decoded (unescapePathParams).
+func agentParam(c echo.Context) string { return c.Param("agent") }
 
 // requestBaseURL is the base URL the caller reached this gateway at, "scheme://host", for the
 // url of a served agent card: X-Forwarded-Proto and X-Forwarded-Host (first value each, as set
@@ -525,7 +520,8 @@ func lookupAgent(snap *registry.Snapshot[*a2a.Agent], idOrName string) *a2a.Agen
 // content filter's message ("Content blocked: ...") and data {"guardrail": name}. An agent
 // guardrail that does not exist fails the call (-32603): an agent never runs unguarded.
 //
-// Model: see agentCall.backend.
+// Model: see agentCall.backend. Access: a virtual key restricted to some models may only run an
+// agent whose model group it could call on the LLM routes (see agentCall.authorize).
 type agentCompleter struct{ s *Server }
 
 var _ a2a.Completer = agentCompleter{}
@@ -594,6 +590,11 @@ type agentCall struct {
 
 func (s *Server) newAgentCall(ctx context.Context, agent *a2a.Agent, text string) (*agentCall, error) {
 	call := &agentCall{s: s}
+	// The backend (and the caller's access to it) first: a denied key learns nothing from
+	// the agent's guardrails.
+	if err := call.backend(ctx, agent); err != nil {
+		return nil, err
+	}
 	var err error
 	if call.guardrails, err = s.agentGuardrails(ctx, agent); err != nil {
 		return nil, err
@@ -602,9 +603,6 @@ func (s *Server) newAgentCall(ctx context.Context, agent *a2a.Agent, text string
 		return nil, err
 	}
 	if _, err = guardAgentText(call.guardrails, guardrail.DuringCall, text, true); err != nil {
-		return nil, err
-	}
-	if err := call.backend(ctx, agent); err != nil {
 		return nil, err
 	}
 	call.body = provider.ChatRequest(agent.Model, text)
@@ -630,8 +628,8 @@ func (c *agentCall) backend(ctx context.Context, agent *a2a.Agent) error {
 	}
 	group, err := c.s.Router.Group(ctx, agent.Model)
 	if err == nil {
-		c.group = group
-		return nil
+		c.group, err = c.authorize(ctx, agent, group)
+		return err
 	}
 	if !errors.Is(err, router.ErrUnknownModel) {
 		return err
@@ -641,6 +639,34 @@ func (c *agentCall) backend(ctx context.Context, agent *a2a.Agent) error {
 		return nil
 	}
 	return fmt.Errorf("agent %q: model %q is not served by this gateway (not a model group; no api_base or api_key in the agent's litellm_params)", agent.Name, agent.Model)
+}
+
+// authorize applies the caller's model access to an agent served by model group
+// agent.Model, with the same rule, re-check and denial text as the LLM routes
+// (Server.recheckAccess): a virtual key whose models do not include the group (or one of its
+// access groups) gets JSON-RPC error a2a.CodeUnauthorized (-31403, a2a-go's
+// a2a.ErrUnauthorized "permission denied"; the LLM routes answer HTTP 401) with the
+// key_model_access_denied message and data {"type": "key_model_access_denied", "model"}; a key
+// blocked or expired meanwhile gets a2a.CodeUnauthenticated (-31401). It returns the group to
+// call (a re-check may have re-read it).
+func (c *agentCall) authorize(ctx context.Context, agent *a2a.Agent, group []*registry.Entry[*router.Deployment]) ([]*registry.Entry[*router.Deployment], error) {
+	p, ok := principalFrom(ctx)
+	if !ok {
+		return nil, errors.New("agent call without a caller") // every A2A route sets one
+	}
+	if p.key == nil || p.key.CanUse(agent.Model, groupAccess(group)) {
+		return group, nil
+	}
+	group, err := c.s.recheckAccess(ctx, p.key, agent.Model)
+	var ae *Error
+	if errors.As(err, &ae) {
+		code := a2a.CodeUnauthenticated
+		if ae.Type == "key_model_access_denied" {
+			code = a2a.CodeUnauthorized
+		}
+		return nil, &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
+	}
+	return group, err
 }
 
 func (c *agentCall) do(ctx context.Context) (*provider.Response, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/guardrail"
+	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
 )
@@ -121,12 +122,27 @@ func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) {
 	return g, nil
 }
 
+// plainGuardrailParams are the content filter's own litellm_params members: never secrets,
+// although blocked_words[].keyword and keyword_redaction_tag look like them to
+// provider.MaskParams. Every other member (api_key, api_base, ... of other guardrail types) is
+// masked in answers and restored when sent back masked.
+var plainGuardrailParams = []string{"guardrail", "mode", "default_on", "blocked_words", "blocked_words_file",
+	"patterns", "categories", "keyword_redaction_tag", "pattern_redaction_format"}
+
+func maskGuardrailParams(params json.RawMessage) json.RawMessage {
+	if isNull(params) {
+		return params
+	}
+	return provider.MaskParamsExcept(params, plainGuardrailParams...)
+}
+
 func dbGuardrailOut(g guardrailRowJSON) guardrailOut {
 	info := g.Info
 	if isNull(info) {
 		info = json.RawMessage("{}")
 	}
 	g.Info = info
+	g.Params = maskGuardrailParams(g.Params)
 	return guardrailOut{guardrailRowJSON: g, Location: "db"}
 }
 
@@ -136,7 +152,7 @@ func configGuardrailOut(e *registry.Entry[*guardrail.Guardrail]) guardrailOut {
 		params, _ = json.Marshal(map[string]any{"guardrail": guardrail.GuardrailType, "mode": e.Value.Modes, "default_on": e.Value.DefaultOn})
 	}
 	return guardrailOut{Location: "config", guardrailRowJSON: guardrailRowJSON{
-		ID: e.ID, Name: e.Value.Name, Params: params, Info: json.RawMessage("{}"), Status: statusActive}}
+		ID: e.ID, Name: e.Value.Name, Params: maskGuardrailParams(params), Info: json.RawMessage("{}"), Status: statusActive}}
 }
 
 func guardrailIDNotFound(id string) *Error {
@@ -373,7 +389,8 @@ func (s *Server) guardrailGet(c echo.Context) error {
 }
 
 // guardrailPut: PUT /guardrails/{id} — replaces name, litellm_params and guardrail_info
-// (absent info becomes {}); the status changes only when given.
+// (absent info becomes {}); the status changes only when given. A litellm_params secret sent
+// back masked keeps the stored one (read under the table's write lock, as PATCH does).
 func (s *Server) guardrailPut(c echo.Context) error {
 	id := c.Param("id")
 	if _, ok := s.configGuardrail(id); ok {
@@ -397,7 +414,22 @@ func (s *Server) guardrailPut(c echo.Context) error {
 	if err := s.validateGuardrail(w); err != nil {
 		return err
 	}
-	row, err := s.Store.Update(c.Request().Context(), store.Guardrail, id, w.values())
+	ctx := c.Request().Context()
+	var verr error
+	var row store.Row
+	err = s.Store.Tx(ctx, func(tx *store.TxStore) error {
+		cur, err := lockedGuardrail(ctx, tx, id)
+		if err != nil {
+			verr = err
+			return errAbortTx
+		}
+		w.params = provider.RestoreMaskedSecrets(w.params, cur.Params, plainGuardrailParams...)
+		row, err = tx.Update(ctx, store.Guardrail, id, w.values())
+		return err
+	})
+	if verr != nil {
+		return verr
+	}
 	if err != nil {
 		return guardrailWriteErr(err, id, w.name)
 	}
@@ -431,16 +463,12 @@ func (s *Server) guardrailPatch(c echo.Context) error {
 	if req.Guardrail != nil {
 		patch = *req.Guardrail
 	}
-	paramsPatch, err := objectOf(patch.Params, "litellm_params")
-	if err != nil {
+	if _, err := objectOf(patch.Params, "litellm_params"); err != nil {
 		return err
 	}
 	infoPatch, err := objectOf(patch.Info, "guardrail_info")
 	if err != nil {
 		return err
-	}
-	if patch.DefaultOn != nil {
-		paramsPatch["default_on"] = *patch.DefaultOn
 	}
 	ctx := c.Request().Context()
 	var verr error
@@ -456,6 +484,11 @@ func (s *Server) guardrailPatch(c echo.Context) error {
 		if err != nil {
 			verr = err
 			return errAbortTx
+		}
+		// a secret sent back masked keeps the stored one
+		paramsPatch, _ := objectOf(provider.RestoreMaskedSecrets(patch.Params, cur.Params, plainGuardrailParams...), "litellm_params")
+		if patch.DefaultOn != nil {
+			paramsPatch["default_on"] = *patch.DefaultOn
 		}
 		info, _ := objectOf(cur.Info, "guardrail_info")
 		name = cur.Name

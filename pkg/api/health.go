@@ -21,7 +21,9 @@ func (s *Server) liveliness(c echo.Context) error {
 }
 
 // readiness: 503 with the reason until the initial load is done and the change feed has
-// streamed once; 200 from then on, also while Postgres is down (static stability).
+// streamed once; 200 from then on, also while Postgres is down (static stability). The body
+// says whether the database is reachable now (see dbStatus); "Not connected" when none is
+// configured (LiteLLM's text).
 func (s *Server) readiness(c echo.Context) error {
 	if s.Syncer != nil && !s.Syncer.Ready() {
 		return c.JSON(http.StatusServiceUnavailable, map[string]any{
@@ -31,10 +33,21 @@ func (s *Server) readiness(c echo.Context) error {
 	}
 	body := map[string]any{"status": "healthy", "replica_id": s.ReplicaID, "db": "Not connected"}
 	if s.Syncer != nil {
-		body["db"] = "connected"
-		body["sync_state"] = s.Syncer.State()
+		st := s.Syncer.State()
+		body["db"] = dbStatus(st)
+		body["sync_state"] = st
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// dbStatus is readiness' "db": "connected" while the change feed is streaming or catching
+// up (it holds a working connection), else "disconnected" (reconnecting after an outage, or
+// not started).
+func dbStatus(st notify.State) string {
+	if st == notify.StateStreaming || st == notify.StateCatchingUp {
+		return "connected"
+	}
+	return "disconnected"
 }
 
 type registryCount struct {

@@ -33,10 +33,58 @@ func decodeJSON(c echo.Context, v any) error {
 	return nil
 }
 
+// modelRequest is the body of /model/new, /model/update and PATCH /model/{id}/update, each
+// field checked for its JSON type by decodeModelRequest (no silent coercion).
 type modelRequest struct {
-	ModelName     *string         `json:"model_name"`
-	LitellmParams json.RawMessage `json:"litellm_params"`
-	ModelInfo     json.RawMessage `json:"model_info"`
+	// ModelName is nil when absent or null.
+	ModelName *string
+	// LitellmParams is nil when absent or null, else a JSON object.
+	LitellmParams json.RawMessage
+	// ModelInfo is model_info (empty when absent or null).
+	ModelInfo map[string]any
+	// ID is model_info.id, "" when absent, null or "".
+	ID string
+}
+
+// decodeModelRequest reads a model write. A field of the wrong JSON type is a 400 naming it:
+// "model_name must be a string", "litellm_params must be a JSON object", "model_info must be a
+// JSON object", "model_info.id must be a string".
+func decodeModelRequest(c echo.Context) (modelRequest, error) {
+	var raw struct {
+		ModelName     json.RawMessage `json:"model_name"`
+		LitellmParams json.RawMessage `json:"litellm_params"`
+		ModelInfo     json.RawMessage `json:"model_info"`
+	}
+	var req modelRequest
+	if err := decodeJSON(c, &raw); err != nil {
+		return req, err
+	}
+	if !isNull(raw.ModelName) {
+		var name string
+		if jsonKindOf(raw.ModelName) != '"' || json.Unmarshal(raw.ModelName, &name) != nil {
+			return req, badRequest("model_name must be a string")
+		}
+		req.ModelName = &name
+	}
+	if !isNull(raw.LitellmParams) {
+		if jsonKindOf(raw.LitellmParams) != '{' {
+			return req, badRequest("litellm_params must be a JSON object")
+		}
+		req.LitellmParams = raw.LitellmParams
+	}
+	info, err := objectOf(raw.ModelInfo, "model_info")
+	if err != nil {
+		return req, err
+	}
+	if v, ok := info["id"]; ok && v != nil {
+		id, ok := v.(string)
+		if !ok {
+			return req, badRequest("model_info.id must be a string")
+		}
+		req.ID = id
+	}
+	req.ModelInfo = info
+	return req, nil
 }
 
 // modelRowJSON is a gateway.models row (row_to_json).
@@ -92,21 +140,17 @@ func (s *Server) modelNew(c echo.Context) error {
 	if err := s.requireDB(store.Model, "models"); err != nil {
 		return err
 	}
-	var req modelRequest
-	if err := decodeJSON(c, &req); err != nil {
+	req, err := decodeModelRequest(c)
+	if err != nil {
 		return err
 	}
 	if req.ModelName == nil || *req.ModelName == "" {
 		return badRequest("model_name is required")
 	}
-	if isNull(req.LitellmParams) {
+	if req.LitellmParams == nil {
 		return badRequest("litellm_params is required")
 	}
-	info, err := objectOf(req.ModelInfo, "model_info")
-	if err != nil {
-		return err
-	}
-	id, _ := info["id"].(string)
+	info, id := req.ModelInfo, req.ID
 	if id == "" {
 		id = uuid.NewString()
 	}
@@ -184,25 +228,24 @@ func (s *Server) modelUpdate(c echo.Context) error {
 	if err := s.requireDB(store.Model, "models"); err != nil {
 		return err
 	}
-	var req modelRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	info, err := objectOf(req.ModelInfo, "model_info")
+	req, err := decodeModelRequest(c)
 	if err != nil {
 		return err
 	}
-	id, _ := info["id"].(string)
-	if id == "" {
+	if req.ID == "" {
 		return badRequest("model_info.id is required")
 	}
-	return s.applyModelEdit(c, id, req, info)
+	return s.applyModelEdit(c, req.ID, req)
 }
 
 // applyModelEdit reads, merges and writes the model in one transaction under the table lock
 // access-group writers take (store.TxStore.LockTable), so a tag an access-group write adds
 // between the read and the write is not lost; then applies the row locally.
-func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest, info map[string]any) error {
+//
+// A litellm_params secret sent back in the masked form /model/info shows ("sk****3456",
+// "http://u:****@host/v1") keeps the stored secret (provider.RestoreMaskedSecrets), as
+// LiteLLM's /model/update does.
+func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest) error {
 	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
 		return badRequest(configModelErr)
 	}
@@ -220,7 +263,7 @@ func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest, inf
 		if err != nil {
 			return err
 		}
-		patch, err := objectOf(req.LitellmParams, "litellm_params")
+		patch, err := objectOf(provider.RestoreMaskedSecrets(req.LitellmParams, cur.LitellmParams), "litellm_params")
 		if err != nil {
 			return err
 		}
@@ -232,7 +275,7 @@ func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest, inf
 			}
 			name = *req.ModelName
 		}
-		row, err = updateModel(ctx, tx, id, name, mergeObjects(params, patch), mergeObjects(curInfo, info))
+		row, err = updateModel(ctx, tx, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
 		return err
 	})
 	if err != nil {
@@ -251,15 +294,11 @@ func (s *Server) modelPatch(c echo.Context) error {
 	if err := s.requireDB(store.Model, "models"); err != nil {
 		return err
 	}
-	var req modelRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	info, err := objectOf(req.ModelInfo, "model_info")
+	req, err := decodeModelRequest(c)
 	if err != nil {
 		return err
 	}
-	return s.applyModelEdit(c, c.Param("id"), req, info)
+	return s.applyModelEdit(c, c.Param("id"), req)
 }
 
 // modelDelete: POST /model/delete {"id"}.

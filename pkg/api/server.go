@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -72,8 +73,34 @@ func New(d Deps) *Server {
 		return err
 	}}))
 	s.e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", d.MaxBodyBytes)))
+	s.e.Use(unescapePathParams)
 	s.routes()
 	return s
+}
+
+// unescapePathParams percent-decodes the path parameters (":id", ":agent", ":g", ...). echo
+// matches on the raw path when the request has one (an escaped "/" as in "a%2Fb" makes
+// URL.RawPath non-empty) and then leaves the parameters escaped; without a RawPath they are
+// already decoded. A parameter that is not valid percent-encoding is kept as sent.
+func unescapePathParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().URL.RawPath == "" {
+			return next(c)
+		}
+		vals := c.ParamValues()
+		if len(vals) == 0 {
+			return next(c)
+		}
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = v
+			if u, err := url.PathUnescape(v); err == nil {
+				out[i] = u
+			}
+		}
+		c.SetParamValues(out...)
+		return next(c)
+	}
 }
 
 // Handler returns the HTTP handler.
@@ -241,9 +268,18 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			msg = fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)
 		}
 		ae = &Error{Status: he.Code, Message: msg}
+	case errors.Is(err, store.ErrInvalid):
+		ae = badRequest("invalid value: %s", sentinelReason(err, store.ErrInvalid, "the database refused the value"))
+	case errors.Is(err, store.ErrConflict):
+		ae = errf(http.StatusConflict, "conflict_error", "conflict: %s", sentinelReason(err, store.ErrConflict, "the object already exists"))
+	case errors.Is(err, store.ErrNotFound):
+		ae = errf(http.StatusNotFound, "not_found_error", "not found")
 	default:
-		zerolog.Ctx(c.Request().Context()).Error().Err(err).Msg("internal error")
-		ae = errf(http.StatusInternalServerError, "internal_server_error", "internal error: %v", err)
+		// The cause may name hosts, connection strings or SQL: it goes to the log, keyed by
+		// the request id the caller gets.
+		rid := c.Response().Header().Get(echo.HeaderXRequestID)
+		zerolog.Ctx(c.Request().Context()).Error().Err(err).Str("request_id", rid).Msg("internal error")
+		ae = errf(http.StatusInternalServerError, "internal_server_error", "internal error (request id %s)", rid)
 	}
 	if ae.Type == "" {
 		ae.Type = statusType(ae.Status)
@@ -270,6 +306,23 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	_ = c.JSON(ae.Status, body)
+}
+
+// maxReason bounds the database's reason quoted in a 400 or 409 answer.
+const maxReason = 200
+
+// sentinelReason is the short reason a store error carries after its sentinel ("invalid row:
+// <reason>", "already exists: <detail>"), e.g. Postgres' `invalid byte sequence for encoding
+// "UTF8": 0x00` for a NUL byte in a text value; def when there is none.
+func sentinelReason(err, sentinel error, def string) string {
+	reason := def
+	if _, r, ok := strings.Cut(err.Error(), sentinel.Error()+": "); ok && strings.TrimSpace(r) != "" {
+		reason = strings.TrimSpace(r)
+	}
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "") + "…"
+	}
+	return reason
 }
 
 func isMessagesRoute(c echo.Context) bool {
@@ -363,6 +416,19 @@ func (s *Server) lookupKey(ctx context.Context, token string) (*keys.Key, error)
 func caller(c echo.Context) principal {
 	p, _ := c.Get(principalKey).(principal)
 	return p
+}
+
+type principalCtxKey struct{}
+
+// withPrincipal carries the caller into code that only sees a context (the A2A completer).
+func withPrincipal(ctx context.Context, p principal) context.Context {
+	return context.WithValue(ctx, principalCtxKey{}, p)
+}
+
+// principalFrom returns the caller carried by ctx; ok is false when there is none.
+func principalFrom(ctx context.Context) (principal, bool) {
+	p, ok := ctx.Value(principalCtxKey{}).(principal)
+	return p, ok
 }
 
 // requireDB answers 503 when typ is not stored in Postgres here.

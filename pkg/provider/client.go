@@ -302,8 +302,14 @@ func readAll(resp *http.Response) ([]byte, error) {
 // is the group name; a "stream": true in it is turned off). The answer is returned in format
 // in: the upstream bytes verbatim when the formats match, else translated. Errors:
 // *UpstreamError (upstream non-2xx, transport failure 502, timeout 504 after d.Timeout,
-// untranslatable request 400), or ctx's error when ctx ends first.
+// untranslatable request 400), or ctx's error when ctx ends first. The deployment's secrets
+// (API key, api_base password) are redacted from an error's Message and Body.
 func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
+	res, err := c.do(ctx, d, in, body)
+	return res, d.redactErr(err)
+}
+
+func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
 	if d.MockResponse != nil {
 		return mockDo(d, in, body)
 	}
@@ -384,8 +390,14 @@ func answerTextView(f Format, body []byte) string {
 // retry or answer with a plain error; later failures come from Next (*UpstreamError 502/504,
 // or errors.Is(err, context.Canceled) when ctx ends) and should be reported to the client
 // with [ErrorEvent]. d.StreamTimeout bounds the wait for the response headers and for each
-// next frame.
+// next frame. The deployment's secrets are redacted from errors (here and from Next) and from
+// the events' bytes.
 func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
+	st, err := c.stream(ctx, d, in, body)
+	return st, d.redactErr(err)
+}
+
+func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
 	if in == FormatEmbeddings {
 		return nil, badRequest("embeddings cannot be streamed")
 	}
@@ -401,7 +413,7 @@ func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []by
 		return nil, err
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in}
+	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d}
 	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
 	resp, err := c.send(sctx, d, up, ub)
 	if err != nil {

@@ -133,6 +133,7 @@ type Deployment struct {
 	embeddingsURL string
 	messagesURL   string
 	header        http.Header // immutable, shared by every request
+	secrets       []string    // redacted from error texts (collectSecrets)
 }
 
 // NewDeployment validates litellm_params (a JSON object) and builds the deployment for model
@@ -265,6 +266,7 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 		}
 	}
 	d.buildEndpoints()
+	d.collectSecrets()
 	return d, nil
 }
 
@@ -419,48 +421,4 @@ func optInt(p gjson.Result, field string) (int64, error) {
 		return 0, nil
 	}
 	return nonNegativeInt(v, field)
-}
-
-// MaskParams returns litellm_params JSON with secrets masked the way LiteLLM shows them in
-// /model/info: every string value (at any depth) whose key contains "key", "secret", "token",
-// "password", "auth" or "credential" (case-insensitive) becomes its first 2 characters +
-// "****" + its last 4, or "****" when shorter than 12 characters. "os.environ/NAME"
-// references are not secrets and are kept. Key order and everything else are kept byte for
-// byte. Invalid JSON yields "{}" (never the secrets).
-func MaskParams(litellmParams []byte) []byte {
-	if !gjson.ValidBytes(litellmParams) {
-		return []byte("{}")
-	}
-	var edits []edit
-	var walk func(v gjson.Result)
-	walk = func(v gjson.Result) {
-		v.ForEach(func(k, val gjson.Result) bool {
-			switch {
-			case val.IsObject() || val.IsArray():
-				walk(val)
-			case val.Type == gjson.String && k.Type == gjson.String && sensitiveKey(k.Str) && !strings.HasPrefix(val.Str, "os.environ/"):
-				edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: maskSecret(val.Str)})
-			}
-			return true
-		})
-	}
-	walk(gjson.ParseBytes(litellmParams))
-	return applyEdits(litellmParams, edits)
-}
-
-func sensitiveKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range [...]string{"key", "secret", "token", "password", "auth", "credential"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func maskSecret(s string) string {
-	if len(s) < 12 {
-		return "****"
-	}
-	return s[:2] + "****" + s[len(s)-4:]
 }

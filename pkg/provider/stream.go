@@ -21,6 +21,7 @@ type httpStream struct {
 	timer  *time.Timer
 	idle   time.Duration
 	in     Format
+	d      *Deployment // its secrets are redacted from events and errors
 	body   io.ReadCloser
 	rd     *sseReader
 	dec    decoder
@@ -34,6 +35,20 @@ var _ Stream = (*httpStream)(nil)
 // Next returns the next event. The upstream connection is released as soon as the stream
 // has ended (io.EOF or an error); Close is still safe to call.
 func (s *httpStream) Next() (Event, error) {
+	ev, err := s.next()
+	if err != nil {
+		return ev, s.d.redactErr(err)
+	}
+	if len(s.d.secrets) > 0 {
+		// An upstream may echo its key in a mid-stream error event (passthrough frames are
+		// otherwise sent verbatim).
+		ev.Data = s.d.redactBytes(ev.Data)
+		ev.Text = s.d.Redact(ev.Text)
+	}
+	return ev, nil
+}
+
+func (s *httpStream) next() (Event, error) {
 	for {
 		if s.done {
 			_ = s.Close()

@@ -343,7 +343,7 @@ func BenchmarkStreamFrames(b *testing.B) {
 		rd := strings.NewReader(src)
 		for b.Loop() {
 			rd.Reset(src)
-			s := &httpStream{parent: b.Context(), ctx: b.Context(), cancel: func(error) {}, timer: time.NewTimer(time.Hour), idle: time.Hour, in: FormatChat, body: io.NopCloser(rd), rd: newSSEReader(rd)}
+			s := &httpStream{parent: b.Context(), ctx: b.Context(), cancel: func(error) {}, timer: time.NewTimer(time.Hour), idle: time.Hour, in: FormatChat, d: &Deployment{}, body: io.NopCloser(rd), rd: newSSEReader(rd)}
 			if translate {
 				s.in = FormatMessages
 				s.dec = newChatDecoder(newRenderer(FormatMessages, false))

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
@@ -65,16 +67,25 @@ func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error
 		return nil, err
 	}
 	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo}
-	if len(modelInfo) > 0 && string(modelInfo) != "null" {
-		var mi struct {
-			AccessGroups []string `json:"access_groups"`
-		}
-		if err := json.Unmarshal(modelInfo, &mi); err != nil {
-			return nil, fmt.Errorf("model_info: %w", err)
-		}
-		d.AccessGroups = mi.AccessGroups
-	} else {
+	if len(modelInfo) == 0 || string(modelInfo) == "null" {
 		d.ModelInfo = json.RawMessage("{}")
+		return d, nil
+	}
+	mi := gjson.ParseBytes(modelInfo)
+	if !gjson.ValidBytes(modelInfo) || !mi.IsObject() {
+		return nil, errors.New("model_info must be a JSON object")
+	}
+	switch ag := mi.Get("access_groups"); {
+	case !ag.Exists() || ag.Type == gjson.Null:
+	case !ag.IsArray():
+		return nil, fmt.Errorf("model_info.access_groups must be an array of strings, got %s", ag.Raw)
+	default:
+		for i, g := range ag.Array() {
+			if g.Type != gjson.String {
+				return nil, fmt.Errorf("model_info.access_groups[%d] must be a string, got %s", i, g.Raw)
+			}
+			d.AccessGroups = append(d.AccessGroups, g.Str)
+		}
 	}
 	return d, nil
 }

@@ -97,3 +97,25 @@ func TestBuildRejectsInvalidModel(t *testing.T) {
 	_, err = router.Build("x", "n", []byte(`{"model":"openai/x"}`), []byte(`{"access_groups":"notalist"}`))
 	require.ErrorContains(t, err, "model_info")
 }
+
+// model_info of the wrong shape is refused naming the field, never coerced.
+func TestBuildModelInfoTypes(t *testing.T) {
+	t.Parallel()
+	params := []byte(`{"model":"openai/m","mock_response":"x"}`)
+	for info, want := range map[string]string{
+		`["a"]`:                        "model_info must be a JSON object",
+		`"a"`:                          "model_info must be a JSON object",
+		`{"access_groups":"g"}`:        `model_info.access_groups must be an array of strings, got "g"`,
+		`{"access_groups":["g", 5]}`:   "model_info.access_groups[1] must be a string, got 5",
+		`{"access_groups":{"g":true}}`: `model_info.access_groups must be an array of strings, got {"g":true}`,
+	} {
+		_, err := router.Build("id", "grp", params, []byte(info))
+		require.EqualError(t, err, want, info)
+	}
+	d, err := router.Build("id", "grp", params, []byte(`{"access_groups":["a","b"],"id":"id"}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, d.AccessGroups)
+	d, err = router.Build("id", "grp", params, []byte(`{"access_groups":null}`))
+	require.NoError(t, err)
+	require.Empty(t, d.AccessGroups)
+}

@@ -1,0 +1,233 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// MaskParams returns litellm_params JSON with secrets masked the way LiteLLM shows them in
+// /model/info:
+//   - every string value (at any depth) whose key contains "key", "secret", "token",
+//     "password", "auth" or "credential" (case-insensitive) becomes its first 2 characters +
+//     "****" + its last 4, or "****" when shorter than 12 characters;
+//   - any other string value that parses as a URL with a password (userinfo "user:pass@")
+//     keeps everything but the password, which becomes "****" ("http://u:****@host/v1").
+//
+// "os.environ/NAME" references are not secrets and are kept. Key order and everything else
+// are kept byte for byte. Invalid JSON yields "{}" (never the secrets).
+func MaskParams(litellmParams []byte) []byte {
+	return MaskParamsExcept(litellmParams)
+}
+
+// MaskParamsExcept is [MaskParams] leaving the top-level members named in keep as they are:
+// for params whose own fields only look like secrets, such as a content filter's
+// blocked_words[].keyword.
+func MaskParamsExcept(params []byte, keep ...string) []byte {
+	if !gjson.ValidBytes(params) {
+		return []byte("{}")
+	}
+	var edits []edit
+	var walk func(v gjson.Result, top bool)
+	walk = func(v gjson.Result, top bool) {
+		v.ForEach(func(k, val gjson.Result) bool {
+			if top && k.Type == gjson.String && slices.Contains(keep, k.Str) {
+				return true
+			}
+			switch {
+			case val.IsObject() || val.IsArray():
+				walk(val, false)
+			case val.Type != gjson.String || strings.HasPrefix(val.Str, "os.environ/"):
+			case k.Type == gjson.String && sensitiveKey(k.Str):
+				edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: maskSecret(val.Str)})
+			default:
+				if m, ok := maskURLPassword(val.Str); ok {
+					edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: m})
+				}
+			}
+			return true
+		})
+	}
+	walk(gjson.ParseBytes(params), true)
+	return applyEdits(params, edits)
+}
+
+// RestoreMaskedSecrets returns incoming params (a write's litellm_params) with every string
+// value that equals the masked form of the stored value at the same place (see
+// [MaskParamsExcept] with the same keep) replaced by the stored value: a client that sends
+// back what /model/info showed it ("sk****3456", "http://u:****@host/v1") keeps the real
+// secret instead of overwriting it with the mask, as LiteLLM does on /model/update. Any other
+// value, a changed secret included, is taken as sent. incoming is returned as is when nothing
+// is restored or either input is not valid JSON; otherwise only the restored values change.
+func RestoreMaskedSecrets(incoming, stored []byte, keep ...string) []byte {
+	if len(stored) == 0 || !gjson.ValidBytes(incoming) || !gjson.ValidBytes(stored) {
+		return incoming
+	}
+	masked := MaskParamsExcept(stored, keep...)
+	var edits []edit
+	var walk func(in, st, mk gjson.Result)
+	walk = func(in, st, mk gjson.Result) {
+		i := 0
+		in.ForEach(func(k, v gjson.Result) bool {
+			var sv, mv gjson.Result
+			switch {
+			case in.IsArray():
+				if st.IsArray() {
+					p := strconv.Itoa(i)
+					sv, mv = st.Get(p), mk.Get(p)
+				}
+				i++
+			case st.IsObject():
+				p := gjson.Escape(k.Str)
+				sv, mv = st.Get(p), mk.Get(p)
+			}
+			switch {
+			case v.IsObject() || v.IsArray():
+				walk(v, sv, mv)
+			case v.Type == gjson.String && sv.Type == gjson.String && mv.Type == gjson.String &&
+				v.Str == mv.Str && sv.Str != mv.Str:
+				edits = append(edits, edit{start: v.Index, end: v.Index + len(v.Raw), text: sv.Str})
+			}
+			return true
+		})
+	}
+	walk(gjson.ParseBytes(incoming), gjson.ParseBytes(stored), gjson.ParseBytes(masked))
+	return applyEdits(incoming, edits)
+}
+
+func sensitiveKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, s := range [...]string{"key", "secret", "token", "password", "auth", "credential"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func maskSecret(s string) string {
+	if len(s) < 12 {
+		return "****"
+	}
+	return s[:2] + "****" + s[len(s)-4:]
+}
+
+// maskURLPassword replaces the password of a URL with a non-empty one ("scheme://user:pass@
+// host...") by "****", keeping every other byte of s. ok is false when s is not such a URL.
+func maskURLPassword(s string) (string, bool) {
+	start, end, ok := urlPassword(s)
+	if !ok {
+		return s, false
+	}
+	return s[:start] + "****" + s[end:], true
+}
+
+// urlPassword locates the password of a URL with a non-empty one, as written in s (maybe
+// percent-encoded): s[start:end].
+func urlPassword(s string) (start, end int, ok bool) {
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return 0, 0, false
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return 0, 0, false
+	}
+	if pw, set := u.User.Password(); !set || pw == "" {
+		return 0, 0, false
+	}
+	// The authority runs to the first '/', '?' or '#'; its userinfo to the last '@' in it
+	// (url.Parse splits it the same way), the username to the first ':'.
+	auth := s[i+3:]
+	if e := strings.IndexAny(auth, "/?#"); e >= 0 {
+		auth = auth[:e]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return 0, 0, false
+	}
+	colon := strings.IndexByte(auth[:at], ':')
+	if colon < 0 {
+		return 0, 0, false
+	}
+	return i + 3 + colon + 1, i + 3 + at, true
+}
+
+// minRedactLen is the shortest secret redacted from upstream error text. Shorter values are
+// placeholders ("none", "EMPTY" for vLLM) that replacing everywhere would garble messages.
+const minRedactLen = 6
+
+// collectSecrets lists what must never reach a client from d: the API key, the api_base URL
+// password (as written and decoded), and the values of extra_headers whose name looks
+// sensitive (with the credential after "Bearer " on its own). Longest first, so a secret
+// containing another is replaced whole.
+func (d *Deployment) collectSecrets() {
+	var out []string
+	add := func(s string) {
+		if len(s) >= minRedactLen && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add(d.APIKey)
+	if start, end, ok := urlPassword(d.APIBase); ok {
+		add(d.APIBase[start:end]) // as written
+		if u, err := url.Parse(d.APIBase); err == nil {
+			pw, _ := u.User.Password()
+			add(pw) // decoded, as an error text may quote it
+		}
+	}
+	for k, v := range d.ExtraHeaders {
+		if !sensitiveKey(k) {
+			continue
+		}
+		add(v)
+		if _, cred, ok := strings.Cut(v, " "); ok {
+			add(strings.TrimSpace(cred))
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	d.secrets = out
+}
+
+// Redact returns s with every secret of the deployment (see collectSecrets) replaced by its
+// masked form ("sk****3456", or "****" when short), as /model/info shows it.
+func (d *Deployment) Redact(s string) string {
+	for _, sec := range d.secrets {
+		if strings.Contains(s, sec) {
+			s = strings.ReplaceAll(s, sec, maskSecret(sec))
+		}
+	}
+	return s
+}
+
+func (d *Deployment) redactBytes(b []byte) []byte {
+	for _, sec := range d.secrets {
+		if bytes.Contains(b, []byte(sec)) {
+			b = bytes.ReplaceAll(b, []byte(sec), []byte(maskSecret(sec)))
+		}
+	}
+	return b
+}
+
+// redactErr returns err with the deployment's secrets removed from an [UpstreamError]'s
+// Message and Body: upstreams echo the key they were sent ("Incorrect API key provided:
+// sk-..."), and those texts reach any caller of the model. Other errors are returned as is
+// (the provider returns only *UpstreamError or the caller's context error).
+func (d *Deployment) redactErr(err error) error {
+	var ue *UpstreamError
+	if err == nil || len(d.secrets) == 0 || !errors.As(err, &ue) {
+		return err
+	}
+	msg, body := d.Redact(ue.Message), d.redactBytes(ue.Body)
+	if msg == ue.Message && len(body) == len(ue.Body) && bytes.Equal(body, ue.Body) {
+		return err
+	}
+	cp := *ue
+	cp.Message, cp.Body = msg, body
+	return &cp
+}
