@@ -66,7 +66,6 @@ type Gateway struct {
 	URL       string
 	ReplicaID string
 	cmd       *exec.Cmd
-	logs      *bytes.Buffer
 	t         testing.TB
 }
 
@@ -128,9 +127,14 @@ func StartGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts) *Gateway
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
+			// a clean SIGTERM shutdown exits 0; 66 is the race detector's exit code
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("replica %s exited with code %d on SIGTERM", replicaID, code)
+			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
+			t.Errorf("replica %s did not stop within 10 s of SIGTERM", replicaID)
 		}
 		if t.Failed() {
 			logs.mu.Lock()
