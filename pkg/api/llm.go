@@ -68,7 +68,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			}
 			return badRequest("read body: %v", err)
 		}
-		if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+		if !gjson.ValidBytes(body) || !isJSONObject(body) {
 			return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
 		}
 		model := gjson.GetBytes(body, "model").String()
@@ -585,4 +585,17 @@ func maskFrame(f provider.Format, frame []byte, mask func(string) string) ([]byt
 	b = append(b, "data: "...)
 	b = append(b, bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: "))...)
 	return append(b, "\n\n"...), true
+}
+
+// isJSONObject reports whether valid JSON body is an object (first non-space byte), without
+// parsing it again.
+func isJSONObject(body []byte) bool {
+	for _, b := range body {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b == '{'
+	}
+	return false
 }

@@ -369,7 +369,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if s.MasterKey == "" {
-				c.Set(principalKey, principal{admin: true})
+				c.Set(principalKey, adminPrincipal)
 				return next(c)
 			}
 			k := bearer(c)
@@ -377,7 +377,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
 			if k == s.MasterKey {
-				c.Set(principalKey, principal{admin: true})
+				c.Set(principalKey, adminPrincipal)
 				return next(c)
 			}
 			vk, err := s.lookupKey(c.Request().Context(), keys.Hash(k))
@@ -387,7 +387,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 			if level == admin {
 				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Path()))
 			}
-			c.Set(principalKey, principal{key: vk})
+			c.Set(principalKey, &principal{key: vk})
 			return next(c)
 		}
 	}
@@ -413,9 +413,14 @@ func (s *Server) lookupKey(ctx context.Context, token string) (*keys.Key, error)
 	return e.Value, nil
 }
 
+// adminPrincipal is shared by every admin request (stored by pointer: no allocation).
+var adminPrincipal = &principal{admin: true}
+
 func caller(c echo.Context) principal {
-	p, _ := c.Get(principalKey).(principal)
-	return p
+	if p, ok := c.Get(principalKey).(*principal); ok {
+		return *p
+	}
+	return principal{}
 }
 
 type principalCtxKey struct{}
