@@ -20,7 +20,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,32 +35,11 @@ import (
 
 func (s *Server) accessGroupRoutes() {
 	e := s.e
-	e.POST("/access_group/new", detailErrors(s.accessGroupNew), s.auth(admin))
-	e.GET("/access_group/list", detailErrors(s.accessGroupList), s.auth(admin))
-	e.GET("/access_group/:group/info", detailErrors(s.accessGroupInfo), s.auth(admin))
-	e.PUT("/access_group/:group/update", detailErrors(s.accessGroupUpdate), s.auth(admin))
-	e.DELETE("/access_group/:group/delete", detailErrors(s.accessGroupDelete), s.auth(admin))
-}
-
-// detailErrors renders every error of h in LiteLLM's {"detail": {"error": msg}} envelope,
-// keeping its status; a database outage is a 503.
-func detailErrors(h echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := h(c)
-		if err == nil {
-			return nil
-		}
-		var ae *Error
-		if errors.As(err, &ae) {
-			d := *ae
-			d.style = styleDetail
-			return &d
-		}
-		if errors.Is(err, store.ErrUnavailable) {
-			return detailErr(http.StatusServiceUnavailable, "database unavailable: access groups are stored in Postgres and nothing was changed; retry when the database is back")
-		}
-		return err
-	}
+	e.POST("/access_group/new", detailErrors("access groups", s.accessGroupNew), s.auth(admin))
+	e.GET("/access_group/list", detailErrors("access groups", s.accessGroupList), s.auth(admin))
+	e.GET("/access_group/:group/info", detailErrors("access groups", s.accessGroupInfo), s.auth(admin))
+	e.PUT("/access_group/:group/update", detailErrors("access groups", s.accessGroupUpdate), s.auth(admin))
+	e.DELETE("/access_group/:group/delete", detailErrors("access groups", s.accessGroupDelete), s.auth(admin))
 }
 
 type accessGroupRequest struct {

@@ -46,14 +46,14 @@ import (
 // {"error": {"message", "type", "param", "code"}}.
 func (s *Server) guardrailRoutes() {
 	e := s.e
-	e.POST("/guardrails", guardrailErrors(s.guardrailCreate), s.auth(admin))
-	e.GET("/guardrails/list", guardrailErrors(s.guardrailList), s.auth(admin))
-	e.GET("/v2/guardrails/list", guardrailErrors(s.guardrailList), s.auth(admin))
-	e.GET("/guardrails/:id", guardrailErrors(s.guardrailGet), s.auth(admin))
-	e.GET("/guardrails/:id/info", guardrailErrors(s.guardrailGet), s.auth(admin))
-	e.PUT("/guardrails/:id", guardrailErrors(s.guardrailPut), s.auth(admin))
-	e.PATCH("/guardrails/:id", guardrailErrors(s.guardrailPatch), s.auth(admin))
-	e.DELETE("/guardrails/:id", guardrailErrors(s.guardrailDelete), s.auth(admin))
+	e.POST("/guardrails", detailErrors("guardrails", s.guardrailCreate), s.auth(admin))
+	e.GET("/guardrails/list", detailErrors("guardrails", s.guardrailList), s.auth(admin))
+	e.GET("/v2/guardrails/list", detailErrors("guardrails", s.guardrailList), s.auth(admin))
+	e.GET("/guardrails/:id", detailErrors("guardrails", s.guardrailGet), s.auth(admin))
+	e.GET("/guardrails/:id/info", detailErrors("guardrails", s.guardrailGet), s.auth(admin))
+	e.PUT("/guardrails/:id", detailErrors("guardrails", s.guardrailPut), s.auth(admin))
+	e.PATCH("/guardrails/:id", detailErrors("guardrails", s.guardrailPatch), s.auth(admin))
+	e.DELETE("/guardrails/:id", detailErrors("guardrails", s.guardrailDelete), s.auth(admin))
 	e.POST("/guardrails/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
 	e.POST("/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
 }
@@ -68,27 +68,6 @@ func BuildGuardrailRow(r store.Row) (*guardrail.Guardrail, error) {
 		return nil, fmt.Errorf("guardrail row: %w", err)
 	}
 	return guardrail.Compile(row.Name, row.Params)
-}
-
-// guardrailErrors renders the errors of a management handler in LiteLLM's {"detail": ...}
-// envelope, keeping their status; a database outage is a 503 saying nothing was changed.
-func guardrailErrors(h echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := h(c)
-		if err == nil {
-			return nil
-		}
-		var ae *Error
-		if errors.As(err, &ae) {
-			d := *ae
-			d.style = styleDetail
-			return &d
-		}
-		if errors.Is(err, store.ErrUnavailable) {
-			return detailErr(http.StatusServiceUnavailable, "database unavailable: guardrails are managed in Postgres and nothing was changed; retry when the database is back")
-		}
-		return err
-	}
 }
 
 // statusActive is the only gateway.guardrails.status that is ever served.

@@ -330,6 +330,28 @@ func isMessagesRoute(c echo.Context) bool {
 	return p == "/v1/messages" || p == "/messages"
 }
 
+// detailErrors renders every error of a management handler in LiteLLM's
+// {"detail": {"error": msg}} envelope, keeping its status; a database outage is a 503 saying
+// nothing was changed. what names the objects ("guardrails", "access groups").
+func detailErrors(what string, h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		if err == nil {
+			return nil
+		}
+		var ae *Error
+		if errors.As(err, &ae) {
+			d := *ae
+			d.style = styleDetail
+			return &d
+		}
+		if errors.Is(err, store.ErrUnavailable) {
+			return detailErr(http.StatusServiceUnavailable, "database unavailable: %s are stored in Postgres and nothing was changed; retry when the database is back", what)
+		}
+		return err
+	}
+}
+
 // --- auth --------------------------------------------------------------------------------------
 
 type principal struct {
