@@ -285,18 +285,10 @@ func (s *Server) guardrailCreate(c echo.Context) error {
 	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
 		return err
 	}
-	var req guardrailRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	spec, err := specOf(req)
+	w, err := decodeGuardrailWrite(c)
 	if err != nil {
 		return err
 	}
-	if spec.Name == nil {
-		return detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
-	}
-	w := guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}
 	if w.status == "" {
 		w.status = statusActive
 	}
@@ -378,18 +370,10 @@ func (s *Server) guardrailPut(c echo.Context) error {
 	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
 		return err
 	}
-	var req guardrailRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	spec, err := specOf(req)
+	w, err := decodeGuardrailWrite(c)
 	if err != nil {
 		return err
 	}
-	if spec.Name == nil {
-		return detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
-	}
-	w := guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}
 	if err := s.validateGuardrail(w); err != nil {
 		return err
 	}
@@ -557,4 +541,20 @@ func (s *Server) applyGuardrail(c echo.Context) error {
 		return blockedErr(err)
 	}
 	return c.JSON(http.StatusOK, map[string]string{"response_text": out})
+}
+
+// decodeGuardrailWrite reads a full guardrail (POST, PUT) from the body; the name is required.
+func decodeGuardrailWrite(c echo.Context) (guardrailWrite, error) {
+	var req guardrailRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return guardrailWrite{}, err
+	}
+	spec, err := specOf(req)
+	if err != nil {
+		return guardrailWrite{}, err
+	}
+	if spec.Name == nil {
+		return guardrailWrite{}, detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
+	}
+	return guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}, nil
 }

@@ -172,12 +172,7 @@ func (s *Server) modelNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.Router.Models().Apply([]store.Row{row}, nil) // writer-local apply: read-your-writes
-	out, err := modelResponse(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return s.appliedModel(c, row)
 }
 
 const configModelErr = "Can't edit model. Model in config. Store model in db via `/model/new`. to edit."
@@ -281,12 +276,7 @@ func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest) err
 	if err != nil {
 		return err
 	}
-	s.Router.Models().Apply([]store.Row{row}, nil) // writer-local apply: read-your-writes
-	out, err := modelResponse(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return s.appliedModel(c, row)
 }
 
 // modelPatch: PATCH /model/{id}/update — merge the given fields into the stored model.
@@ -396,4 +386,15 @@ func groupAccess(group []*registry.Entry[*router.Deployment]) func(func(string) 
 			}
 		}
 	}
+}
+
+// appliedModel applies a model row this replica just wrote to its own registry (writer-local
+// apply: read-your-writes) and answers with the row, secrets masked.
+func (s *Server) appliedModel(c echo.Context, row store.Row) error {
+	s.Router.Models().Apply([]store.Row{row}, nil)
+	out, err := modelResponse(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
