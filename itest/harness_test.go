@@ -26,7 +26,13 @@ import (
 	"lockstep/itest/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Main(m, func() {
+		if binPath != "" {
+			_ = os.RemoveAll(filepath.Dir(binPath))
+		}
+	})
+}
 
 // MasterKey is the admin key every test replica runs with.
 const MasterKey = "sk-itest-master"

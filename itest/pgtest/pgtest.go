@@ -29,8 +29,9 @@ import (
 
 var current *pgcluster.Cluster
 
-// Main starts the cluster, runs the tests and removes the cluster; use it as TestMain.
-func Main(m *testing.M) {
+// Main starts the cluster, runs the tests, removes the cluster and runs cleanups (also when
+// interrupted); use it as TestMain.
+func Main(m *testing.M, cleanups ...func()) {
 	c, err := pgcluster.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -40,9 +41,15 @@ func Main(m *testing.M) {
 	// remove the cluster even when the run is interrupted
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() { <-sig; c.Stop(); os.Exit(2) }()
+	stop := func() {
+		c.Stop()
+		for _, f := range cleanups {
+			f()
+		}
+	}
+	go func() { <-sig; stop(); os.Exit(2) }()
 	code := m.Run()
-	c.Stop()
+	stop()
 	os.Exit(code)
 }
 
