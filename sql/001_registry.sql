@@ -5,9 +5,13 @@
 CREATE SCHEMA IF NOT EXISTS gateway;
 
 -- One global, monotonic version sequence for every registry row. A global sequence (rather
--- than a per-row counter) keeps versions increasing across delete + re-insert of the same id,
--- so a delete tombstone (OLD.version + 1) can never shadow a later re-creation.
-CREATE SEQUENCE IF NOT EXISTS gateway.registry_version_seq;
+-- than a per-row counter) keeps versions increasing across delete + re-insert of the same id.
+-- Row versions are always EVEN (the sequence steps by 2) and a delete's tombstone is
+-- OLD.version + 1, always ODD, so a tombstone can never equal a row version: an INSERT that
+-- drew its version before waiting on a concurrent DELETE of the same key (its BEFORE trigger
+-- runs before the unique check) draws at least OLD.version + 2 and is newer than the
+-- tombstone, as its later commit requires.
+CREATE SEQUENCE IF NOT EXISTS gateway.registry_version_seq START WITH 2 INCREMENT BY 2 MINVALUE 2;
 
 CREATE TABLE IF NOT EXISTS gateway.models (
     model_id       text PRIMARY KEY,
@@ -105,8 +109,6 @@ BEGIN
     IF TG_OP = 'DELETE' THEN
         v_id := to_jsonb(OLD) ->> TG_ARGV[1];
         v_version := OLD.version + 1;
-        -- consume one version so a re-insert of this id is always newer than the tombstone
-        PERFORM nextval('gateway.registry_version_seq');
     ELSE
         v_id := to_jsonb(NEW) ->> TG_ARGV[1];
         v_version := NEW.version;

@@ -34,12 +34,11 @@ import (
 )
 
 func (s *Server) accessGroupRoutes() {
-	e := s.e
-	e.POST("/access_group/new", detailErrors("access groups", s.accessGroupNew), s.auth(admin))
-	e.GET("/access_group/list", detailErrors("access groups", s.accessGroupList), s.auth(admin))
-	e.GET("/access_group/:group/info", detailErrors("access groups", s.accessGroupInfo), s.auth(admin))
-	e.PUT("/access_group/:group/update", detailErrors("access groups", s.accessGroupUpdate), s.auth(admin))
-	e.DELETE("/access_group/:group/delete", detailErrors("access groups", s.accessGroupDelete), s.auth(admin))
+	s.detailRoute(http.MethodPost, "/access_group/new", "access groups", s.accessGroupNew)
+	s.detailRoute(http.MethodGet, "/access_group/list", "access groups", s.accessGroupList)
+	s.detailRoute(http.MethodGet, "/access_group/:group/info", "access groups", s.accessGroupInfo)
+	s.detailRoute(http.MethodPut, "/access_group/:group/update", "access groups", s.accessGroupUpdate)
+	s.detailRoute(http.MethodDelete, "/access_group/:group/delete", "access groups", s.accessGroupDelete)
 }
 
 type accessGroupRequest struct {

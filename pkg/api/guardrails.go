@@ -46,14 +46,14 @@ import (
 // {"error": {"message", "type", "param", "code"}}.
 func (s *Server) guardrailRoutes() {
 	e := s.e
-	e.POST("/guardrails", detailErrors("guardrails", s.guardrailCreate), s.auth(admin))
-	e.GET("/guardrails/list", detailErrors("guardrails", s.guardrailList), s.auth(admin))
-	e.GET("/v2/guardrails/list", detailErrors("guardrails", s.guardrailList), s.auth(admin))
-	e.GET("/guardrails/:id", detailErrors("guardrails", s.guardrailGet), s.auth(admin))
-	e.GET("/guardrails/:id/info", detailErrors("guardrails", s.guardrailGet), s.auth(admin))
-	e.PUT("/guardrails/:id", detailErrors("guardrails", s.guardrailPut), s.auth(admin))
-	e.PATCH("/guardrails/:id", detailErrors("guardrails", s.guardrailPatch), s.auth(admin))
-	e.DELETE("/guardrails/:id", detailErrors("guardrails", s.guardrailDelete), s.auth(admin))
+	s.detailRoute(http.MethodPost, "/guardrails", "guardrails", s.guardrailCreate)
+	s.detailRoute(http.MethodGet, "/guardrails/list", "guardrails", s.guardrailList)
+	s.detailRoute(http.MethodGet, "/v2/guardrails/list", "guardrails", s.guardrailList)
+	s.detailRoute(http.MethodGet, "/guardrails/:id", "guardrails", s.guardrailGet)
+	s.detailRoute(http.MethodGet, "/guardrails/:id/info", "guardrails", s.guardrailGet)
+	s.detailRoute(http.MethodPut, "/guardrails/:id", "guardrails", s.guardrailPut)
+	s.detailRoute(http.MethodPatch, "/guardrails/:id", "guardrails", s.guardrailPatch)
+	s.detailRoute(http.MethodDelete, "/guardrails/:id", "guardrails", s.guardrailDelete)
 	e.POST("/guardrails/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
 	e.POST("/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
 }

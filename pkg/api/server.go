@@ -50,6 +50,10 @@ type Server struct {
 	e       *echo.Echo
 	a2a     *a2a.Handler
 	metrics *metrics
+	// detail maps the route pattern (echo's c.Path()) of every management route answering in
+	// LiteLLM's {"detail": {"error": msg}} envelope to the objects it manages ("guardrails",
+	// "access groups"). Written by New only.
+	detail map[string]string
 }
 
 // New builds the server and its routes.
@@ -60,7 +64,7 @@ func New(d Deps) *Server {
 	if d.Supported == nil {
 		d.Supported = map[store.ObjectType]bool{}
 	}
-	s := &Server{Deps: d, e: echo.New()}
+	s := &Server{Deps: d, e: echo.New(), detail: map[string]string{}}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.metrics = newMetrics(s)
@@ -262,6 +266,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		}
 	case errors.Is(err, store.ErrUnavailable):
 		ae = errf(http.StatusServiceUnavailable, "service_unavailable", "database unavailable: the change was not saved; retry when the database is back")
+		if what, ok := s.detail[c.Path()]; ok {
+			ae.Message = fmt.Sprintf("database unavailable: %s are stored in Postgres and nothing was changed; retry when the database is back", what)
+		}
 	case errors.As(err, &he):
 		msg := fmt.Sprint(he.Message)
 		if he.Code == http.StatusRequestEntityTooLarge {
@@ -281,25 +288,29 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		zerolog.Ctx(c.Request().Context()).Error().Err(err).Str("request_id", rid).Msg("internal error")
 		ae = errf(http.StatusInternalServerError, "internal_server_error", "internal error (request id %s)", rid)
 	}
-	if ae.Type == "" {
-		ae.Type = statusType(ae.Status)
-	}
+	// The route decides the envelope, whatever raised the error (auth, body limit, handler).
 	style := ae.style
-	if style == styleOpenAI && isMessagesRoute(c) {
+	if _, ok := s.detail[c.Path()]; ok {
+		style = styleDetail
+	} else if style == styleOpenAI && isMessagesRoute(c) {
 		style = styleAnthropic
 	}
 	var body any
 	switch style {
 	case styleAnthropic:
-		body = map[string]any{"type": "error", "error": map[string]any{"type": ae.Type, "message": ae.Message}}
+		body = map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(ae.Status, ae.Type), "message": ae.Message}}
 	case styleDetail:
 		body = map[string]any{"detail": map[string]any{"error": ae.Message}}
 	default:
+		typ := ae.Type
+		if typ == "" {
+			typ = statusType(ae.Status)
+		}
 		param := any(nil)
 		if ae.Param != "" {
 			param = ae.Param
 		}
-		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": ae.Type, "param": param, "code": fmt.Sprint(ae.Status)}}
+		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": typ, "param": param, "code": fmt.Sprint(ae.Status)}}
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(ae.Status)
@@ -325,31 +336,53 @@ func sentinelReason(err, sentinel error, def string) string {
 	return reason
 }
 
+// anthropicTypes are the error types Anthropic documents (https://docs.anthropic.com/en/api/errors).
+var anthropicTypes = map[string]bool{
+	"invalid_request_error": true, "authentication_error": true, "billing_error": true,
+	"permission_error": true, "not_found_error": true, "request_too_large": true,
+	"rate_limit_error": true, "api_error": true, "timeout_error": true, "overloaded_error": true,
+}
+
+// anthropicType is the error type of an Anthropic envelope: typ when it already is one of
+// Anthropic's (e.g. an Anthropic upstream's, passed through), else Anthropic's type for the
+// status; api_error for a status Anthropic does not document.
+func anthropicType(status int, typ string) string {
+	if anthropicTypes[typ] {
+		return typ
+	}
+	switch status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
 func isMessagesRoute(c echo.Context) bool {
 	p := c.Path()
 	return p == "/v1/messages" || p == "/messages"
 }
 
-// detailErrors renders every error of a management handler in LiteLLM's
-// {"detail": {"error": msg}} envelope, keeping its status; a database outage is a 503 saying
-// nothing was changed. what names the objects ("guardrails", "access groups").
-func detailErrors(what string, h echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := h(c)
-		if err == nil {
-			return nil
-		}
-		var ae *Error
-		if errors.As(err, &ae) {
-			d := *ae
-			d.style = styleDetail
-			return &d
-		}
-		if errors.Is(err, store.ErrUnavailable) {
-			return detailErr(http.StatusServiceUnavailable, "database unavailable: %s are stored in Postgres and nothing was changed; retry when the database is back", what)
-		}
-		return err
-	}
+// detailRoute registers an admin management route of the objects named by what ("guardrails",
+// "access groups") whose every error — auth (401/403), body limit, the handler's own — is
+// rendered in LiteLLM's {"detail": {"error": msg}} envelope, keeping its status; a database
+// outage is a 503 saying nothing was changed. The envelope is chosen by the error handler from
+// the matched route, so it also covers errors raised before any route middleware runs (a body
+// over the limit by Content-Length).
+func (s *Server) detailRoute(method, path, what string, h echo.HandlerFunc) {
+	s.detail[path] = what
+	s.e.Add(method, path, h, s.auth(admin))
 }
 
 // --- auth --------------------------------------------------------------------------------------
@@ -407,7 +440,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			if level == admin {
-				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Path()))
+				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Request().URL.EscapedPath()))
 			}
 			c.Set(principalKey, &principal{key: vk})
 			return next(c)

@@ -378,8 +378,7 @@ func (d *decoder) message(m pglogrepl.Message) error {
 			s.push(ev)
 		}
 		if d.dropped > 0 {
-			s.dropped.Add(d.dropped)
-			s.needCatchUp.Store(true)
+			s.lost(d.dropped)
 		}
 		d.inTx, d.tx, d.dropped = false, d.tx[:0], 0
 		if m.TransactionEndLSN > d.handled {

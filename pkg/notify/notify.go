@@ -56,6 +56,9 @@ type Sink interface {
 	Generation() uint64
 	// Reconcile makes the registry match a full load; returns the drift it repaired.
 	Reconcile(rows []store.Row, startGen uint64) int
+	// Diff compares with a full load and returns the repair to run later (nil: no
+	// difference); the repair re-checks each difference and returns how many it changed.
+	Diff(rows []store.Row, startGen uint64) func() int
 }
 
 // Source names a change source in /sync/lag.
@@ -94,6 +97,7 @@ type Config struct {
 	PollInterval      time.Duration // change-log poll repairing lost notifications; default 2 s
 	PollGrace         time.Duration // a change younger than this is left to its notification; default 1 s
 	ReconcileInterval time.Duration // full reconcile counting drift; default 5 min
+	ReconcileGrace    time.Duration // wait before repairing what a reconcile found; default PollInterval+PollGrace+500ms
 	Retention         time.Duration // change-log retention this replica prunes to; default 24 h; <0 disables pruning
 	BackoffMin        time.Duration // reconnect backoff start; default 100 ms
 	BackoffMax        time.Duration // reconnect backoff cap; default 5 s
@@ -114,6 +118,7 @@ func (c *Config) defaults() {
 	def(&c.PollInterval, 2*time.Second)
 	def(&c.PollGrace, time.Second)
 	def(&c.ReconcileInterval, 5*time.Minute)
+	def(&c.ReconcileGrace, c.PollInterval+c.PollGrace+500*time.Millisecond)
 	def(&c.Retention, 24*time.Hour)
 	def(&c.BackoffMin, 100*time.Millisecond)
 	def(&c.BackoffMax, 5*time.Second)
@@ -136,8 +141,8 @@ type event struct {
 }
 
 type catchUpReq struct {
-	done     chan error
-	afterGap bool // a reconnect: everything found in the log counts as a repaired gap
+	done chan error
+	mode catchUpMode
 }
 
 // Syncer runs the change feed. Start it once; Stop is idempotent and blocks.
@@ -149,6 +154,7 @@ type Syncer struct {
 
 	events  chan event
 	catchUp chan catchUpReq
+	kick    chan struct{}
 
 	state       atomic.Value // State
 	ready       atomic.Bool
@@ -189,6 +195,7 @@ func New(cfg Config) *Syncer {
 		hbChan:  hbName(cfg),
 		events:  make(chan event, cfg.BufferSize),
 		catchUp: make(chan catchUpReq),
+		kick:    make(chan struct{}, 1),
 		pending: map[store.ObjectType]map[string]change{},
 	}
 	for _, sk := range cfg.Sinks {
@@ -233,10 +240,11 @@ func (s *Syncer) Start(ctx context.Context) error {
 		return fmt.Errorf("initial load: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go func() { defer s.wg.Done(); s.listen(ctx) }()
 	go func() { defer s.wg.Done(); s.apply(ctx) }()
 	go func() { defer s.wg.Done(); s.heartbeat(ctx) }()
+	go func() { defer s.wg.Done(); s.reconciler(ctx) }()
 	return nil
 }
 
@@ -341,8 +349,12 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 func (s *Syncer) requestCatchUp(ctx context.Context, first bool) error {
 	s.state.Store(StateCatchingUp)
 	done := make(chan error, 1)
+	mode := catchUpReconnect
+	if first {
+		mode = catchUpStart
+	}
 	select {
-	case s.catchUp <- catchUpReq{done: done, afterGap: !first}:
+	case s.catchUp <- catchUpReq{done: done, mode: mode}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -383,6 +395,9 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 	if n.Channel != Channel {
 		return
 	}
+	// any notification proves the listener connection alive (a burst of thousands can delay
+	// the heartbeat's own notification behind it)
+	s.lastHB.Store(time.Now().UnixNano())
 	var ev event
 	if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil || ev.Type == "" || (ev.ID == "" && ev.Op != "truncate") || ev.Seq <= 0 {
 		s.malformed.Add(1)
@@ -404,9 +419,8 @@ func (s *Syncer) push(ev event) {
 	select {
 	case s.events <- ev:
 	default:
-		// Buffer full: count it and let the change-log poll repair it.
-		s.dropped.Add(1)
-		s.needCatchUp.Store(true)
+		// Buffer full: count it and let the change-log catch-up repair it.
+		s.lost(1)
 	}
 }
 
@@ -446,15 +460,13 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 func (s *Syncer) apply(ctx context.Context) {
 	poll := time.NewTicker(s.cfg.PollInterval)
 	defer poll.Stop()
-	rec := time.NewTicker(s.cfg.ReconcileInterval)
-	defer rec.Stop()
-	batch := make([]event, 0, 1024)
+	batch := make([]event, 0, 8192)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case req := <-s.catchUp:
-			req.done <- s.catchUpNow(ctx, req.afterGap)
+			req.done <- s.catchUpNow(ctx, req.mode)
 		case ev := <-s.events:
 			batch = append(batch[:0], ev)
 		drain:
@@ -471,22 +483,11 @@ func (s *Syncer) apply(ctx context.Context) {
 			if s.State() != StateStreaming {
 				continue
 			}
-			force := s.needCatchUp.Swap(false)
-			if err := s.catchUpNow(ctx, force); err != nil {
-				s.needCatchUp.Store(force)
-				s.log.Debug().Err(err).Msg("change-log poll failed")
-			}
-		case <-rec.C:
-			if s.State() != StateStreaming {
-				continue
-			}
-			if err := s.fullLoad(ctx, true); err != nil {
-				s.log.Warn().Err(err).Msg("periodic reconcile failed")
-			}
-			if s.cfg.Retention > 0 {
-				if _, err := s.cfg.Store.PruneChanges(ctx, s.cfg.Retention); err != nil {
-					s.log.Debug().Err(err).Msg("prune change log failed")
-				}
+			s.poll(ctx)
+		case <-s.kick:
+			// notifications were dropped: repair from the log now, not at the next tick
+			if s.State() == StateStreaming {
+				s.poll(ctx)
 			}
 		}
 	}
@@ -546,12 +547,13 @@ func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType
 }
 
 // reread loads the ids the sink does not already hold and applies them version-guarded.
-// Absent ids are applied as deletes at the change's version when the change was a delete or
-// the row is visible but not loadable (a guardrail moved out of 'active'). A row that is not
-// visible after an insert/update is either deleted since (its delete change follows) or, with
-// logical decoding, committed but not yet visible to other sessions (PostgreSQL makes a
-// commit visible just after its WAL record is flushed and streamed): the logical source
-// re-reads those briefly and leaves the rest to the next poll; it never tombstones them.
+// Absent ids are applied as deletes when the change was a delete and the row is gone, or when
+// the row is visible but not loadable (a guardrail moved out of 'active'). A change whose
+// version is not visible yet — the row missing after an insert, or older than the change after
+// an update or delete — was either superseded since (a later change follows) or, with logical
+// decoding, committed but not yet visible to other sessions (PostgreSQL makes a commit
+// visible just after its WAL record is flushed and streamed): the logical source re-reads
+// those briefly and leaves the rest to the next poll; it never tombstones them.
 // Returns how many registry entries changed.
 func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change) (int, error) {
 	sink := s.sinks[typ]
@@ -572,22 +574,27 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 		if err != nil {
 			return changed, err
 		}
+		// seen: the row is visible at (at least) the version the change reported
 		seen := make(map[string]bool, len(rows)+len(filtered))
 		for _, r := range rows {
-			seen[r.ID] = true
+			seen[r.ID] = r.Version >= ids[r.ID].v
 		}
 		absent := map[string]int64{}
-		for _, id := range filtered {
-			seen[id] = true
-			absent[id] = ids[id].v
+		for _, r := range filtered {
+			if r.Version >= ids[r.ID].v {
+				seen[r.ID] = true
+				absent[r.ID] = r.Version
+			}
 		}
 		var invisible []string
 		for _, id := range need {
 			switch {
 			case seen[id]:
-			case ids[id].del:
+			case ids[id].del && !visible(rows, filtered, id):
 				absent[id] = ids[id].v
 			default:
+				// not visible yet (logical decoding) at the change's version: the older
+				// version read, if any, is applied below; the change itself is retried
 				invisible = append(invisible, id)
 			}
 		}
@@ -596,8 +603,11 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 		if len(need) == 0 || s.cfg.Source != SourceLogical {
 			break
 		}
-		if attempt == 25 {
+		if attempt == 10 {
+			// still not visible after ~20 ms (e.g. a commit waiting on synchronous
+			// replication): retry from the applier loop shortly, without blocking it
 			s.addPending(typ, pick(ids, need))
+			time.AfterFunc(25*time.Millisecond, s.kickNow)
 			break
 		}
 		select {
@@ -607,6 +617,21 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 		}
 	}
 	return changed, nil
+}
+
+// visible reports whether id was returned by a re-read, loadable or not.
+func visible(rows, filtered []store.Row, id string) bool {
+	for _, r := range rows {
+		if r.ID == id {
+			return true
+		}
+	}
+	for _, r := range filtered {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func pick(ids map[string]change, keys []string) map[string]change {
@@ -635,24 +660,67 @@ func (s *Syncer) addPendingReload(typ store.ObjectType) {
 	s.addPending(typ, map[string]change{"": {}})
 }
 
+// catchUpMode says why the change log is read.
+type catchUpMode int
+
+const (
+	// catchUpStart: first subscription after the initial load; apply everything, count nothing.
+	catchUpStart catchUpMode = iota
+	// catchUpReconnect: after a lost subscription; apply everything, count repaired gaps.
+	catchUpReconnect
+	// catchUpPoll: routine poll or dropped notifications; leave changes younger than
+	// PollGrace to their notification, count the rest as repaired gaps.
+	catchUpPoll
+)
+
+// poll runs a routine change-log catch-up (also after dropped notifications).
+func (s *Syncer) poll(ctx context.Context) {
+	force := s.needCatchUp.Swap(false)
+	mode := catchUpPoll
+	if force {
+		mode = catchUpReconnect
+	}
+	if err := s.catchUpNow(ctx, mode); err != nil {
+		s.needCatchUp.Store(force)
+		s.log.Debug().Err(err).Msg("change-log poll failed")
+	}
+}
+
+// kickNow asks the applier for a catch-up pass (pending re-reads first) as soon as it is free.
+func (s *Syncer) kickNow() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// lost records that notifications were lost (buffer full) and kicks an immediate catch-up.
+func (s *Syncer) lost(n int64) {
+	s.dropped.Add(n)
+	s.needCatchUp.Store(true)
+	s.kickNow()
+}
+
 // catchUpNow reads the change log since the watermark and applies what the registries do not
 // hold yet. After a reconnect (afterGap) every such change counts as a repaired gap; on a
 // routine poll, changes younger than PollGrace are left to their notification and hold the
 // watermark back so they are looked at again.
-func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
-	// retry re-reads that failed earlier
-	for typ, ids := range s.pending {
+func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
+	afterGap := mode != catchUpPoll // no grace: no notification is on its way for these
+	// retry re-reads that failed earlier (a retry may leave some pending again)
+	pending := s.pending
+	s.pending = map[store.ObjectType]map[string]change{}
+	for typ, ids := range pending {
+		var err error
 		if _, reload := ids[""]; reload {
-			if err := s.reconcileType(ctx, typ, false); err != nil {
-				return err
-			}
-			delete(s.pending, typ)
-			continue
+			err = s.reconcileType(ctx, typ, false)
+		} else {
+			_, err = s.reread(ctx, typ, ids)
 		}
-		if _, err := s.reread(ctx, typ, ids); err != nil {
+		if err != nil {
+			s.addPending(typ, ids)
 			return err
 		}
-		delete(s.pending, typ)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -708,6 +776,9 @@ func (s *Syncer) catchUpNow(ctx context.Context, afterGap bool) error {
 			return err
 		}
 		gaps += n
+	}
+	if mode == catchUpStart {
+		gaps = 0 // committed between the initial load and LISTEN: expected, not a gap
 	}
 	if gaps > 0 {
 		s.gaps.Add(int64(gaps))
@@ -774,14 +845,70 @@ func (s *Syncer) load(ctx context.Context, t store.ObjectType, countDrift bool) 
 	return snap.Watermark, nil
 }
 
-// Reconcile runs a full versioned reconcile now and returns the drift it repaired. It is
-// executed on the caller's goroutine; use it from tests and admin tooling.
-func (s *Syncer) Reconcile(ctx context.Context) (int64, error) {
-	before := s.drift.Load()
-	for t := range s.sinks {
-		if err := s.reconcileType(ctx, t, true); err != nil {
-			return 0, err
+// reconciler runs the periodic anti-entropy reconcile and prunes the change log, off the
+// applier goroutine so a large full load never stalls applying changes.
+func (s *Syncer) reconciler(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ReconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s.State() != StateStreaming {
+			continue
+		}
+		if _, err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("periodic reconcile failed")
+		}
+		if s.cfg.Retention > 0 {
+			if _, err := s.cfg.Store.PruneChanges(ctx, s.cfg.Retention); err != nil {
+				s.log.Debug().Err(err).Msg("prune change log failed")
+			}
 		}
 	}
-	return s.drift.Load() - before, nil
+}
+
+// Reconcile runs a full versioned reconcile and returns the drift it repaired: it loads every
+// type, waits ReconcileGrace so changes committed before the snapshot but still in flight (a
+// queued notification, the next poll) land through the feed, then repairs only what still
+// differs — that is drift, which should stay 0 (DESIGN.md, layer 3). Runs on the caller's
+// goroutine.
+func (s *Syncer) Reconcile(ctx context.Context) (int64, error) {
+	type pending struct {
+		typ store.ObjectType
+		fix func() int
+	}
+	var fixes []pending
+	for t, sink := range s.sinks {
+		gen := sink.Generation()
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		snap, err := s.cfg.Store.LoadAll(lctx, t)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if fix := sink.Diff(snap.Rows, gen); fix != nil {
+			fixes = append(fixes, pending{t, fix})
+		}
+	}
+	s.reconciles.Add(1)
+	if len(fixes) == 0 {
+		return 0, nil
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(s.cfg.ReconcileGrace):
+	}
+	var total int64
+	for _, f := range fixes {
+		if n := f.fix(); n > 0 {
+			total += int64(n)
+			s.log.Warn().Str("type", string(f.typ)).Int("drift", n).Msg("reconcile repaired drift")
+		}
+	}
+	s.drift.Add(total)
+	return total, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"lockstep/itest/pgtest"
 	"lockstep/pkg/notify"
+	"lockstep/pkg/pgcluster"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
 )
@@ -77,7 +78,12 @@ type bundle struct {
 
 func setup(t *testing.T, src notify.Source) *bundle {
 	t.Helper()
-	url := pgtest.NewDB(t)
+	return setupURL(t, pgtest.NewDB(t), src)
+}
+
+// setupURL is setup on a database of the caller's (e.g. on a cluster of its own).
+func setupURL(t *testing.T, url string, src notify.Source) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, url)
 	require.NoError(t, err)
@@ -691,5 +697,105 @@ func TestEveryCommitIsAppliedUnderLoad(t *testing.T) {
 		}
 		waitFor(t, "every commit applied", func() bool { return r.models.Len() == n })
 		require.Zero(t, r.models.ApplyErrors())
+	})
+}
+
+// A DELETE and a re-INSERT of the same key racing: the INSERT's BEFORE trigger draws its
+// version before it waits on the unique-index entry of the row being deleted, while the
+// DELETE's AFTER trigger (which records the tombstone, OLD.version + 1) has not run yet; the
+// INSERT commits after the DELETE. Row versions are even and tombstones odd, so the
+// re-inserted row is always newer than the tombstone and is applied (it used to equal it and
+// stay hidden on every replica).
+func TestDeleteRacingReinsertOfSameKey(t *testing.T) {
+	t.Parallel()
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		b := setup(t, src)
+		r := startReplica(t, b, "a", nil)
+		ctx := context.Background()
+		deleter, err := pgx.Connect(ctx, b.url)
+		require.NoError(t, err)
+		defer deleter.Close(ctx)
+		inserter, err := pgx.Connect(ctx, b.url)
+		require.NoError(t, err)
+		defer inserter.Close(ctx)
+		for i := range 5 {
+			id := fmt.Sprint("k", i)
+			exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ($1, 'g')`, id)
+			waitFor(t, "created", func() bool { _, ok := r.get(id); return ok })
+			deleted := make(chan error, 1)
+			go func() {
+				// the row is deleted, then the statement sleeps: its AFTER trigger runs at the end
+				_, err := deleter.Exec(ctx, `WITH d AS (DELETE FROM gateway.models WHERE model_id = $1 RETURNING 1)
+					SELECT pg_sleep(0.3) FROM d`, id)
+				deleted <- err
+			}()
+			waitFor(t, "delete statement sleeping", func() bool {
+				var n int
+				_ = b.st.QueryInt(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`)
+				return n > 0
+			})
+			inserted := make(chan error, 1)
+			go func() {
+				_, err := inserter.Exec(ctx, `INSERT INTO gateway.models (model_id, model_name) VALUES ($1, 'g-again') ON CONFLICT DO NOTHING`, id)
+				inserted <- err
+			}()
+			require.NoError(t, <-deleted)
+			require.NoError(t, <-inserted)
+			var n int
+			require.NoError(t, b.st.QueryInt(ctx, &n, `SELECT count(*) FROM gateway.models WHERE model_id = $1`, id))
+			require.Equal(t, 1, n, "the re-insert must have committed")
+			waitFor(t, "re-inserted row served", func() bool { e, ok := r.get(id); return ok && e.Value.Name == "g-again" })
+		}
+	})
+}
+
+// Logical decoding can stream a commit before it is visible to other sessions (here: a
+// commit waiting for a synchronous standby that never answers). The re-read then sees the
+// previous version; the change must be retried until it is visible, not taken as applied.
+// The poll is off, so only the re-read retry can deliver. Runs on a cluster of its own
+// (synchronous_standby_names is server-wide).
+func TestChangeStreamedBeforeVisibleIsRetried(t *testing.T) {
+	t.Parallel()
+	c, err := pgcluster.Start()
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+	ctx := context.Background()
+	forEachSourceSequential(t, func(t *testing.T, src notify.Source) {
+		url, err := c.CreateDB(ctx, "vis_"+string(src))
+		require.NoError(t, err)
+		b := setupURL(t, url, src)
+		r := startReplica(t, b, "a", func(c *notify.Config) { c.PollInterval = time.Hour })
+		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m', 'before')`)
+		waitFor(t, "created", func() bool { e, ok := r.get("m"); return ok && e.Value.Name == "before" })
+
+		exec(t, b.admin, `ALTER SYSTEM SET synchronous_standby_names = 'nobody'`)
+		exec(t, b.admin, `SELECT pg_reload_conf()`)
+		t.Cleanup(func() {
+			conn, err := pgx.Connect(ctx, url)
+			if err == nil {
+				_, _ = conn.Exec(ctx, `ALTER SYSTEM RESET synchronous_standby_names`)
+				_, _ = conn.Exec(ctx, `SELECT pg_reload_conf()`)
+				conn.Close(ctx)
+			}
+		})
+		writer, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		defer writer.Close(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := writer.Exec(ctx, `UPDATE gateway.models SET model_name = 'after' WHERE model_id = 'm'`)
+			done <- err
+		}()
+		// wait until the commit is flushed and waiting for the standby
+		waitFor(t, "commit waiting for sync rep", func() bool {
+			var n int
+			_ = b.st.QueryInt(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`)
+			return n > 0
+		})
+		time.Sleep(100 * time.Millisecond) // let the stream deliver the not-yet-visible commit
+		exec(t, b.admin, `ALTER SYSTEM RESET synchronous_standby_names`)
+		exec(t, b.admin, `SELECT pg_reload_conf()`)
+		require.NoError(t, <-done)
+		waitFor(t, "update applied once visible", func() bool { e, _ := r.get("m"); return e.Value.Name == "after" })
 	})
 }

@@ -4,12 +4,17 @@
 //
 // A Registry implements notify.Sink, so the change feed (notifications, catch-up, full
 // reconcile) and read-throughs all go through the same version-guarded Apply.
+//
+// Snapshots are sharded (64 shards by key hash) so a write copies only the shards it touches:
+// a change costs O(registry size / 64), not O(registry size), which keeps a 200k-key registry
+// applying changes in microseconds.
 package registry
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,47 +32,59 @@ type Entry[T any] struct {
 	Config  bool  // from the config file: DB sync never touches it
 	Row     []byte
 	Value   T
-	gen     uint64 // local apply generation, for the reconcile race (see Reconcile)
+	names   []string // the names it is indexed under
+	gen     uint64   // local apply generation, for the reconcile race (see Diff)
 }
+
+const shards = 64
+
+var seed = maphash.MakeSeed()
+
+func shardOf(key string) int { return int(maphash.String(seed, key) % shards) }
 
 // Snapshot is an immutable view of a registry. Read it without locks.
 type Snapshot[T any] struct {
-	byID   map[string]*Entry[T]
-	byName map[string][]*Entry[T]
+	ids   [shards]map[string]*Entry[T]
+	names [shards]map[string][]*Entry[T]
+	n     int
 }
 
 // ByID returns the entry with primary key id.
 func (s *Snapshot[T]) ByID(id string) (*Entry[T], bool) {
-	e, ok := s.byID[id]
+	e, ok := s.ids[shardOf(id)][id]
 	return e, ok
 }
 
 // ByName returns the entries indexed under name (a model group's deployments, a guardrail
 // or agent name). The slice must not be modified.
-func (s *Snapshot[T]) ByName(name string) []*Entry[T] { return s.byName[name] }
+func (s *Snapshot[T]) ByName(name string) []*Entry[T] { return s.names[shardOf(name)][name] }
 
 // Len is the number of entries.
-func (s *Snapshot[T]) Len() int { return len(s.byID) }
+func (s *Snapshot[T]) Len() int { return s.n }
 
 // All calls fn for every entry, in no particular order, until fn returns false.
 func (s *Snapshot[T]) All(fn func(*Entry[T]) bool) {
-	for _, e := range s.byID {
-		if !fn(e) {
-			return
+	for i := range s.ids {
+		for _, e := range s.ids[i] {
+			if !fn(e) {
+				return
+			}
 		}
 	}
 }
 
 // Names returns every indexed name.
 func (s *Snapshot[T]) Names() []string {
-	out := make([]string, 0, len(s.byName))
-	for n := range s.byName {
-		out = append(out, n)
+	var out []string
+	for i := range s.names {
+		for n := range s.names[i] {
+			out = append(out, n)
+		}
 	}
 	return out
 }
 
-// Options configures a Registry. Build and Names are required.
+// Options configures a Registry. Build is required.
 type Options[T any] struct {
 	Type store.ObjectType
 	// Build turns a loaded row into the runtime value. An error keeps the serving entry
@@ -94,11 +111,12 @@ type Options[T any] struct {
 
 type tombstone struct {
 	version int64
+	gen     uint64 // local generation it was recorded at (see Repair)
 	at      time.Time
 }
 
-// Registry is a generic versioned registry. Reads (Load) never lock; writes copy the
-// snapshot under a mutex and publish it atomically.
+// Registry is a generic versioned registry. Reads (Load) never lock; writes copy the touched
+// shards under a mutex and publish a new snapshot atomically.
 type Registry[T any] struct {
 	opts  Options[T]
 	snap  atomic.Pointer[Snapshot[T]]
@@ -128,7 +146,7 @@ func New[T any](opts Options[T]) *Registry[T] {
 	r := &Registry[T]{opts: opts, tombs: map[string]tombstone{}, failed: map[string]int64{}}
 	ch := make(chan struct{})
 	r.changed.Store(&ch)
-	r.snap.Store(&Snapshot[T]{byID: map[string]*Entry[T]{}, byName: map[string][]*Entry[T]{}})
+	r.snap.Store(&Snapshot[T]{})
 	if opts.Load != nil {
 		r.rt = readthrough.New(r.fetch, opts.ReadThrough)
 	}
@@ -155,50 +173,131 @@ func (r *Registry[T]) ReadThroughStats() readthrough.Stats {
 	return r.rt.Stats()
 }
 
-// SetConfig replaces every config-sourced entry (config file objects). DB entries are kept.
-func (r *Registry[T]) SetConfig(values map[string]T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old := r.snap.Load()
-	byID := make(map[string]*Entry[T], len(old.byID)+len(values))
-	for id, e := range old.byID {
-		if !e.Config {
-			byID[id] = e
-		}
-	}
-	r.gen++
-	for id, v := range values {
-		byID[id] = &Entry[T]{ID: id, Config: true, Value: v, gen: r.gen}
-	}
-	r.publish(byID)
-}
-
-func (r *Registry[T]) publish(byID map[string]*Entry[T]) {
-	byName := make(map[string][]*Entry[T], len(byID))
-	if r.opts.Names != nil {
-		for _, e := range byID {
-			for _, n := range r.opts.Names(e) {
-				byName[n] = append(byName[n], e)
-			}
-		}
-	}
-	r.snap.Store(&Snapshot[T]{byID: byID, byName: byName})
-	if r.changed.Load() != nil {
-		ch := make(chan struct{})
-		close(*r.changed.Swap(&ch))
-	}
-}
-
 // Changed returns a channel closed at the next publish.
 func (r *Registry[T]) Changed() <-chan struct{} { return *r.changed.Load() }
 
 // Has reports whether name is held, as an id or an indexed name.
 func (r *Registry[T]) Has(name string) bool {
 	s := r.snap.Load()
-	if _, ok := s.byID[name]; ok {
+	if _, ok := s.ByID(name); ok {
 		return true
 	}
-	return len(s.byName[name]) > 0
+	return len(s.ByName(name)) > 0
+}
+
+// cow is one copy-on-write edit of a snapshot: shards are copied on first touch.
+type cow[T any] struct {
+	r           *Registry[T]
+	next        Snapshot[T]
+	idsCopied   [shards]bool
+	namesCopied [shards]bool
+	names       []string // names touched, for the negative cache
+	dirty       bool
+}
+
+func (r *Registry[T]) edit() *cow[T] {
+	return &cow[T]{r: r, next: *r.snap.Load()}
+}
+
+func (c *cow[T]) idShard(id string) map[string]*Entry[T] {
+	i := shardOf(id)
+	if !c.idsCopied[i] {
+		m := make(map[string]*Entry[T], len(c.next.ids[i])+1)
+		for k, v := range c.next.ids[i] {
+			m[k] = v
+		}
+		c.next.ids[i] = m
+		c.idsCopied[i] = true
+	}
+	return c.next.ids[i]
+}
+
+func (c *cow[T]) nameShard(name string) map[string][]*Entry[T] {
+	i := shardOf(name)
+	if !c.namesCopied[i] {
+		m := make(map[string][]*Entry[T], len(c.next.names[i])+1)
+		for k, v := range c.next.names[i] {
+			m[k] = v
+		}
+		c.next.names[i] = m
+		c.namesCopied[i] = true
+	}
+	return c.next.names[i]
+}
+
+// remove takes the entry with id out of the snapshot and its name index.
+func (c *cow[T]) remove(id string) {
+	old, ok := c.next.ByID(id)
+	if !ok {
+		return
+	}
+	delete(c.idShard(id), id)
+	c.next.n--
+	for _, n := range old.names {
+		m := c.nameShard(n)
+		list := m[n]
+		kept := make([]*Entry[T], 0, len(list))
+		for _, e := range list {
+			if e.ID != id {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 {
+			delete(m, n)
+		} else {
+			m[n] = kept
+		}
+	}
+	c.dirty = true
+}
+
+// put adds (or replaces) an entry.
+func (c *cow[T]) put(e *Entry[T]) {
+	c.remove(e.ID)
+	if c.r.opts.Names != nil {
+		e.names = c.r.opts.Names(e)
+	}
+	c.idShard(e.ID)[e.ID] = e
+	c.next.n++
+	for _, n := range e.names {
+		m := c.nameShard(n)
+		list := make([]*Entry[T], 0, len(m[n])+1)
+		m[n] = append(append(list, m[n]...), e)
+	}
+	c.names = append(c.names, e.names...)
+	c.dirty = true
+}
+
+// commit publishes the edit and broadcasts the change. Caller holds r.mu.
+func (c *cow[T]) commit() {
+	if !c.dirty {
+		return
+	}
+	next := c.next
+	c.r.snap.Store(&next)
+	ch := make(chan struct{})
+	close(*c.r.changed.Swap(&ch))
+	if c.r.rt != nil {
+		c.r.rt.Forget(c.names...)
+	}
+}
+
+// SetConfig replaces every config-sourced entry (config file objects). DB entries are kept.
+func (r *Registry[T]) SetConfig(values map[string]T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.edit()
+	r.snap.Load().All(func(e *Entry[T]) bool {
+		if e.Config {
+			c.remove(e.ID)
+		}
+		return true
+	})
+	r.gen++
+	for id, v := range values {
+		c.put(&Entry[T]{ID: id, Config: true, Value: v, gen: r.gen})
+	}
+	c.commit()
 }
 
 func (r *Registry[T]) newer(id string, version int64, cur *Entry[T]) bool {
@@ -247,64 +346,45 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 			r.failed[row.ID] = row.Version
 		}
 	}
-	old := r.snap.Load()
-	var byID map[string]*Entry[T]
-	cow := func() {
-		if byID == nil {
-			byID = make(map[string]*Entry[T], len(old.byID)+len(ok))
-			for k, v := range old.byID {
-				byID[k] = v
-			}
-		}
-	}
+	c := r.edit()
 	r.gen++
 	changed := 0
-	var names []string
 	for _, b := range ok {
-		if !r.newer(b.row.ID, b.row.Version, old.byID[b.row.ID]) {
+		cur, _ := c.next.ByID(b.row.ID)
+		if !r.newer(b.row.ID, b.row.Version, cur) {
 			continue
 		}
-		cow()
 		delete(r.failed, b.row.ID)
-		e := &Entry[T]{ID: b.row.ID, Version: b.row.Version, Row: b.row.Data, Value: b.val, gen: r.gen}
-		byID[b.row.ID] = e
-		if r.opts.Names != nil {
-			names = append(names, r.opts.Names(e)...)
-		}
+		c.put(&Entry[T]{ID: b.row.ID, Version: b.row.Version, Row: b.row.Data, Value: b.val, gen: r.gen})
 		changed++
 	}
+	now := time.Now()
 	for id, v := range absent {
-		cur := old.byID[id]
+		cur, _ := c.next.ByID(id)
 		if cur != nil && cur.Config {
 			continue
 		}
 		if t, ok := r.tombs[id]; !ok || t.version < v {
-			r.tombs[id] = tombstone{version: v, at: time.Now()}
+			r.tombs[id] = tombstone{version: v, gen: r.gen, at: now}
 		}
 		if r.failed[id] < v {
 			delete(r.failed, id)
 		}
 		if cur != nil && cur.Version < v {
-			cow()
-			delete(byID, id)
+			c.remove(id)
 			changed++
 		}
 	}
-	if byID != nil {
-		r.publish(byID)
-	}
-	r.pruneTombstones()
-	if r.rt != nil {
-		r.rt.Forget(names...)
-	}
+	c.commit()
+	r.pruneTombstones(now)
 	return changed
 }
 
-func (r *Registry[T]) pruneTombstones() {
+func (r *Registry[T]) pruneTombstones(now time.Time) {
 	if len(r.tombs) < 1024 {
 		return
 	}
-	cut := time.Now().Add(-r.opts.TombstoneTTL)
+	cut := now.Add(-r.opts.TombstoneTTL)
 	for id, t := range r.tombs {
 		if t.at.Before(cut) {
 			delete(r.tombs, id)
@@ -316,7 +396,7 @@ func (r *Registry[T]) pruneTombstones() {
 // deleted, or known to be invalid. The change feed uses it to skip re-reading changes it has
 // already applied.
 func (r *Registry[T]) Holds(id string, version int64) bool {
-	if e, ok := r.snap.Load().byID[id]; ok && (e.Config || e.Version >= version) {
+	if e, ok := r.snap.Load().ByID(id); ok && (e.Config || e.Version >= version) {
 		return true
 	}
 	r.mu.Lock()
@@ -334,56 +414,85 @@ func (r *Registry[T]) knownBad(id string, version int64) bool {
 	return r.failed[id] >= version && version > 0
 }
 
-// Generation returns the local apply generation; Reconcile compares against it.
+// Generation returns the local apply generation; Diff compares against it.
 func (r *Registry[T]) Generation() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.gen
 }
 
-// Reconcile makes the registry match a full load taken at one DB snapshot. startGen must be
-// Generation() read BEFORE that snapshot was taken: an entry applied at a later generation
-// may have been loaded after the snapshot (by a notification or read-through) and is never
-// evicted or downgraded. Newer rows are applied through Apply's version guard. Returns the
-// drift: entries that were missing, stale or should have been gone.
-func (r *Registry[T]) Reconcile(rows []store.Row, startGen uint64) int {
-	old := r.snap.Load()
+// Diff compares the registry with a full load taken at one DB snapshot and returns the
+// repair to run, or nil when they agree. startGen must be Generation() read BEFORE that
+// snapshot was taken: an entry applied at a later generation may have been loaded after the
+// snapshot (by a notification or read-through) and is never evicted or downgraded.
+//
+// The repair re-checks every difference when it runs, so it can be deferred (the change
+// feed waits a moment, letting notifications in flight land, and counts as drift only what
+// is still different then). It returns how many entries it changed:
+//   - rows the registry lacks or holds older are applied through Apply's version guard; a
+//     tombstone recorded before the snapshot that would refuse a row the snapshot shows alive
+//     is stale and is dropped;
+//   - entries the snapshot lacks, applied before it and not re-applied since, are evicted
+//     with a tombstone.
+func (r *Registry[T]) Diff(rows []store.Row, startGen uint64) func() int {
+	snap := r.snap.Load()
 	seen := make(map[string]struct{}, len(rows))
 	var fresh []store.Row
 	for _, row := range rows {
 		seen[row.ID] = struct{}{}
-		if e, ok := old.byID[row.ID]; !ok || (!e.Config && e.Version < row.Version) {
+		if e, ok := snap.ByID(row.ID); !ok || (!e.Config && e.Version < row.Version) {
 			fresh = append(fresh, row)
 		}
 	}
-	drift := r.Apply(fresh, nil)
-	// Evictions: entries the snapshot does not have, loaded before the snapshot.
-	r.mu.Lock()
-	cur := r.snap.Load()
-	var byID map[string]*Entry[T]
-	for id, e := range cur.byID {
-		if e.Config || e.gen > startGen {
-			continue
+	evict := map[string]int64{}
+	snap.All(func(e *Entry[T]) bool {
+		if _, ok := seen[e.ID]; !ok && !e.Config && e.gen <= startGen {
+			evict[e.ID] = e.Version
 		}
-		if _, ok := seen[id]; ok {
-			continue
-		}
-		if byID == nil {
-			byID = make(map[string]*Entry[T], len(cur.byID))
-			for k, v := range cur.byID {
-				byID[k] = v
-			}
-		}
-		delete(byID, id)
-		r.tombs[id] = tombstone{version: e.Version + 1, at: time.Now()}
-		drift++
+		return true
+	})
+	if len(fresh) == 0 && len(evict) == 0 {
+		return nil
 	}
-	if byID != nil {
-		r.gen++
-		r.publish(byID)
+	return func() int { return r.repair(fresh, evict, startGen) }
+}
+
+func (r *Registry[T]) repair(fresh []store.Row, evict map[string]int64, startGen uint64) int {
+	r.mu.Lock()
+	for _, row := range fresh {
+		if t, ok := r.tombs[row.ID]; ok && t.version >= row.Version && t.gen <= startGen {
+			delete(r.tombs, row.ID) // the snapshot, taken after it, shows the row alive
+		}
 	}
 	r.mu.Unlock()
-	return drift
+	n := r.Apply(fresh, nil)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.edit()
+	now := time.Now()
+	for id, v := range evict {
+		e, ok := c.next.ByID(id)
+		if !ok || e.Version != v || e.gen > startGen {
+			continue // gone or re-applied since the snapshot
+		}
+		c.remove(id)
+		r.tombs[id] = tombstone{version: v + 1, gen: r.gen, at: now}
+		n++
+	}
+	if c.dirty {
+		r.gen++
+	}
+	c.commit()
+	return n
+}
+
+// Reconcile runs Diff and its repair at once (initial load, truncate); returns the entries
+// it changed.
+func (r *Registry[T]) Reconcile(rows []store.Row, startGen uint64) int {
+	if fix := r.Diff(rows, startGen); fix != nil {
+		return fix()
+	}
+	return 0
 }
 
 // ErrNotFound is returned by Resolve when the name is unknown after any read-through.
@@ -392,7 +501,8 @@ var ErrNotFound = errors.New("not found")
 // Resolve runs a read-through for a missed name: it loads the rows for name from Postgres and
 // applies them (version-guarded), so the caller's next lookup sees them. Outcome per
 // readthrough.Group.Do: found, not found (negative-cached), or a fail-closed miss (budget
-// exhausted, DB error). Returns nil when rows were applied; ErrNotFound otherwise.
+// exhausted, DB error), after which it waits up to MissWait for the change feed to publish the
+// name. Returns nil when the name is now held; ErrNotFound otherwise.
 func (r *Registry[T]) Resolve(ctx context.Context, name string) error {
 	if r.rt == nil {
 		return ErrNotFound
@@ -432,6 +542,9 @@ func (r *Registry[T]) waitFor(ctx context.Context, name string, d time.Duration)
 	}
 }
 
+// fetch is the read-through: load the rows for name and apply them. It reports found only
+// when the name is then held, so rows that could not be applied (invalid, or older than a
+// tombstone) are negative-cached like a miss instead of costing a DB read per request.
 func (r *Registry[T]) fetch(ctx context.Context, name string) (bool, error) {
 	rows, err := r.opts.Load(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
@@ -441,5 +554,5 @@ func (r *Registry[T]) fetch(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	r.Apply(rows, nil)
-	return true, nil
+	return r.Has(name), nil
 }

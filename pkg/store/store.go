@@ -326,11 +326,11 @@ func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]
 }
 
 // Reload re-reads rows by primary key for the change feed and tells apart the two ways an id
-// can be missing from the loadable set: Filtered lists ids whose row is visible but not
-// loadable (a guardrail not 'active'); an id in neither result is not visible at all (deleted,
+// can be missing from the loadable set: filtered lists the rows (id and version only) that
+// are visible but not loadable (a guardrail not 'active'); an id in neither result is not visible at all (deleted,
 // or — with logical decoding, which can deliver a commit just before it becomes visible to
 // other sessions — not visible yet).
-func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows []Row, filtered []string, err error) {
+func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows []Row, filtered []Row, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	ti, err := info(typ)
@@ -349,11 +349,12 @@ func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows 
 		if err := res.Scan(&r.ID, &r.Version, &r.Data, &loadable); err != nil {
 			return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
 		}
+		r.Type = typ
 		if !loadable {
-			filtered = append(filtered, r.ID)
+			r.Data = nil
+			filtered = append(filtered, r)
 			continue
 		}
-		r.Type = typ
 		rows = append(rows, r)
 	}
 	if err := res.Err(); err != nil {
@@ -363,8 +364,9 @@ func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows 
 }
 
 // LoadByName reads the loadable rows a read-through needs for one requested name: models by
-// model_name (every deployment of the group) or model_id, guardrails by guardrail_name or id,
-// agents by agent_id or agent_name, keys by token. Returns ErrNotFound when none match.
+// model_name (every deployment of the group), guardrails by guardrail_name, agents by
+// agent_id or agent_name, keys by token — exactly how each registry is looked up, so a row
+// found is a row served. Returns ErrNotFound when none match.
 func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]Row, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -372,7 +374,11 @@ func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, selectSQL(ti, "t."+ti.name+" = $1 OR t."+ti.pk+" = $1"), name)
+	where := "t." + ti.name + " = $1"
+	if typ == Agent {
+		where += " OR t." + ti.pk + " = $1" // A2A routes address an agent by id or name
+	}
+	rows, err := s.pool.Query(ctx, selectSQL(ti, where), name)
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, mapErr(err))
 	}
@@ -453,6 +459,13 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 	defer cancel()
 	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
 	return mapErr(err)
+}
+
+// QueryInt scans the single integer a query returns into dst; for tests and admin tooling.
+func (s *Store) QueryInt(ctx context.Context, dst *int, sql string, args ...any) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	return mapErr(s.pool.QueryRow(ctx, sql, args...).Scan(dst))
 }
 
 // Exec runs one statement; for tests and admin tooling.
