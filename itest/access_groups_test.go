@@ -327,7 +327,7 @@ func TestAccessGroupReadThroughOfUnseenModel(t *testing.T) {
 	st, b = p.A.Do(t, "POST", "/access_group/new", map[string]any{"access_group": "psql-group", "model_names": []string{"ag-psql"}})
 	require.Equal(t, 200, st, "%s", b)
 	require.EqualValues(t, 1, JSON(t, b)["models_updated"])
-	require.Equal(t, before+1, p.A.ReadThrough(t, "models")["found"])
+	require.Equal(t, before+1, p.A.ReadThrough(t, "models")["found"], "%v", p.A.ReadThrough(t, "models"))
 	require.Equal(t, "kept", agScalar[string](t, p.DB, "SELECT model_info->>'note' FROM gateway.models WHERE model_id = 'psql-id'"),
 		"other model_info fields survive")
 

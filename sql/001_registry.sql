@@ -180,6 +180,9 @@ BEGIN
     WITH gone AS (
         DELETE FROM gateway.registry_changes
         WHERE changed_at < clock_timestamp() - retention
+          -- never past the oldest running transaction: every replica's watermark (a snapshot
+          -- xmin) can reach the horizon, so an old open transaction cannot force full reloads
+          AND tx < pg_snapshot_xmin(pg_current_snapshot())
         RETURNING tx
     )
     SELECT max(tx), count(*) INTO v_max, v_n FROM gone;

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,9 @@ type Sink interface {
 	// Diff compares with a full load and returns the repair to run later (nil: no
 	// difference); the repair re-checks each difference and returns how many it changed.
 	Diff(rows []store.Row, startGen uint64) func() int
+	// Truncate applies a TRUNCATE reported with its version: older entries go, and no older
+	// version is applied again. Returns how many entries it evicted.
+	Truncate(version int64) int
 }
 
 // Source names a change source in /sync/lag.
@@ -485,9 +489,12 @@ func (s *Syncer) apply(ctx context.Context) {
 			}
 			s.poll(ctx)
 		case <-s.kick:
-			// notifications were dropped: repair from the log now, not at the next tick
+			// notifications were dropped, or re-reads are pending: repair now, not at the
+			// next tick; while (re)connecting, the catch-up will do it, try again later
 			if s.State() == StateStreaming {
 				s.poll(ctx)
+			} else {
+				time.AfterFunc(100*time.Millisecond, s.kickNow)
 			}
 		}
 	}
@@ -503,12 +510,12 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 			maxSeq = ev.Seq
 		}
 		if ev.Op == "truncate" {
-			if err := s.reconcileType(ctx, ev.Type, false); err != nil {
-				s.addPendingReload(ev.Type)
+			if sink := s.sinks[ev.Type]; sink != nil {
+				sink.Truncate(ev.V)
 			}
 			continue
 		}
-		addChange(want, ev.Type, ev.ID, ev.V, ev.Op)
+		addChange(want, ev.Type, ev.ID, ev.V, ev.Seq, ev.Op)
 	}
 	for typ, ids := range want {
 		if _, err := s.reread(ctx, typ, ids); err != nil {
@@ -532,17 +539,18 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 // delete.
 type change struct {
 	v   int64
+	seq int64 // its change-log row
 	del bool
 }
 
-func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType, id string, v int64, op string) {
+func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType, id string, v, seq int64, op string) {
 	m := want[typ]
 	if m == nil {
 		m = map[string]change{}
 		want[typ] = m
 	}
 	if v > m[id].v {
-		m[id] = change{v: v, del: op == "delete"}
+		m[id] = change{v: v, seq: seq, del: op == "delete"}
 	}
 }
 
@@ -568,6 +576,25 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 	}
 	changed := 0
 	for attempt := 0; len(need) > 0; attempt++ {
+		// Logical source: first ask which of the changes are visible. A change visible
+		// before the re-read is fully reflected by it, so a row still absent or older then
+		// means a later change (delete, truncate) superseded it; only changes not visible
+		// yet are retried. (Asked before, not after, the re-read: a commit becoming visible
+		// between the two must not pass for superseded.)
+		var committed map[int64]bool
+		if s.cfg.Source == SourceLogical && attempt > 0 {
+			seqs := make([]int64, 0, len(need))
+			for _, id := range need {
+				seqs = append(seqs, ids[id].seq)
+			}
+			vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			vis, err := s.cfg.Store.VisibleChanges(vctx, seqs)
+			cancel()
+			if err != nil {
+				return changed, err
+			}
+			committed = vis
+		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		rows, filtered, err := s.cfg.Store.Reload(rctx, typ, need)
 		cancel()
@@ -601,6 +628,10 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 		changed += sink.Apply(rows, absent)
 		need = invisible
 		if len(need) == 0 || s.cfg.Source != SourceLogical {
+			break
+		}
+		need = slices.DeleteFunc(need, func(id string) bool { return committed[ids[id].seq] })
+		if len(need) == 0 {
 			break
 		}
 		if attempt == 10 {
@@ -649,15 +680,10 @@ func (s *Syncer) addPending(typ store.ObjectType, ids map[string]change) {
 		s.pending[typ] = m
 	}
 	for id, c := range ids {
-		if c.v > m[id].v {
+		if cur, ok := m[id]; !ok || c.v > cur.v {
 			m[id] = c
 		}
 	}
-}
-
-func (s *Syncer) addPendingReload(typ store.ObjectType) {
-	s.needCatchUp.Store(true)
-	s.addPending(typ, map[string]change{"": {}})
 }
 
 // catchUpMode says why the change log is read.
@@ -711,16 +737,13 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 	pending := s.pending
 	s.pending = map[store.ObjectType]map[string]change{}
 	for typ, ids := range pending {
-		var err error
-		if _, reload := ids[""]; reload {
-			err = s.reconcileType(ctx, typ, false)
-		} else {
-			_, err = s.reread(ctx, typ, ids)
-		}
-		if err != nil {
-			s.addPending(typ, ids)
+		if _, err := s.reread(ctx, typ, ids); err != nil {
+			for t, rest := range pending { // keep every type's retries, not only this one's
+				s.addPending(t, rest)
+			}
 			return err
 		}
+		delete(pending, typ)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -739,7 +762,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 	want := map[store.ObjectType]map[string]change{}
 	holdBack := false
 	gaps := 0
-	grace := time.Now().Add(-s.cfg.PollGrace)
+	grace := b.Now.Add(-s.cfg.PollGrace) // the database's clock, like changed_at
 	var maxSeq int64
 	for _, c := range b.Changes {
 		sink := s.sinks[c.Type]
@@ -747,14 +770,8 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 			continue
 		}
 		if c.Op == "truncate" {
-			if sink.Generation() == 0 || !afterGap && c.ChangedAt.After(grace) {
-				holdBack = true
-				continue
-			}
-			// A truncate is rare; reconcile the type (idempotent if already done).
-			if err := s.reconcileType(ctx, c.Type, false); err != nil {
-				return err
-			}
+			sink.Truncate(c.Version) // idempotent
+			maxSeq = max(maxSeq, c.Seq)
 			continue
 		}
 		if sink.Holds(c.ID, c.Version) {
@@ -765,7 +782,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 			holdBack = true
 			continue
 		}
-		addChange(want, c.Type, c.ID, c.Version, c.Op)
+		addChange(want, c.Type, c.ID, c.Version, c.Seq, c.Op)
 		maxSeq = max(maxSeq, c.Seq)
 	}
 	// A repaired gap is a change the notifications missed that changed the registry; a row

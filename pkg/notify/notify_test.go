@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"lockstep/itest/pgtest"
@@ -756,15 +757,17 @@ func TestDeleteRacingReinsertOfSameKey(t *testing.T) {
 // (synchronous_standby_names is server-wide).
 func TestChangeStreamedBeforeVisibleIsRetried(t *testing.T) {
 	t.Parallel()
-	c, err := pgcluster.Start()
-	require.NoError(t, err)
-	t.Cleanup(c.Stop)
 	ctx := context.Background()
-	forEachSourceSequential(t, func(t *testing.T, src notify.Source) {
+	forEachSource(t, func(t *testing.T, src notify.Source) {
+		c, err := pgcluster.Start() // a cluster per source: the setting is server-wide
+		require.NoError(t, err)
+		t.Cleanup(c.Stop)
 		url, err := c.CreateDB(ctx, "vis_"+string(src))
 		require.NoError(t, err)
 		b := setupURL(t, url, src)
-		r := startReplica(t, b, "a", func(c *notify.Config) { c.PollInterval = time.Hour })
+		// the logical heartbeat is a transactional message: it waits for the standby too, so
+		// a long heartbeat timeout keeps the session up while the commit is held
+		r := startReplica(t, b, "a", func(c *notify.Config) { c.PollInterval = time.Hour; c.HeartbeatTimeout = time.Minute })
 		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m', 'before')`)
 		waitFor(t, "created", func() bool { e, ok := r.get("m"); return ok && e.Value.Name == "before" })
 
@@ -796,7 +799,13 @@ func TestChangeStreamedBeforeVisibleIsRetried(t *testing.T) {
 		exec(t, b.admin, `ALTER SYSTEM RESET synchronous_standby_names`)
 		exec(t, b.admin, `SELECT pg_reload_conf()`)
 		require.NoError(t, <-done)
-		waitFor(t, "update applied once visible", func() bool { e, _ := r.get("m"); return e.Value.Name == "after" })
+		ok := assert.Eventually(t, func() bool { e, _ := r.get("m"); return e.Value.Name == "after" }, 15*time.Second, 2*time.Millisecond)
+		if !ok {
+			e, _ := r.get("m")
+			var dbv int
+			_ = b.st.QueryInt(ctx, &dbv, `SELECT version::int FROM gateway.models WHERE model_id = 'm'`)
+			t.Fatalf("update not applied once visible: registry v%d %q, db v%d, stats %+v", e.Version, e.Value.Name, dbv, r.syncer.Stats())
+		}
 	})
 }
 

@@ -84,6 +84,10 @@ type Group struct {
 
 	mu  sync.Mutex
 	neg map[string]time.Time // key → expiry
+	// inflight marks keys with a fetch running; Forget sets the mark, and a marked fetch
+	// does not store its not-found answer (the key was loaded while the fetch read an older
+	// state of the database).
+	inflight map[string]bool
 
 	attempts, found, notFound, negHits, budget, errs, fetches atomic.Int64
 }
@@ -92,7 +96,7 @@ type Group struct {
 func New(fetch Fetch, opts Options) *Group {
 	opts.defaults()
 	every := rate.Every(opts.BudgetWindow / time.Duration(opts.Budget))
-	return &Group{fetch: fetch, opts: opts, lim: rate.NewLimiter(every, opts.Budget), neg: map[string]time.Time{}}
+	return &Group{fetch: fetch, opts: opts, lim: rate.NewLimiter(every, opts.Budget), neg: map[string]time.Time{}, inflight: map[string]bool{}}
 }
 
 // Do resolves a miss on key. Concurrent calls for one key share a single fetch (and a single
@@ -117,6 +121,10 @@ func (g *Group) Do(ctx context.Context, key string) Result {
 			return Result{BudgetExhausted: true}, nil
 		}
 		g.fetches.Add(1)
+		g.mu.Lock()
+		g.inflight[key] = false
+		g.mu.Unlock()
+		defer func() { g.mu.Lock(); delete(g.inflight, key); g.mu.Unlock() }()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.Timeout)
 		defer cancel()
 		found, err := g.fetch(fctx, key)
@@ -133,7 +141,9 @@ func (g *Group) Do(ctx context.Context, key string) Result {
 			if len(g.neg) > 10000 {
 				g.sweep(g.opts.Now())
 			}
-			g.neg[key] = g.opts.Now().Add(g.opts.NegativeTTL)
+			if !g.inflight[key] { // not loaded by someone else meanwhile
+				g.neg[key] = g.opts.Now().Add(g.opts.NegativeTTL)
+			}
 			g.mu.Unlock()
 			return Result{}, nil
 		}
@@ -143,7 +153,8 @@ func (g *Group) Do(ctx context.Context, key string) Result {
 	return r
 }
 
-// Forget drops keys from the negative cache (the registry just loaded them).
+// Forget drops keys from the negative cache (the registry just loaded them), and keeps a
+// fetch of one of them that is in flight from caching its not-found answer.
 func (g *Group) Forget(keys ...string) {
 	if len(keys) == 0 {
 		return
@@ -151,6 +162,9 @@ func (g *Group) Forget(keys ...string) {
 	g.mu.Lock()
 	for _, k := range keys {
 		delete(g.neg, k)
+		if _, ok := g.inflight[k]; ok {
+			g.inflight[k] = true
+		}
 	}
 	g.mu.Unlock()
 }

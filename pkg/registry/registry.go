@@ -105,7 +105,9 @@ type Options[T any] struct {
 	// MissWait bounds how long Resolve waits for the change feed to apply the name when the
 	// read-through failed closed (budget exhausted, DB error). A create on another replica is
 	// normally applied here within a millisecond or two of its commit, so a provisioning
-	// script outrunning the budget still sees its objects, without a DB read. Default 100 ms.
+	// script outrunning the budget still sees its objects, without a DB read; a flood of
+	// unknown names only waits, it never reads. Default 500 ms (logical decoding under load
+	// can take a few hundred ms).
 	MissWait time.Duration
 }
 
@@ -125,8 +127,13 @@ type Registry[T any] struct {
 	// failed remembers the newest version of each id whose Build failed, so the feed does not
 	// re-read (and re-count) a version already known to be invalid.
 	failed map[string]int64
-	gen    uint64
-	rt     *readthrough.Group
+	// floor is the version of the last TRUNCATE of the table: every row that existed before it
+	// has a lower version, every row written after it a higher one (TRUNCATE holds an ACCESS
+	// EXCLUSIVE lock and draws its version from the same sequence).
+	floor     int64
+	lastPrune time.Time
+	gen       uint64
+	rt        *readthrough.Group
 	// changed is closed and replaced on every publish ("something changed" broadcast).
 	changed atomic.Pointer[chan struct{}]
 
@@ -141,7 +148,7 @@ func New[T any](opts Options[T]) *Registry[T] {
 		opts.TombstoneTTL = 10 * time.Minute
 	}
 	if opts.MissWait == 0 {
-		opts.MissWait = 100 * time.Millisecond
+		opts.MissWait = 500 * time.Millisecond
 	}
 	r := &Registry[T]{opts: opts, tombs: map[string]tombstone{}, failed: map[string]int64{}}
 	ch := make(chan struct{})
@@ -264,7 +271,7 @@ func (c *cow[T]) put(e *Entry[T]) {
 		list := make([]*Entry[T], 0, len(m[n])+1)
 		m[n] = append(append(list, m[n]...), e)
 	}
-	c.names = append(c.names, e.names...)
+	c.names = append(append(c.names, e.names...), e.ID)
 	c.dirty = true
 }
 
@@ -302,6 +309,9 @@ func (r *Registry[T]) SetConfig(values map[string]T) {
 
 func (r *Registry[T]) newer(id string, version int64, cur *Entry[T]) bool {
 	if cur != nil && (cur.Config || cur.Version >= version) {
+		return false
+	}
+	if r.floor > 0 && version <= r.floor {
 		return false
 	}
 	if t, ok := r.tombs[id]; ok && t.version >= version {
@@ -342,7 +352,7 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, row := range bad {
-		if row.Version > r.failed[row.ID] {
+		if f, ok := r.failed[row.ID]; !ok || row.Version > f {
 			r.failed[row.ID] = row.Version
 		}
 	}
@@ -351,7 +361,9 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 	changed := 0
 	for _, b := range ok {
 		cur, _ := c.next.ByID(b.row.ID)
-		if !r.newer(b.row.ID, b.row.Version, cur) {
+		// re-check the known-bad version under the lock: a newer invalid version may have
+		// been recorded while this row was being built
+		if !r.newer(b.row.ID, b.row.Version, cur) || r.isBad(b.row.ID, b.row.Version) {
 			continue
 		}
 		delete(r.failed, b.row.ID)
@@ -367,7 +379,7 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 		if t, ok := r.tombs[id]; !ok || t.version < v {
 			r.tombs[id] = tombstone{version: v, gen: r.gen, at: now}
 		}
-		if r.failed[id] < v {
+		if f, ok := r.failed[id]; ok && f < v {
 			delete(r.failed, id)
 		}
 		if cur != nil && cur.Version < v {
@@ -381,9 +393,10 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 }
 
 func (r *Registry[T]) pruneTombstones(now time.Time) {
-	if len(r.tombs) < 1024 {
+	if len(r.tombs) < 1024 || now.Sub(r.lastPrune) < time.Minute {
 		return
 	}
+	r.lastPrune = now
 	cut := now.Add(-r.opts.TombstoneTTL)
 	for id, t := range r.tombs {
 		if t.at.Before(cut) {
@@ -404,14 +417,46 @@ func (r *Registry[T]) Holds(id string, version int64) bool {
 	if t, ok := r.tombs[id]; ok && t.version >= version {
 		return true
 	}
-	return r.failed[id] >= version
+	return (r.floor > 0 && version <= r.floor) || r.isBad(id, version)
+}
+
+// isBad reports whether version (or a newer one) of id failed to build. Caller holds r.mu.
+func (r *Registry[T]) isBad(id string, version int64) bool {
+	f, ok := r.failed[id]
+	return ok && f >= version
+}
+
+// Truncate applies a TRUNCATE of the table, reported with the truncate's version: every DB
+// entry older than it is evicted, and no older version is ever applied again (a read-through
+// or reconcile that read before the truncate cannot resurrect a row). Config entries stay.
+// Returns how many entries it evicted.
+func (r *Registry[T]) Truncate(version int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if version > r.floor {
+		r.floor = version
+	}
+	c := r.edit()
+	n := 0
+	c.next.All(func(e *Entry[T]) bool {
+		if !e.Config && e.Version < version {
+			c.remove(e.ID)
+			n++
+		}
+		return true
+	})
+	if n > 0 {
+		r.gen++
+	}
+	c.commit()
+	return n
 }
 
 // knownBad reports whether this exact version (or a newer one) of id already failed to build.
 func (r *Registry[T]) knownBad(id string, version int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.failed[id] >= version && version > 0
+	return r.isBad(id, version)
 }
 
 // Generation returns the local apply generation; Diff compares against it.
@@ -508,7 +553,7 @@ func (r *Registry[T]) Resolve(ctx context.Context, name string) error {
 		return ErrNotFound
 	}
 	res := r.rt.Do(ctx, name)
-	if res.Found {
+	if res.Found || r.Has(name) { // the feed may have applied it while the fetch ran
 		return nil
 	}
 	if res.BudgetExhausted || res.Err != nil {

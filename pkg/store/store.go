@@ -400,6 +400,8 @@ type ChangeBatch struct {
 	// PrunedBefore is the change log's retention horizon: a watermark at or below it means
 	// changes may be missing and the caller must do a full reconcile.
 	PrunedBefore uint64
+	// Now is the database's clock when the batch was read (compare changed_at with it).
+	Now time.Time
 }
 
 // ChangesSince reads every change-log row whose tx is >= watermark, in one snapshot whose
@@ -414,7 +416,8 @@ func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch
 		var wm, pruned string
 		if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text,
 			COALESCE((SELECT max(seq) FROM gateway.registry_changes), 0),
-			COALESCE((SELECT pruned_before_tx::text FROM gateway.registry_meta), '0')`).Scan(&wm, &b.HeadSeq, &pruned); err != nil {
+			COALESCE((SELECT pruned_before_tx::text FROM gateway.registry_meta), '0'),
+			clock_timestamp()`).Scan(&wm, &b.HeadSeq, &pruned, &b.Now); err != nil {
 			return err
 		}
 		b.Watermark, _ = strconv.ParseUint(wm, 10, 64)
@@ -441,6 +444,27 @@ func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch
 		return ChangeBatch{}, fmt.Errorf("read change log: %w", mapErr(err))
 	}
 	return b, nil
+}
+
+// VisibleChanges reports which of the change-log rows seqs are visible now: a visible row
+// means its transaction committed visibly (PostgreSQL docs 13.2 "Transaction Isolation").
+func (s *Store) VisibleChanges(ctx context.Context, seqs []int64) (map[int64]bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT seq FROM gateway.registry_changes WHERE seq = ANY($1)`, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("visible changes: %w", mapErr(err))
+	}
+	defer rows.Close()
+	out := make(map[int64]bool, len(seqs))
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, mapErr(err)
+		}
+		out[seq] = true
+	}
+	return out, mapErr(rows.Err())
 }
 
 // PruneChanges deletes change-log rows older than retention and advances the horizon.
