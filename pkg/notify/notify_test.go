@@ -242,6 +242,34 @@ func listenerPID(t *testing.T, b *bundle, replicaID string) int {
 	return pid
 }
 
+// pauseListener SIGSTOPs the replica's listener backend (walsender for logical), holding its
+// notifications up; the returned resume (also run at cleanup) SIGCONTs it once.
+func pauseListener(t *testing.T, b *bundle, r *replica) (resume func()) {
+	t.Helper()
+	pid := listenerPID(t, b, r.id)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	var resumed atomic.Bool
+	resume = func() {
+		if !resumed.Swap(true) {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	return resume
+}
+
+type reconcileResult struct {
+	n   int64
+	err error
+}
+
+// reconcileAsync runs a full reconcile on another goroutine.
+func reconcileAsync(r *replica) <-chan reconcileResult {
+	res := make(chan reconcileResult, 1)
+	go func() { n, err := r.syncer.Reconcile(context.Background()); res <- reconcileResult{n, err} }()
+	return res
+}
+
 func terminateListener(t *testing.T, b *bundle, r *replica) {
 	t.Helper()
 	pid := listenerPID(t, b, r.id)
@@ -820,22 +848,9 @@ func TestReconcileDoesNotCountChangesInFlightAsDrift(t *testing.T) {
 		r := startReplica(t, b, "a", nil)
 		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m', 'before')`)
 		waitFor(t, "loaded", func() bool { e, ok := r.get("m"); return ok && e.Value.Name == "before" })
-		pid := listenerPID(t, b, r.id)
-		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-		var resumed atomic.Bool
-		resume := func() {
-			if !resumed.Swap(true) {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-			}
-		}
-		t.Cleanup(resume)
+		resume := pauseListener(t, b, r)
 		exec(t, b.admin, `UPDATE gateway.models SET model_name = 'after' WHERE model_id = 'm'`)
-		type result struct {
-			n   int64
-			err error
-		}
-		res := make(chan result, 1)
-		go func() { n, err := r.syncer.Reconcile(context.Background()); res <- result{n, err} }()
+		res := reconcileAsync(r)
 		time.Sleep(150 * time.Millisecond) // the reconcile's snapshot is taken meanwhile
 		resume()
 		got := <-res

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -137,22 +136,9 @@ func TestReconcileRepairResurrectsTruncatedRow(t *testing.T) {
 		r := startReplica(t, b, "a", nil)
 		exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('m', 'before')`)
 		waitFor(t, "loaded", func() bool { e, ok := r.get("m"); return ok && e.Value.Name == "before" })
-		pid := listenerPID(t, b, r.id)
-		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-		var resumed atomic.Bool
-		resume := func() {
-			if !resumed.Swap(true) {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-			}
-		}
-		t.Cleanup(resume)
+		resume := pauseListener(t, b, r)
 		exec(t, b.admin, `UPDATE gateway.models SET model_name = 'after' WHERE model_id = 'm'`)
-		type result struct {
-			n   int64
-			err error
-		}
-		res := make(chan result, 1)
-		go func() { n, err := r.syncer.Reconcile(context.Background()); res <- result{n, err} }()
+		res := reconcileAsync(r)
 		time.Sleep(150 * time.Millisecond) // the reconcile's snapshot (m@v4) is taken meanwhile
 		exec(t, b.admin, `TRUNCATE gateway.models`)
 		resume()
