@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +23,21 @@ import (
 )
 
 // runGateway runs the binary to completion and returns its exit code and output.
+// freePortPair returns a port p such that p and p+1 were both free.
+func freePortPair(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		p := freePort(t)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
+		if err == nil {
+			l.Close()
+			return p
+		}
+	}
+	t.Fatal("no two consecutive free ports")
+	return 0
+}
+
 func runGateway(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -137,29 +153,41 @@ func TestGracefulShutdownFinishesInFlightStream(t *testing.T) {
 // prints a working master key, and removes everything on Ctrl-C.
 func TestDevCommand(t *testing.T) {
 	t.Parallel()
-	base := freePort(t)
-	cmd := exec.Command(gatewayBinary(t), "dev", "--replicas", "2", "--base-port", fmt.Sprint(base))
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = cmd.Stdout
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
+	// Two consecutive free ports; parallel tests grab ports too, so retry if dev finds one taken.
+	var base int
 	var key, dbURL string
-	sc := bufio.NewScanner(stdout)
-	keyRe := regexp.MustCompile(`master key:\s+(\S+)`)
-	dbRe := regexp.MustCompile(`database:\s+(\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for sc.Scan() && time.Now().Before(deadline) {
-		line := sc.Text()
-		if m := keyRe.FindStringSubmatch(line); m != nil {
-			key = m[1]
+	var cmd *exec.Cmd
+	var stdout io.ReadCloser
+	for attempt := 0; attempt < 5 && key == ""; attempt++ {
+		base = freePortPair(t)
+		cmd = exec.Command(gatewayBinary(t), "dev", "--replicas", "2", "--base-port", fmt.Sprint(base))
+		var err error
+		stdout, err = cmd.StdoutPipe()
+		require.NoError(t, err)
+		cmd.Stderr = cmd.Stdout
+		require.NoError(t, cmd.Start())
+		c := cmd
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		var out strings.Builder
+		sc := bufio.NewScanner(stdout)
+		keyRe := regexp.MustCompile(`master key:\s+(\S+)`)
+		dbRe := regexp.MustCompile(`database:\s+(\S+)`)
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line + "\n")
+			if m := keyRe.FindStringSubmatch(line); m != nil {
+				key = m[1]
+			}
+			if m := dbRe.FindStringSubmatch(line); m != nil {
+				dbURL = m[1]
+			}
+			if strings.Contains(line, "Ctrl-C stops") {
+				break
+			}
 		}
-		if m := dbRe.FindStringSubmatch(line); m != nil {
-			dbURL = m[1]
-		}
-		if strings.Contains(line, "Ctrl-C stops") {
-			break
+		if key == "" {
+			_ = cmd.Wait()
+			require.Contains(t, out.String(), "is in use", "dev failed for another reason: %s", out.String())
 		}
 	}
 	require.NotEmpty(t, key, "dev printed no master key")
@@ -185,6 +213,6 @@ func TestDevCommand(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("dev did not stop on Ctrl-C")
 	}
-	_, err = http.Get(a.URL + "/health/liveliness")
+	_, err := http.Get(a.URL + "/health/liveliness")
 	require.Error(t, err, "replica still running after Ctrl-C")
 }
