@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -104,6 +105,18 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 // when the test ends; its log is printed if the test failed.
 func StartGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts) *Gateway {
 	t.Helper()
+	for attempt := 0; ; attempt++ {
+		// the port is picked free, but a parallel test may bind it first: try another
+		if g := startGateway(t, dbURL, replicaID, o, attempt < 3); g != nil {
+			return g
+		}
+	}
+}
+
+// startGateway starts one replica; it returns nil (when retry is allowed) if the port was
+// taken meanwhile.
+func startGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts, retry bool) *Gateway {
+	t.Helper()
 	bin := gatewayBinary(t)
 	port := freePort(t)
 	args := []string{"serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--replica-id", replicaID}
@@ -129,7 +142,11 @@ func StartGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts) *Gateway
 	g := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", port), ReplicaID: replicaID, cmd: cmd, t: t}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	var abandoned atomic.Bool
 	t.Cleanup(func() {
+		if abandoned.Load() {
+			return
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -152,6 +169,10 @@ func StartGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts) *Gateway
 	for {
 		select {
 		case <-done:
+			if retry && strings.Contains(logs.String(), "address already in use") {
+				abandoned.Store(true)
+				return nil
+			}
 			t.Fatalf("replica %s exited before becoming ready: %s", replicaID, logs.String())
 		default:
 		}
