@@ -834,11 +834,6 @@ func (s *Syncer) fullLoad(ctx context.Context, countDrift bool) error {
 	return nil
 }
 
-func (s *Syncer) reconcileType(ctx context.Context, t store.ObjectType, countDrift bool) error {
-	_, err := s.load(ctx, t, countDrift)
-	return err
-}
-
 func (s *Syncer) load(ctx context.Context, t store.ObjectType, countDrift bool) (uint64, error) {
 	sink := s.sinks[t]
 	start := sink.Generation()
