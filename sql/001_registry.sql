@@ -132,7 +132,8 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- Statement-level TRUNCATE: tell replicas to reload that whole type.
+-- Statement-level TRUNCATE: report the truncate with a fresh version; replicas evict every
+-- older entry of that type and refuse older versions from then on (a version floor).
 CREATE OR REPLACE FUNCTION gateway.registry_log_truncate() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
