@@ -263,7 +263,8 @@ type reconcileResult struct {
 	err error
 }
 
-// reconcileAsync runs a full reconcile on another goroutine.
+// reconcileAsync runs a full reconcile on another goroutine; Stats().Reconciles grows once its
+// snapshot is taken (the initial load counts 1).
 func reconcileAsync(r *replica) <-chan reconcileResult {
 	res := make(chan reconcileResult, 1)
 	go func() { n, err := r.syncer.Reconcile(context.Background()); res <- reconcileResult{n, err} }()
@@ -355,7 +356,6 @@ func TestLateCommitIsNotSkippedByTheWatermark(t *testing.T) {
 		waitFor(t, "T2 applied", func() bool { _, ok := r.get("early"); return ok })
 		wm := r.syncer.Stats().Watermark
 		waitFor(t, "a poll ran after T2", func() bool { return r.syncer.Stats().Watermark != wm || r.syncer.Stats().AppliedSeq > 0 })
-		time.Sleep(300 * time.Millisecond) // let a few polls pass (the condition is what follows)
 		_, held := r.get("late")
 		require.False(t, held, "uncommitted row must not be visible")
 
@@ -823,7 +823,10 @@ func TestChangeStreamedBeforeVisibleIsRetried(t *testing.T) {
 			_ = b.st.QueryInt(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`)
 			return n > 0
 		})
-		time.Sleep(100 * time.Millisecond) // let the stream deliver the not-yet-visible commit
+		// the stream delivers the not-yet-visible commit (listen: nothing until it is visible)
+		if src == notify.SourceLogical {
+			waitFor(t, "commit streamed", func() bool { return r.syncer.Stats().EventsApplied >= 2 })
+		}
 		exec(t, b.admin, `ALTER SYSTEM RESET synchronous_standby_names`)
 		exec(t, b.admin, `SELECT pg_reload_conf()`)
 		require.NoError(t, <-done)
@@ -851,7 +854,7 @@ func TestReconcileDoesNotCountChangesInFlightAsDrift(t *testing.T) {
 		resume := pauseListener(t, b, r)
 		exec(t, b.admin, `UPDATE gateway.models SET model_name = 'after' WHERE model_id = 'm'`)
 		res := reconcileAsync(r)
-		time.Sleep(150 * time.Millisecond) // the reconcile's snapshot is taken meanwhile
+		waitFor(t, "reconcile snapshot taken", func() bool { return r.syncer.Stats().Reconciles >= 2 })
 		resume()
 		got := <-res
 		require.NoError(t, got.err)

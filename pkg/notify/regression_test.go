@@ -139,7 +139,7 @@ func TestReconcileRepairResurrectsTruncatedRow(t *testing.T) {
 		resume := pauseListener(t, b, r)
 		exec(t, b.admin, `UPDATE gateway.models SET model_name = 'after' WHERE model_id = 'm'`)
 		res := reconcileAsync(r)
-		time.Sleep(150 * time.Millisecond) // the reconcile's snapshot (m@v4) is taken meanwhile
+		waitFor(t, "reconcile snapshot (m@v4) taken", func() bool { return r.syncer.Stats().Reconciles >= 2 })
 		exec(t, b.admin, `TRUNCATE gateway.models`)
 		resume()
 		waitFor(t, "truncate applied", func() bool { _, ok := r.get("m"); return !ok })

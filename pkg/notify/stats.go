@@ -90,6 +90,8 @@ type Stats struct {
 	Malformed int64 `json:"notifications_malformed"`
 	// Watermark is the change-log cursor: the xid8 snapshot xmin the next catch-up reads from.
 	Watermark uint64 `json:"watermark"`
+	// Reconciles counts full loads taken (initial load, periodic reconcile snapshots).
+	Reconciles int64 `json:"reconciles"`
 }
 
 // Stats returns a snapshot of the counters. ApplyErrors is filled by the caller from the
@@ -115,5 +117,6 @@ func (s *Syncer) Stats() Stats {
 		Dropped:        s.dropped.Load(),
 		Malformed:      s.malformed.Load(),
 		Watermark:      s.watermarkPub.Load(),
+		Reconciles:     s.reconciles.Load(),
 	}
 }
