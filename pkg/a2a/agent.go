@@ -260,14 +260,8 @@ func (c *checker) str(field string) (string, bool) {
 }
 
 func (c *checker) nonEmptyString(field string) (string, bool) {
-	raw, ok := c.present(field)
+	s, ok := c.str(field)
 	if !ok {
-		c.fail(field, "is required")
-		return "", false
-	}
-	var s string
-	if jsonKind(raw) != kindString || json.Unmarshal(raw, &s) != nil {
-		c.fail(field, "must be a string")
 		return "", false
 	}
 	if strings.TrimSpace(s) == "" {

@@ -7,32 +7,18 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"lockstep/itest/fakeupstream"
-	"lockstep/pkg/a2a"
 	"lockstep/pkg/api"
-	"lockstep/pkg/guardrail"
-	"lockstep/pkg/keys"
-	"lockstep/pkg/provider"
-	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
-	"lockstep/pkg/store"
 )
 
 // newServer builds a config-only server (no database) serving the given deployments.
 func newServer(t testing.TB, deployments map[string]*router.Deployment) *api.Server {
-	models := registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names})
-	models.SetConfig(deployments)
-	client := provider.NewClient()
-	return api.New(api.Deps{
-		ReplicaID: "bench", MasterKey: "sk-master", Router: router.New(models, client, router.Settings{}), Client: client,
-		Guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: api.BuildGuardrailRow, Names: api.GuardrailNames}),
-		Agents:     registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: api.BuildAgentRow, Names: api.AgentNames}),
-		Keys:       registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow}),
-		Log:        zerolog.Nop(),
-	})
+	b := setup(t)
+	b.models.SetConfig(deployments)
+	return b.srv
 }
 
 func deployment(t testing.TB, id, name, params string) *router.Deployment {

@@ -56,7 +56,7 @@ func (b *syncBuffer) String() string {
 	return b.Buffer.String()
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	b := &bundle{
 		models:     registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names}),
