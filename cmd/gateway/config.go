@@ -129,8 +129,6 @@ func resolveEnv(n *yaml.Node, path string) error {
 	return nil
 }
 
-var knownObjects = map[string]store.ObjectType{"models": store.Model, "guardrails": store.Guardrail, "agents": store.Agent, "keys": store.Key}
-
 func (c *FileConfig) validate() error {
 	for i, m := range c.ModelList {
 		if m.ModelName == "" {
@@ -151,8 +149,12 @@ func (c *FileConfig) validate() error {
 		}
 	}
 	for i, o := range c.GeneralSettings.SupportedDBObjects {
-		if _, ok := knownObjects[o]; !ok {
-			return fmt.Errorf("general_settings.supported_db_objects[%d]: unknown object %q (known: models, guardrails, agents, keys)", i, o)
+		if _, ok := store.TypeOfPlural(o); !ok {
+			known := make([]string, len(store.Tables))
+			for j, t := range store.Tables {
+				known[j] = t.Plural
+			}
+			return fmt.Errorf("general_settings.supported_db_objects[%d]: unknown object %q (known: %s)", i, o, strings.Join(known, ", "))
 		}
 	}
 	if s := c.RouterSettings.RoutingStrategy; s != "" && s != "simple-shuffle" {
@@ -179,7 +181,8 @@ func (c *FileConfig) supported() map[store.ObjectType]bool {
 		}
 	} else {
 		for _, o := range c.GeneralSettings.SupportedDBObjects {
-			out[knownObjects[o]] = true
+			t, _ := store.TypeOfPlural(o)
+			out[t] = true
 		}
 	}
 	if s := c.GeneralSettings.StoreModelInDB; s != nil && !*s {

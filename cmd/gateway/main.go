@@ -182,13 +182,7 @@ func serve(ctx context.Context, args []string) error {
 
 	var syncer *notify.Syncer
 	if st != nil {
-		var sinks []notify.Sink
-		for _, s := range regs.sinks() {
-			if supported[s.Type()] {
-				sinks = append(sinks, s)
-			}
-		}
-		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: sinks, Logger: log, Source: notify.Source(f.syncSource)})
+		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: regs.sinks(), Logger: log, Source: notify.Source(f.syncSource)})
 		if err := syncer.Start(ctx); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
@@ -196,7 +190,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Router: rt, Client: client,
-		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys, Supported: supported, Log: log,
+		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys, Registries: regs.all, Supported: supported, Log: log,
 	})
 	if master == "" {
 		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
@@ -212,42 +206,56 @@ func serve(ctx context.Context, args []string) error {
 	return nil
 }
 
+// registries are the replica's registries. Adding one: a field here, one add call in
+// newRegistries (its row builder and name index), and its Table in store.Tables.
 type registries struct {
 	models     *registry.Registry[*router.Deployment]
 	guardrails *registry.Registry[*guardrail.Guardrail]
 	agents     *registry.Registry[*a2a.Agent]
 	keys       *registry.Registry[*keys.Key]
+
+	all       []registry.Info // every registry, in store.Tables order
+	st        *store.Store
+	supported map[store.ObjectType]bool
+	log       zerolog.Logger
 }
 
-func (r *registries) sinks() []notify.Sink {
-	return []notify.Sink{r.models, r.guardrails, r.agents, r.keys}
-}
-
-// loader returns the read-through loader for typ, or nil when typ is not read from Postgres
+// sinks returns the registries the change feed applies to: those of supported types
 // (supported_db_objects gates every DB path).
-func loader(st *store.Store, supported map[store.ObjectType]bool, typ store.ObjectType) func(context.Context, string) ([]store.Row, error) {
-	if st == nil || !supported[typ] {
-		return nil
+func (r *registries) sinks() []notify.Sink {
+	var out []notify.Sink
+	for _, reg := range r.all {
+		if r.supported[reg.Type()] {
+			out = append(out, reg)
+		}
 	}
-	return func(ctx context.Context, name string) ([]store.Row, error) { return st.LoadByName(ctx, typ, name) }
+	return out
+}
+
+// add builds the registry of typ from its row builder and name index (names may be nil: looked
+// up by id only), with read-through from Postgres when typ is supported there.
+func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, error), names func(*registry.Entry[T]) []string) *registry.Registry[T] {
+	var load func(context.Context, string) ([]store.Row, error)
+	if r.st != nil && r.supported[typ] {
+		st := r.st
+		load = func(ctx context.Context, name string) ([]store.Row, error) { return st.LoadByName(ctx, typ, name) }
+	}
+	log := r.log
+	reg := registry.New(registry.Options[T]{Type: typ, Build: build, Names: names, Load: load,
+		OnApplyError: func(id string, err error) {
+			log.Warn().Str("component", "registry").Str("type", string(typ)).Str("id", id).Err(err).Msg("invalid row not applied; the previous version, if any, keeps serving")
+		}})
+	r.all = append(r.all, reg)
+	return reg
 }
 
 func newRegistries(st *store.Store, supported map[store.ObjectType]bool, log zerolog.Logger) *registries {
-	onErr := func(typ store.ObjectType) func(string, error) {
-		return func(id string, err error) {
-			log.Warn().Str("component", "registry").Str("type", string(typ)).Str("id", id).Err(err).Msg("invalid row not applied; the previous version, if any, keeps serving")
-		}
-	}
-	return &registries{
-		models: registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names,
-			Load: loader(st, supported, store.Model), OnApplyError: onErr(store.Model)}),
-		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: api.BuildGuardrailRow, Names: api.GuardrailNames,
-			Load: loader(st, supported, store.Guardrail), OnApplyError: onErr(store.Guardrail)}),
-		agents: registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: api.BuildAgentRow, Names: api.AgentNames,
-			Load: loader(st, supported, store.Agent), OnApplyError: onErr(store.Agent)}),
-		keys: registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow,
-			Load: loader(st, supported, store.Key), OnApplyError: onErr(store.Key)}),
-	}
+	r := &registries{st: st, supported: supported, log: log}
+	r.models = add(r, store.Model, router.BuildRow, router.Names)
+	r.guardrails = add(r, store.Guardrail, api.BuildGuardrailRow, api.GuardrailNames)
+	r.agents = add(r, store.Agent, api.BuildAgentRow, api.AgentNames)
+	r.keys = add(r, store.Key, keys.BuildRow, nil)
+	return r
 }
 
 // configModelID is LiteLLM-like: model_info.id when given, else a stable hash of the entry.

@@ -69,19 +69,14 @@ func (s *Server) lagReport() LagReport {
 	} else {
 		r.Stats = notify.Stats{Source: notify.SourceListen, State: notify.StateStreaming}
 	}
-	r.ReadThrough = map[string]readthrough.Stats{
-		"models":     s.Router.Models().ReadThroughStats(),
-		"guardrails": s.Guardrails.ReadThroughStats(),
-		"agents":     s.Agents.ReadThroughStats(),
-		"keys":       s.Keys.ReadThroughStats(),
+	r.ReadThrough = make(map[string]readthrough.Stats, len(s.Registries))
+	r.Registries = make(map[string]registryCount, len(s.Registries))
+	for _, reg := range s.Registries {
+		name := reg.Type().Plural()
+		r.ReadThrough[name] = reg.ReadThroughStats()
+		r.Registries[name] = registryCount{reg.Len()}
+		r.ApplyErrors += reg.ApplyErrors()
 	}
-	r.Registries = map[string]registryCount{
-		"models":     {s.Router.Models().Len()},
-		"guardrails": {s.Guardrails.Len()},
-		"agents":     {s.Agents.Len()},
-		"keys":       {s.Keys.Len()},
-	}
-	r.ApplyErrors += s.Router.Models().ApplyErrors() + s.Guardrails.ApplyErrors() + s.Agents.ApplyErrors() + s.Keys.ApplyErrors()
 	return r
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -38,6 +39,8 @@ type Deps struct {
 	Guardrails *registry.Registry[*guardrail.Guardrail]
 	Agents     *registry.Registry[*a2a.Agent]
 	Keys       *registry.Registry[*keys.Key]
+	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
+	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
 	Supported    map[store.ObjectType]bool
 	Log          zerolog.Logger
@@ -64,6 +67,17 @@ func New(d Deps) *Server {
 	if d.Supported == nil {
 		d.Supported = map[store.ObjectType]bool{}
 	}
+	if d.Registries == nil {
+		var models registry.Info
+		if d.Router != nil {
+			models = d.Router.Models()
+		}
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys} {
+			if !isNil(r) {
+				d.Registries = append(d.Registries, r)
+			}
+		}
+	}
 	s := &Server{Deps: d, e: echo.New(), detail: map[string]string{}}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -80,6 +94,15 @@ func New(d Deps) *Server {
 	s.e.Use(unescapePathParams)
 	s.routes()
 	return s
+}
+
+// isNil reports whether r holds a nil registry pointer (an optional Deps field left unset).
+func isNil(r registry.Info) bool {
+	if r == nil {
+		return true
+	}
+	v := reflect.ValueOf(r)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // unescapePathParams percent-decodes the path parameters (":id", ":agent", ":g", ...). echo

@@ -140,7 +140,17 @@ type Registry[T any] struct {
 	applyErrors atomic.Int64
 }
 
-var _ notify.Sink = (*Registry[int])(nil)
+var _ Info = (*Registry[int])(nil)
+
+// Info is what every registry reports whatever it holds: the change feed applies to it (Sink),
+// /sync/lag and /metrics read its counts. A list of Info is how the wiring (cmd/gateway) and
+// the API walk all registries without naming each one.
+type Info interface {
+	notify.Sink
+	Len() int
+	ApplyErrors() int64
+	ReadThroughStats() readthrough.Stats
+}
 
 // New builds an empty registry.
 func New[T any](opts Options[T]) *Registry[T] {

@@ -40,21 +40,67 @@ const (
 	Key       ObjectType = "key"
 )
 
-// AllTypes lists every object type in load order.
-var AllTypes = []ObjectType{Model, Guardrail, Agent, Key}
-
-type tableInfo struct {
-	table  string // schema-qualified
-	pk     string
-	name   string // column looked up by name on a read-through
-	filter string // extra WHERE condition every load applies
+// Table describes one registry table: everything the generic queries (full load, re-read by
+// id, read-through by name, writes) need to know about it. Adding a registry to the change feed
+// is one Table in Tables plus the table and its triggers in a migration (see sql/001).
+type Table struct {
+	Type ObjectType
+	// Plural names the registry in supported_db_objects, /sync/lag and /metrics ("models").
+	Plural string
+	Table  string // schema-qualified
+	PK     string
+	// Name is the column a read-through looks a requested name up by (the registry's
+	// secondary index, or the primary key when the registry is looked up by id only).
+	Name string
+	// ByIDOrName makes a read-through match the primary key too (A2A addresses an agent by
+	// id or name).
+	ByIDOrName bool
+	// Filter is an extra WHERE condition every load applies ("true": none).
+	Filter string
 }
 
-var tables = map[ObjectType]tableInfo{
-	Model:     {table: "gateway.models", pk: "model_id", name: "model_name", filter: "true"},
-	Guardrail: {table: "gateway.guardrails", pk: "guardrail_id", name: "guardrail_name", filter: "t.status = 'active'"},
-	Agent:     {table: "gateway.agents", pk: "agent_id", name: "agent_name", filter: "true"},
-	Key:       {table: "gateway.api_keys", pk: "token", name: "token", filter: "true"},
+// Tables lists every registry table in load order.
+var Tables = []Table{
+	{Type: Model, Plural: "models", Table: "gateway.models", PK: "model_id", Name: "model_name", Filter: "true"},
+	{Type: Guardrail, Plural: "guardrails", Table: "gateway.guardrails", PK: "guardrail_id", Name: "guardrail_name", Filter: "t.status = 'active'"},
+	{Type: Agent, Plural: "agents", Table: "gateway.agents", PK: "agent_id", Name: "agent_name", ByIDOrName: true, Filter: "true"},
+	{Type: Key, Plural: "keys", Table: "gateway.api_keys", PK: "token", Name: "token", Filter: "true"},
+}
+
+// AllTypes lists every object type in load order.
+var AllTypes = func() []ObjectType {
+	out := make([]ObjectType, len(Tables))
+	for i, t := range Tables {
+		out[i] = t.Type
+	}
+	return out
+}()
+
+var tables = func() map[ObjectType]Table {
+	m := make(map[ObjectType]Table, len(Tables))
+	for _, t := range Tables {
+		m[t.Type] = t
+	}
+	return m
+}()
+
+// Plural is typ's registry name ("models") as supported_db_objects and /sync/lag spell it;
+// the type itself when it is unknown.
+func (typ ObjectType) Plural() string {
+	if t, ok := tables[typ]; ok {
+		return t.Plural
+	}
+	return string(typ)
+}
+
+// TypeOfPlural returns the object type a registry name ("models") stands for.
+func TypeOfPlural(plural string) (ObjectType, bool) {
+	for _, t := range Tables {
+		if t.Plural == plural {
+			return t.Type, true
+		}
+	}
+	return "", false
 }
 
 // Row is one registry row as loaded: its id, version and the whole row as JSON
@@ -257,11 +303,11 @@ func scanRows(typ ObjectType, rows pgx.Rows) ([]Row, error) {
 	return out, mapErr(rows.Err())
 }
 
-func selectSQL(ti tableInfo, where string) string {
-	return fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE %s AND (%s)", ti.pk, ti.table, ti.filter, where)
+func selectSQL(ti Table, where string) string {
+	return fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE %s AND (%s)", ti.PK, ti.Table, ti.Filter, where)
 }
 
-func info(typ ObjectType) (tableInfo, error) {
+func info(typ ObjectType) (Table, error) {
 	ti, ok := tables[typ]
 	if !ok {
 		return ti, fmt.Errorf("unknown object type %q", typ)
@@ -314,7 +360,7 @@ func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, selectSQL(ti, "t."+ti.pk+" = ANY($1)"), ids)
+	rows, err := s.pool.Query(ctx, selectSQL(ti, "t."+ti.PK+" = ANY($1)"), ids)
 	if err != nil {
 		return nil, fmt.Errorf("load %ss by id: %w", typ, mapErr(err))
 	}
@@ -337,7 +383,7 @@ func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows 
 	if err != nil {
 		return nil, nil, err
 	}
-	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text, (%s) FROM %s t WHERE t.%s = ANY($1)", ti.pk, ti.filter, ti.table, ti.pk)
+	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text, (%s) FROM %s t WHERE t.%s = ANY($1)", ti.PK, ti.Filter, ti.Table, ti.PK)
 	res, err := s.pool.Query(ctx, q, ids)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
@@ -374,9 +420,9 @@ func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]
 	if err != nil {
 		return nil, err
 	}
-	where := "t." + ti.name + " = $1"
-	if typ == Agent {
-		where += " OR t." + ti.pk + " = $1" // A2A routes address an agent by id or name
+	where := "t." + ti.Name + " = $1"
+	if ti.ByIDOrName {
+		where += " OR t." + ti.PK + " = $1"
 	}
 	rows, err := s.pool.Query(ctx, selectSQL(ti, where), name)
 	if err != nil {

@@ -49,7 +49,7 @@ func (s *Store) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, e
 		cols[i] = pgx.Identifier{c}.Sanitize()
 	}
 	q := fmt.Sprintf("INSERT INTO %s AS t (%s) VALUES (%s) RETURNING t.%s, t.version, row_to_json(t)::text",
-		ti.table, strings.Join(cols, ", "), strings.Join(ph, ", "), ti.pk)
+		ti.Table, strings.Join(cols, ", "), strings.Join(ph, ", "), ti.PK)
 	return queryRow(ctx, s.pool, typ, "insert", q, args)
 }
 
@@ -90,7 +90,7 @@ func update(ctx context.Context, q querier, typ ObjectType, id string, vals Valu
 	}
 	args = append(args, id)
 	sql := fmt.Sprintf("UPDATE %s AS t SET %s WHERE t.%s = $%d RETURNING t.%s, t.version, row_to_json(t)::text",
-		ti.table, strings.Join(sets, ", "), ti.pk, len(args), ti.pk)
+		ti.Table, strings.Join(sets, ", "), ti.PK, len(args), ti.PK)
 	return queryRow(ctx, q, typ, "update", sql, args)
 }
 
@@ -99,7 +99,7 @@ func get(ctx context.Context, q querier, typ ObjectType, id string) (Row, error)
 	if err != nil {
 		return Row{}, err
 	}
-	sql := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1", ti.pk, ti.table, ti.pk)
+	sql := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1", ti.PK, ti.Table, ti.PK)
 	return queryRow(ctx, q, typ, "get", sql, []any{id})
 }
 
@@ -108,7 +108,7 @@ func list(ctx context.Context, q querier, typ ObjectType) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t ORDER BY t.created_at, t.%s", ti.pk, ti.table, ti.pk))
+	rows, err := q.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t ORDER BY t.created_at, t.%s", ti.PK, ti.Table, ti.PK))
 	if err != nil {
 		return nil, fmt.Errorf("list %ss: %w", typ, mapErr(err))
 	}
@@ -134,7 +134,7 @@ func (s *Store) Delete(ctx context.Context, typ ObjectType, id string) (int64, e
 		return 0, err
 	}
 	var v int64
-	err = s.pool.QueryRow(ctx, fmt.Sprintf("DELETE FROM %s t WHERE t.%s = $1 RETURNING t.version + 1", ti.table, ti.pk), id).Scan(&v)
+	err = s.pool.QueryRow(ctx, fmt.Sprintf("DELETE FROM %s t WHERE t.%s = $1 RETURNING t.version + 1", ti.Table, ti.PK), id).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("delete %s %q: %w", typ, id, mapErr(err))
 	}
@@ -186,6 +186,6 @@ func (t *TxStore) LockTable(ctx context.Context, typ ObjectType) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(ctx, "LOCK TABLE "+ti.table+" IN SHARE ROW EXCLUSIVE MODE")
+	_, err = t.tx.Exec(ctx, "LOCK TABLE "+ti.Table+" IN SHARE ROW EXCLUSIVE MODE")
 	return mapErr(err)
 }
