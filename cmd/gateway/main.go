@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
+	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
@@ -32,6 +34,7 @@ import (
 const usage = `usage:
   gateway serve   [--config FILE] [--addr HOST:PORT] [--database-url URL] [--master-key KEY]
                   [--replica-id ID] [--sync-source listen|logical] [--log-format json|console] [--no-migrate]
+                  [--read-through-budget N]
   gateway migrate --database-url URL
   gateway dev     [--replicas 2] [--base-port 4000]
 `
@@ -71,6 +74,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // serveFlags are serve's settings. Precedence: flag > env > config file > default.
 type serveFlags struct {
 	config, addr, databaseURL, masterKey, replicaID, syncSource, logFormat string
+	readThroughBudget                                                      string
 	noMigrate                                                              bool
 }
 
@@ -86,6 +90,7 @@ func parseServe(args []string) (serveFlags, error) {
 	fs.StringVar(&f.syncSource, "sync-source", "listen", "change source: listen or logical")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "do not apply migrations on start")
+	fs.StringVar(&f.readThroughBudget, "read-through-budget", "", "read-through DB fetches per 5 s per registry; 0 = none, misses decided by the change feed's barrier alone (env GATEWAY_READ_THROUGH_BUDGET; default 20; a test and operations knob)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(usage)
@@ -99,6 +104,13 @@ func parseServe(args []string) (serveFlags, error) {
 	case "listen", "logical":
 	default:
 		return f, fmt.Errorf("serve: --sync-source: %q is not a change source (want listen or logical)", f.syncSource)
+	}
+	if v := firstNonEmpty(f.readThroughBudget, os.Getenv("GATEWAY_READ_THROUGH_BUDGET")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return f, fmt.Errorf("serve: --read-through-budget (GATEWAY_READ_THROUGH_BUDGET): %q is not a count of fetches (want an integer >= 0)", v)
+		}
+		f.readThroughBudget = v
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("serve: --log-format: %q (want json or console)", f.logFormat)
@@ -168,7 +180,15 @@ func serve(ctx context.Context, args []string) error {
 		supported = map[store.ObjectType]bool{}
 	}
 
-	regs := newRegistries(st, supported, log)
+	rto := readthrough.Options{}
+	if f.readThroughBudget != "" {
+		n, _ := strconv.Atoi(f.readThroughBudget)
+		rto.Budget = n
+		if n == 0 {
+			rto.Budget = -1 // none: every miss is decided by the barrier
+		}
+	}
+	regs := newRegistries(st, supported, rto, log)
 	objects.install(regs)
 	client := provider.NewClient()
 	rs := router.Settings{RoutingStrategy: cfg.RouterSettings.RoutingStrategy, AllowedFails: cfg.RouterSettings.AllowedFails, CooldownTime: cooldown(cfg.RouterSettings)}
@@ -217,6 +237,7 @@ type registries struct {
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
 	supported map[store.ObjectType]bool
+	rto       readthrough.Options // read-through bounds of every registry
 	log       zerolog.Logger
 }
 
@@ -241,7 +262,7 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 		load = func(ctx context.Context, name string) ([]store.Row, error) { return st.LoadByName(ctx, typ, name) }
 	}
 	log := r.log
-	reg := registry.New(registry.Options[T]{Type: typ, Build: build, Names: names, Load: load,
+	reg := registry.New(registry.Options[T]{Type: typ, Build: build, Names: names, Load: load, ReadThrough: r.rto,
 		OnApplyError: func(id string, err error) {
 			log.Warn().Str("component", "registry").Str("type", string(typ)).Str("id", id).Err(err).Msg("invalid row not applied; the previous version, if any, keeps serving")
 		}})
@@ -249,8 +270,8 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 	return reg
 }
 
-func newRegistries(st *store.Store, supported map[store.ObjectType]bool, log zerolog.Logger) *registries {
-	r := &registries{st: st, supported: supported, log: log}
+func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger) *registries {
+	r := &registries{st: st, supported: supported, rto: rto, log: log}
 	r.models = add(r, store.Model, router.BuildRow, router.Names)
 	r.guardrails = add(r, store.Guardrail, api.BuildGuardrailRow, api.GuardrailNames)
 	r.agents = add(r, store.Agent, api.BuildAgentRow, api.AgentNames)

@@ -386,6 +386,9 @@ func (d *decoder) message(m pglogrepl.Message) error {
 		}
 	case *pglogrepl.LogicalDecodingMessage:
 		if m.Prefix == s.hbChan {
+			if s.heardToken(string(m.Content)) {
+				return nil
+			}
 			if sent, err := strconv.ParseInt(string(m.Content), 10, 64); err == nil {
 				s.hbRTT.Store(time.Now().UnixNano() - sent)
 			}

@@ -65,6 +65,13 @@ type Sink interface {
 	Truncate(version int64) int
 }
 
+// BarrierSink is a Sink that makes its misses authoritative with the feed's notification
+// barrier (registry.Registry): New installs Syncer.Barrier on every such sink, so a registry
+// added to the feed gets the barrier without further wiring.
+type BarrierSink interface {
+	SetBarrier(func(context.Context) error)
+}
+
 // Source names a change source in /sync/lag.
 type Source string
 
@@ -83,6 +90,10 @@ const (
 	StateCatchingUp   State = "catching_up"
 	StateStreaming    State = "streaming"
 	StateReconnecting State = "reconnecting"
+	// StateDegraded: the listener connection is up but does not hear its own heartbeat (e.g.
+	// a LISTEN through PgBouncer in transaction pooling); the change-log poll keeps the
+	// replica in sync meanwhile. Stats.Reason names the cause.
+	StateDegraded State = "degraded"
 )
 
 // Config configures a Syncer. Zero durations take the documented defaults.
@@ -106,6 +117,7 @@ type Config struct {
 	BackoffMin        time.Duration // reconnect backoff start; default 100 ms
 	BackoffMax        time.Duration // reconnect backoff cap; default 5 s
 	BufferSize        int           // changes buffered between listener and applier (logical: also per open transaction); default 8192
+	BarrierTimeout    time.Duration // a barrier round not heard back and applied within this fails; default 2 s
 }
 
 func (c *Config) defaults() {
@@ -126,6 +138,7 @@ func (c *Config) defaults() {
 	def(&c.Retention, 24*time.Hour)
 	def(&c.BackoffMin, 100*time.Millisecond)
 	def(&c.BackoffMax, 5*time.Second)
+	def(&c.BarrierTimeout, 2*time.Second)
 	if c.BufferSize == 0 {
 		c.BufferSize = 8192
 	}
@@ -178,6 +191,9 @@ type Syncer struct {
 
 	watermarkPub atomic.Uint64 // copy of watermark for Stats
 
+	bar                                          *barriers
+	barrierRounds, barrierWaiters, barrierFailed atomic.Int64
+
 	// applier-owned state (one goroutine)
 	watermark uint64
 	pending   map[store.ObjectType]map[string]change
@@ -201,9 +217,13 @@ func New(cfg Config) *Syncer {
 		catchUp: make(chan catchUpReq),
 		kick:    make(chan struct{}, 1),
 		pending: map[store.ObjectType]map[string]change{},
+		bar:     newBarriers(),
 	}
 	for _, sk := range cfg.Sinks {
 		s.sinks[sk.Type()] = sk
+		if bs, ok := sk.(BarrierSink); ok {
+			bs.SetBarrier(s.Barrier)
+		}
 	}
 	s.state.Store(StateStarting)
 	return s
@@ -244,7 +264,8 @@ func (s *Syncer) Start(ctx context.Context) error {
 		return fmt.Errorf("initial load: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go func() { defer s.wg.Done(); s.barrierLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.listen(ctx) }()
 	go func() { defer s.wg.Done(); s.apply(ctx) }()
 	go func() { defer s.wg.Done(); s.heartbeat(ctx) }()
@@ -391,6 +412,9 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 	if n.Channel == s.hbChan {
 		now := time.Now()
 		s.lastHB.Store(now.UnixNano())
+		if s.heardToken(n.Payload) {
+			return
+		}
 		if sent, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
 			s.hbRTT.Store(now.UnixNano() - sent)
 		}
@@ -471,6 +495,8 @@ func (s *Syncer) apply(ctx context.Context) {
 			return
 		case req := <-s.catchUp:
 			req.done <- s.catchUpNow(ctx, req.mode)
+		case <-s.bar.applied:
+			s.completeBarriers(ctx, batch)
 		case ev := <-s.events:
 			batch = append(batch[:0], ev)
 		drain:

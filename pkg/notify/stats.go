@@ -92,6 +92,8 @@ type Stats struct {
 	Watermark uint64 `json:"watermark"`
 	// Reconciles counts full loads taken (initial load, periodic reconcile snapshots).
 	Reconciles int64 `json:"reconciles"`
+	// Barrier counts notification-barrier rounds (barrier.go).
+	Barrier BarrierStats `json:"barrier"`
 }
 
 // Stats returns a snapshot of the counters. ApplyErrors is filled by the caller from the
@@ -118,5 +120,6 @@ func (s *Syncer) Stats() Stats {
 		Malformed:      s.malformed.Load(),
 		Watermark:      s.watermarkPub.Load(),
 		Reconciles:     s.reconciles.Load(),
+		Barrier:        BarrierStats{Rounds: s.barrierRounds.Load(), Waiters: s.barrierWaiters.Load(), Failed: s.barrierFailed.Load()},
 	}
 }

@@ -23,7 +23,9 @@ import (
 type Options struct {
 	// NegativeTTL is how long a not-found answer is remembered. Default 2 s.
 	NegativeTTL time.Duration
-	// Budget is how many fetches may start per BudgetWindow. Default 20.
+	// Budget is how many fetches may start per BudgetWindow. Default 20 (0 takes the
+	// default); negative: no fetch ever starts (every miss fails closed, so the change feed's
+	// barrier alone decides it — a test and operations knob, GATEWAY_READ_THROUGH_BUDGET=0).
 	Budget int
 	// BudgetWindow is the window Budget refills over. Default 5 s.
 	BudgetWindow time.Duration
@@ -95,8 +97,11 @@ type Group struct {
 // New builds a Group around fetch.
 func New(fetch Fetch, opts Options) *Group {
 	opts.defaults()
-	every := rate.Every(opts.BudgetWindow / time.Duration(opts.Budget))
-	return &Group{fetch: fetch, opts: opts, lim: rate.NewLimiter(every, opts.Budget), neg: map[string]time.Time{}, inflight: map[string]bool{}}
+	lim := rate.NewLimiter(0, 0) // negative budget: never allows
+	if opts.Budget > 0 {
+		lim = rate.NewLimiter(rate.Every(opts.BudgetWindow/time.Duration(opts.Budget)), opts.Budget)
+	}
+	return &Group{fetch: fetch, opts: opts, lim: lim, neg: map[string]time.Time{}, inflight: map[string]bool{}}
 }
 
 // Do resolves a miss on key. Concurrent calls for one key share a single fetch (and a single

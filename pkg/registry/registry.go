@@ -102,13 +102,10 @@ type Options[T any] struct {
 	TombstoneTTL time.Duration
 	// OnApplyError is called for each row Build refused (logging); optional.
 	OnApplyError func(id string, err error)
-	// MissWait bounds how long Resolve waits for the change feed to apply the name when the
-	// read-through failed closed (budget exhausted, DB error). A create on another replica is
-	// normally applied here within a millisecond or two of its commit, so a provisioning
-	// script outrunning the budget still sees its objects, without a DB read; a flood of
-	// unknown names only waits, it never reads. Default 500 ms (logical decoding under load
-	// can take a few hundred ms).
-	MissWait time.Duration
+	// MissBarrierTimeout bounds how long Resolve waits for the notification barrier that makes
+	// a miss authoritative (see Resolve). Default 1 s: a healthy barrier takes about one
+	// NOTIFY round trip; the bound only matters when Postgres hangs.
+	MissBarrierTimeout time.Duration
 }
 
 type tombstone struct {
@@ -136,6 +133,9 @@ type Registry[T any] struct {
 	rt        *readthrough.Group
 	// changed is closed and replaced on every publish ("something changed" broadcast).
 	changed atomic.Pointer[chan struct{}]
+	// barrier proves the registry exact as of the call (the change feed's notification
+	// barrier); nil until SetBarrier.
+	barrier atomic.Pointer[func(context.Context) error]
 
 	applyErrors atomic.Int64
 }
@@ -157,8 +157,8 @@ func New[T any](opts Options[T]) *Registry[T] {
 	if opts.TombstoneTTL == 0 {
 		opts.TombstoneTTL = 10 * time.Minute
 	}
-	if opts.MissWait == 0 {
-		opts.MissWait = 500 * time.Millisecond
+	if opts.MissBarrierTimeout == 0 {
+		opts.MissBarrierTimeout = time.Second
 	}
 	r := &Registry[T]{opts: opts, tombs: map[string]tombstone{}, failed: map[string]int64{}}
 	ch := make(chan struct{})
@@ -553,11 +553,23 @@ func (r *Registry[T]) Reconcile(rows []store.Row, startGen uint64) int {
 // ErrNotFound is returned by Resolve when the name is unknown after any read-through.
 var ErrNotFound = errors.New("not found")
 
+// SetBarrier installs the change feed's notification barrier (notify.Syncer.Barrier; the
+// feed installs it on every sink it is given). Resolve uses it to make a miss authoritative.
+func (r *Registry[T]) SetBarrier(fn func(context.Context) error) { r.barrier.Store(&fn) }
+
 // Resolve runs a read-through for a missed name: it loads the rows for name from Postgres and
 // applies them (version-guarded), so the caller's next lookup sees them. Outcome per
-// readthrough.Group.Do: found, not found (negative-cached), or a fail-closed miss (budget
-// exhausted, DB error), after which it waits up to MissWait for the change feed to publish the
-// name. Returns nil when the name is now held; ErrNotFound otherwise.
+// readthrough.Group.Do:
+//   - found: the name is held now → nil;
+//   - fetched and not found: the fetch read the database after the request arrived, so the
+//     miss is authoritative → ErrNotFound;
+//   - anything else (a negative-cache hit or a fetch shared with an earlier caller, both of
+//     which may predate a commit this request should see; or a fail-closed miss: budget
+//     exhausted, DB error): the notification barrier proves the registry holds every change
+//     committed before the request, at no DB read (DESIGN.md "Notification barrier"); then
+//     the name is held (nil) or unknown (ErrNotFound). When the barrier cannot be completed
+//     within MissBarrierTimeout (Postgres down or hung: static stability) the miss stands and
+//     ErrNotFound wraps the cause.
 func (r *Registry[T]) Resolve(ctx context.Context, name string) error {
 	if r.rt == nil {
 		return ErrNotFound
@@ -566,35 +578,26 @@ func (r *Registry[T]) Resolve(ctx context.Context, name string) error {
 	if res.Found || r.Has(name) { // the feed may have applied it while the fetch ran
 		return nil
 	}
-	if res.BudgetExhausted || res.Err != nil {
-		// Failed closed: no DB read. Give the change feed a moment to apply the name.
-		if r.waitFor(ctx, name, r.opts.MissWait) {
+	if !res.NegativeHit && !res.BudgetExhausted && res.Err == nil && !res.Shared {
+		return ErrNotFound // fetched at the database's current state: authoritative
+	}
+	cause := res.Err
+	if b := r.barrier.Load(); b != nil {
+		bctx, cancel := context.WithTimeout(ctx, r.opts.MissBarrierTimeout)
+		err := (*b)(bctx)
+		cancel()
+		if r.Has(name) {
 			return nil
 		}
+		if err == nil {
+			return ErrNotFound
+		}
+		cause = err
 	}
-	if res.Err != nil {
-		return fmt.Errorf("%w: %v", ErrNotFound, res.Err)
+	if cause != nil {
+		return fmt.Errorf("%w: %v", ErrNotFound, cause)
 	}
 	return ErrNotFound
-}
-
-// waitFor waits up to d for name to be published.
-func (r *Registry[T]) waitFor(ctx context.Context, name string, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		ch := r.Changed()
-		if r.Has(name) {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			return r.Has(name)
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 // fetch is the read-through: load the rows for name and apply them. It reports found only
