@@ -58,10 +58,15 @@ type API string
 
 // APIs the fake serves.
 const (
-	APIChat       API = "chat"
-	APIResponses  API = "responses"
-	APIMessages   API = "messages"
-	APIEmbeddings API = "embeddings"
+	APIChat           API = "chat"
+	APIResponses      API = "responses"
+	APIMessages       API = "messages"
+	APIEmbeddings     API = "embeddings"
+	APICompletions    API = "completions"
+	APIImages         API = "images"
+	APIModerations    API = "moderations"
+	APISpeech         API = "speech"
+	APITranscriptions API = "transcriptions"
 )
 
 // ReplyInput is what a reply function (see [WithReply]) sees of a request.
@@ -140,6 +145,13 @@ type Server struct {
 
 	mu   sync.Mutex
 	reqs []Request
+
+	// front, when set, checks and rewrites a request before the OpenAI/Anthropic routes see
+	// it (the Azure deployment paths); false means it has answered.
+	front func(w http.ResponseWriter, r *http.Request) bool
+	// native, when set, serves the request instead of the OpenAI/Anthropic routes (Gemini,
+	// Vertex AI, Bedrock, Ollama fakes).
+	native func(w http.ResponseWriter, r *http.Request, body []byte)
 }
 
 // Start starts a fake upstream for a test and closes it with t.Cleanup.
@@ -219,9 +231,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Time: time.Now()})
 	s.mu.Unlock()
+	if s.native != nil {
+		s.native(w, r, body)
+		return
+	}
+	if s.front != nil && !s.front(w, r) {
+		return
+	}
 
 	var api API
 	switch strings.TrimPrefix(r.URL.Path, "/v1") {
+	case "/completions":
+		api = APICompletions
+	case "/images/generations":
+		api = APIImages
+	case "/moderations":
+		api = APIModerations
+	case "/audio/speech":
+		api = APISpeech
+	case "/audio/transcriptions":
+		api = APITranscriptions
 	case "/chat/completions":
 		api = APIChat
 	case "/responses":
@@ -265,6 +294,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, api, code, msg)
 		return
 	}
+	if api == APITranscriptions {
+		s.transcriptions(w, r, body)
+		return
+	}
 	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
 		s.fail(w, api, http.StatusBadRequest, "We could not parse the JSON body of your request.")
 		return
@@ -300,6 +333,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, r, in, n)
 	case APIEmbeddings:
 		s.embeddings(w, in)
+	case APICompletions:
+		in.Text = textOf(gjson.GetBytes(body, "prompt"))
+		s.completions(w, r, in, n)
+	case APIImages:
+		in.Text = gjson.GetBytes(body, "prompt").Str
+		s.images(w, in)
+	case APIModerations:
+		in.Text = textOf(gjson.GetBytes(body, "input"))
+		s.moderations(w, in, n)
+	case APISpeech:
+		in.Text = gjson.GetBytes(body, "input").Str
+		s.speech(w, in)
 	}
 }
 

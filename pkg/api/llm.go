@@ -68,10 +68,17 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			}
 			return badRequest("read body: %v", err)
 		}
-		if !gjson.ValidBytes(body) || !isJSONObject(body) {
-			return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
+		var model string
+		if f.Multipart() {
+			if model, err = provider.MultipartModel(body); err != nil {
+				return err
+			}
+		} else {
+			if !gjson.ValidBytes(body) || !isJSONObject(body) {
+				return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
+			}
+			model = gjson.GetBytes(body, "model").String()
 		}
-		model := gjson.GetBytes(body, "model").String()
 		if model == "" {
 			return invalidModel(f, "")
 		}
@@ -112,7 +119,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 				}()
 			}
 		}
-		if provider.StreamRequested(body) && f != provider.FormatEmbeddings {
+		if f.Streams() && provider.StreamRequested(body) {
 			return s.stream(ctx, c, f, group, body, gs, during)
 		}
 		res, _, err := s.Router.Do(ctx, group, f, body)
@@ -134,7 +141,11 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		return c.Blob(status, echo.MIMEApplicationJSON, out)
+		ct := echo.MIMEApplicationJSON
+		if res.ContentType != "" {
+			ct = res.ContentType
+		}
+		return c.Blob(status, ct, out)
 	}
 }
 
@@ -428,6 +439,13 @@ func mapResponseText(f provider.Format, body []byte, fn func(string) (string, er
 	}
 	root := gjson.ParseBytes(body)
 	switch f {
+	case provider.FormatCompletions:
+		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
+			add(fmt.Sprintf("choices.%d.text", i.Int()), ch.Get("text"))
+			return true
+		})
+	case provider.FormatTranscriptions:
+		add("text", root.Get("text"))
 	case provider.FormatChat:
 		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
 			c := ch.Get("message.content")
@@ -546,6 +564,13 @@ func maskFrame(f provider.Format, frame []byte, mask func(string) string) ([]byt
 	root := gjson.ParseBytes(data)
 	var paths []string
 	switch f {
+	case provider.FormatCompletions:
+		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
+			if ch.Get("text").Type == gjson.String {
+				paths = append(paths, fmt.Sprintf("choices.%d.text", i.Int()))
+			}
+			return true
+		})
 	case provider.FormatChat:
 		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
 			if ch.Get("delta.content").Type == gjson.String {

@@ -163,11 +163,12 @@ func (s *Server) routes() {
 	}
 
 	// LLM routes
-	for _, f := range []provider.Format{provider.FormatChat, provider.FormatResponses, provider.FormatMessages, provider.FormatEmbeddings} {
+	for _, f := range provider.Formats {
 		h := s.llm(f)
 		e.POST(f.Path(), h, s.auth(anyKey))
 		e.POST("/v1"+f.Path(), h, s.auth(anyKey))
 	}
+	s.azureRoutes()
 
 	s.keyRoutes()
 	s.guardrailRoutes()

@@ -25,6 +25,19 @@ type Response struct {
 	// Text is the assistant text (joined text blocks/parts; "" for embeddings), for guardrails
 	// and the A2A bridge.
 	Text string
+	// ContentType is the answer's media type when it is not JSON (audio from /audio/speech).
+	ContentType string
+	// Usage is the call's token usage, read from the upstream's own usage fields whatever
+	// its API (zero when the upstream reported none).
+	Usage Usage
+}
+
+// Usage is the token usage of one call in OpenAI's sense: PromptTokens counts every input
+// token, cached ones included (Anthropic's input_tokens + cache reads + cache writes, Gemini's
+// promptTokenCount, Bedrock's inputTokens, Ollama's prompt_eval_count); CompletionTokens the
+// generated ones.
+type Usage struct {
+	PromptTokens, CompletionTokens int64
 }
 
 // Stream is a streaming answer. Next returns io.EOF after the last event. Close releases the
@@ -112,43 +125,53 @@ func WithClientHeaders(ctx context.Context, h http.Header) context.Context {
 }
 
 // plan decides how inbound format in is served by d: the upstream format, and whether the body
-// passes through (formats match) or is translated.
+// passes through (formats match) or is translated. A format the deployment cannot serve is a
+// 400 naming the provider.
 func plan(d *Deployment, in Format) (up Format, pass bool, err error) {
-	switch d.spec.wire {
-	case wireAnthropic:
-		switch in {
-		case FormatMessages:
-			return FormatMessages, true, nil
-		case FormatChat, FormatResponses:
-			return FormatMessages, false, nil
-		case FormatEmbeddings:
-			return 0, false, badRequest("embeddings not supported by provider %s", d.Provider)
-		}
-	default:
-		switch in {
-		case FormatChat, FormatEmbeddings:
-			return in, true, nil
-		case FormatResponses:
-			if d.spec.responses {
-				return FormatResponses, true, nil
-			}
-			return FormatChat, false, nil
-		case FormatMessages:
-			return FormatChat, false, nil
-		}
+	if !d.Supports(in) {
+		return 0, false, unsupported(d, in)
 	}
-	return 0, false, badRequest("unknown request format %d", int(in))
+	switch d.spec.wire {
+	case wireNative:
+		return formatNative, false, nil
+	case wireAnthropic:
+		if in == FormatMessages {
+			return FormatMessages, true, nil
+		}
+		return FormatMessages, false, nil
+	}
+	switch in {
+	case FormatResponses:
+		if d.spec.responses {
+			return FormatResponses, true, nil
+		}
+		return FormatChat, false, nil
+	case FormatMessages:
+		return FormatChat, false, nil
+	}
+	return in, true, nil
+}
+
+// unsupported is the 400 for a route the deployment's provider cannot serve.
+func unsupported(d *Deployment, in Format) *UpstreamError {
+	return badRequest("%s not supported by provider %s", in.RouteName(), d.Provider)
 }
 
 // upstreamBody builds the body sent upstream.
 func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) ([]byte, error) {
 	if pass {
+		if in == FormatTranscriptions {
+			return rewriteMultipartModel(body, d.Model)
+		}
 		b, err := RewriteModel(body, d.Model)
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
-		if StreamRequested(b) != stream && in != FormatEmbeddings {
+		if in.Streams() && StreamRequested(b) != stream {
 			b = setBool(b, "stream", stream)
+		}
+		if d.vertexAnthropic {
+			return vertexAnthropicBody(b)
 		}
 		return b, nil
 	}
@@ -161,33 +184,38 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 		r, err = parseResponsesRequest(body)
 	case FormatMessages:
 		r, err = parseMessagesRequest(body)
+	default:
+		return nil, unsupported(d, in)
 	}
 	if err != nil {
 		return nil, err
 	}
 	r.stream = stream
-	if up == FormatMessages {
-		return renderMessagesRequest(r, d.Model), nil
+	switch up {
+	case formatNative:
+		return d.native.request(d, r)
+	case FormatMessages:
+		b := renderMessagesRequest(r, d.Model)
+		if d.vertexAnthropic {
+			return vertexAnthropicBody(b)
+		}
+		return b, nil
 	}
 	return renderChatRequest(r, d.Model, d.spec.maxCompletionTokens), nil
 }
 
-func (d *Deployment) url(up Format) string {
-	switch up {
-	case FormatChat:
-		return d.chatURL
-	case FormatResponses:
-		return d.responsesURL
-	case FormatEmbeddings:
-		return d.embeddingsURL
+func (d *Deployment) url(up Format, stream bool) string {
+	if up == formatNative && stream && d.streamURL != "" {
+		return d.streamURL
 	}
-	return d.messagesURL
+	return d.urls[up]
 }
 
-// send posts body to the upstream endpoint of format up. Non-2xx answers are returned as
-// *UpstreamError with the body closed.
-func (c *Client) send(ctx context.Context, d *Deployment, up Format, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(up), bytes.NewReader(body))
+// send posts body to the upstream endpoint of format up (its streaming endpoint when stream
+// and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
+// closed.
+func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(up, stream), bytes.NewReader(body))
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
@@ -196,6 +224,18 @@ func (c *Client) send(ctx context.Context, d *Deployment, up Format, body []byte
 		if beta := ch.Values("anthropic-beta"); len(beta) > 0 {
 			req.Header = d.header.Clone()
 			req.Header["Anthropic-Beta"] = beta
+		}
+	}
+	if up == FormatTranscriptions {
+		req.Header = req.Header.Clone()
+		req.Header.Set("Content-Type", multipartContentType(body))
+	}
+	if d.signer != nil {
+		if len(req.Header) == len(d.header) {
+			req.Header = req.Header.Clone()
+		}
+		if err := d.signer.sign(ctx, req, body); err != nil {
+			return nil, err
 		}
 	}
 	resp, err := c.hc.Do(req)
@@ -323,7 +363,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	resp, err := c.send(cctx, d, up, ub)
+	resp, err := c.send(cctx, d, up, false, ub)
 	if err != nil {
 		return nil, transportError(ctx, err, d.Timeout, "call")
 	}
@@ -333,18 +373,30 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 		return nil, transportError(ctx, err, d.Timeout, "call")
 	}
 	if pass {
-		return &Response{Status: resp.StatusCode, Body: raw, Text: answerText(in, raw)}, nil
+		out := &Response{Status: resp.StatusCode, Body: raw, Text: answerText(in, raw), Usage: answerUsage(in, raw)}
+		if in.Passthrough() {
+			if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
+				out.ContentType = ct // audio/speech answers are audio bytes
+			}
+		}
+		return out, nil
 	}
 	var res *result
-	if up == FormatMessages {
+	switch up {
+	case formatNative:
+		res, err = d.native.result(raw)
+	case FormatMessages:
 		res, err = parseMessagesResult(raw)
-	} else {
+	default:
 		res, err = parseChatResult(raw)
 	}
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
-	return &Response{Status: resp.StatusCode, Body: render(in, res), Text: res.text()}, nil
+	if res.model == "" {
+		res.model = d.Model
+	}
+	return &Response{Status: resp.StatusCode, Body: render(in, res), Text: res.text(), Usage: res.usage.public()}, nil
 }
 
 func render(in Format, res *result) []byte {
@@ -353,6 +405,8 @@ func render(in Format, res *result) []byte {
 		return renderMessages(res)
 	case FormatResponses:
 		return renderResponses(res, now())
+	case FormatCompletions:
+		return renderCompletion(res, now())
 	}
 	return renderChat(res, now())
 }
@@ -379,8 +433,32 @@ func answerTextView(f Format, body []byte) string {
 			return true
 		})
 		return sb.String()
+	case FormatCompletions:
+		return j.Get("choices.0.text").Str
+	case FormatTranscriptions:
+		return j.Get("text").Str
 	}
 	return ""
+}
+
+// answerUsage reads the token usage of a passed-through answer in format f: chat, completions
+// and embeddings usage.prompt_tokens/completion_tokens, responses usage.input_tokens/
+// output_tokens, messages usage.input_tokens (+ cache reads and writes)/output_tokens.
+func answerUsage(f Format, body []byte) Usage {
+	if len(body) == 0 || body[0] != '{' {
+		return Usage{}
+	}
+	u := gjson.Get(bytesView(body), "usage")
+	if !u.IsObject() {
+		return Usage{}
+	}
+	switch f {
+	case FormatMessages:
+		return Usage{PromptTokens: u.Get("input_tokens").Int() + u.Get("cache_read_input_tokens").Int() + u.Get("cache_creation_input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
+	case FormatResponses, FormatTranscriptions:
+		return Usage{PromptTokens: u.Get("input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
+	}
+	return Usage{PromptTokens: u.Get("prompt_tokens").Int(), CompletionTokens: u.Get("completion_tokens").Int()}
 }
 
 // Stream performs a streaming call. body is the client's request in format in; "stream":
@@ -398,8 +476,8 @@ func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []by
 }
 
 func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
-	if in == FormatEmbeddings {
-		return nil, badRequest("embeddings cannot be streamed")
+	if !in.Streams() {
+		return nil, badRequest("%s cannot be streamed", in.RouteName())
 	}
 	if d.MockResponse != nil {
 		return mockStream(d, in, body)
@@ -415,7 +493,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d}
 	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
-	resp, err := c.send(sctx, d, up, ub)
+	resp, err := c.send(sctx, d, up, true, ub)
 	if err != nil {
 		s.timer.Stop()
 		cancel(nil)
@@ -427,6 +505,12 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	s.timer.Stop() // Next restarts it around each read
 	s.body = resp.Body
 	ct := resp.Header.Get("Content-Type")
+	if up == formatNative {
+		r := newRenderer(in, includeUsage(body))
+		s.rd = d.native.frames(resp.Body)
+		s.dec = d.native.decoder(r, d.Model)
+		return s, nil
+	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {
 		// The upstream ignored "stream": replay its whole answer as a stream.
 		return s.replayJSON(in, up, includeUsage(body))

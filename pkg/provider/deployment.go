@@ -32,6 +32,9 @@ type wire uint8
 const (
 	wireOpenAI wire = iota + 1
 	wireAnthropic
+	// wireNative: the provider's own API (Gemini, Bedrock Converse, Ollama), always translated
+	// through the spec's nativeAPI.
+	wireNative
 )
 
 // providerSpec describes one litellm_params.model prefix.
@@ -48,27 +51,43 @@ type providerSpec struct {
 	// maxCompletionTokens: send max_completion_tokens instead of max_tokens in translated chat
 	// requests (OpenAI's reasoning models reject max_tokens).
 	maxCompletionTokens bool
+	// derivedBase: api_base may be omitted; setup derives it (from a region, a project, …).
+	derivedBase bool
+	// passthrough: the OpenAI routes beyond chat, responses and embeddings (completions, images,
+	// moderations, audio) are served by passing the body through.
+	passthrough bool
+	// setup, when set, finishes the deployment after the common fields are read: it reads the
+	// provider's own litellm_params and sets its endpoints, headers and request signer.
+	setup func(d *Deployment, p gjson.Result) error
 }
 
 // providers are the litellm_params.model prefixes this gateway serves. All but anthropic speak
 // the OpenAI API; their default bases are the ones LiteLLM uses
 // (litellm/llms/*/chat/transformation.py, get_llm_provider_logic.py).
 var providers = map[string]providerSpec{
-	"openai":        {wire: wireOpenAI, apiBase: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", baseEnv: "OPENAI_BASE_URL", responses: true, maxCompletionTokens: true},
+	"openai":        {wire: wireOpenAI, apiBase: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", baseEnv: "OPENAI_BASE_URL", responses: true, maxCompletionTokens: true, passthrough: true},
+	"azure":         {wire: wireOpenAI, keyEnv: "AZURE_API_KEY", baseEnv: "AZURE_API_BASE", maxCompletionTokens: true, passthrough: true, setup: setupAzure},
 	"anthropic":     {wire: wireAnthropic, apiBase: "https://api.anthropic.com", keyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_API_BASE"},
-	"hosted_vllm":   {wire: wireOpenAI, keyEnv: "HOSTED_VLLM_API_KEY", baseEnv: "HOSTED_VLLM_API_BASE", responses: true},
-	"litellm_proxy": {wire: wireOpenAI, keyEnv: "LITELLM_PROXY_API_KEY", baseEnv: "LITELLM_PROXY_API_BASE", responses: true},
-	"custom_openai": {wire: wireOpenAI},
-	"lm_studio":     {wire: wireOpenAI, keyEnv: "LM_STUDIO_API_KEY", baseEnv: "LM_STUDIO_API_BASE"},
-	"openrouter":    {wire: wireOpenAI, apiBase: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", baseEnv: "OPENROUTER_API_BASE"},
-	"groq":          {wire: wireOpenAI, apiBase: "https://api.groq.com/openai/v1", keyEnv: "GROQ_API_KEY", baseEnv: "GROQ_API_BASE"},
-	"deepseek":      {wire: wireOpenAI, apiBase: "https://api.deepseek.com/v1", keyEnv: "DEEPSEEK_API_KEY", baseEnv: "DEEPSEEK_API_BASE"},
-	"mistral":       {wire: wireOpenAI, apiBase: "https://api.mistral.ai/v1", keyEnv: "MISTRAL_API_KEY", baseEnv: "MISTRAL_API_BASE"},
-	"xai":           {wire: wireOpenAI, apiBase: "https://api.x.ai/v1", keyEnv: "XAI_API_KEY", baseEnv: "XAI_API_BASE"},
-	"together_ai":   {wire: wireOpenAI, apiBase: "https://api.together.xyz/v1", keyEnv: "TOGETHERAI_API_KEY", baseEnv: "TOGETHER_AI_API_BASE"},
-	"fireworks_ai":  {wire: wireOpenAI, apiBase: "https://api.fireworks.ai/inference/v1", keyEnv: "FIREWORKS_AI_API_KEY", baseEnv: "FIREWORKS_AI_API_BASE"},
-	"deepinfra":     {wire: wireOpenAI, apiBase: "https://api.deepinfra.com/v1/openai", keyEnv: "DEEPINFRA_API_KEY", baseEnv: "DEEPINFRA_API_BASE"},
-	"perplexity":    {wire: wireOpenAI, apiBase: "https://api.perplexity.ai", keyEnv: "PERPLEXITYAI_API_KEY", baseEnv: "PERPLEXITY_API_BASE"},
+	"hosted_vllm":   {wire: wireOpenAI, keyEnv: "HOSTED_VLLM_API_KEY", baseEnv: "HOSTED_VLLM_API_BASE", responses: true, passthrough: true},
+	"litellm_proxy": {wire: wireOpenAI, keyEnv: "LITELLM_PROXY_API_KEY", baseEnv: "LITELLM_PROXY_API_BASE", responses: true, passthrough: true},
+	"custom_openai": {wire: wireOpenAI, passthrough: true},
+	"lm_studio":     {wire: wireOpenAI, keyEnv: "LM_STUDIO_API_KEY", baseEnv: "LM_STUDIO_API_BASE", passthrough: true},
+	"openrouter":    {wire: wireOpenAI, apiBase: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", baseEnv: "OPENROUTER_API_BASE", passthrough: true},
+	"groq":          {wire: wireOpenAI, apiBase: "https://api.groq.com/openai/v1", keyEnv: "GROQ_API_KEY", baseEnv: "GROQ_API_BASE", passthrough: true},
+	"deepseek":      {wire: wireOpenAI, apiBase: "https://api.deepseek.com/v1", keyEnv: "DEEPSEEK_API_KEY", baseEnv: "DEEPSEEK_API_BASE", passthrough: true},
+	"mistral":       {wire: wireOpenAI, apiBase: "https://api.mistral.ai/v1", keyEnv: "MISTRAL_API_KEY", baseEnv: "MISTRAL_API_BASE", passthrough: true},
+	"xai":           {wire: wireOpenAI, apiBase: "https://api.x.ai/v1", keyEnv: "XAI_API_KEY", baseEnv: "XAI_API_BASE", passthrough: true},
+	"together_ai":   {wire: wireOpenAI, apiBase: "https://api.together.xyz/v1", keyEnv: "TOGETHERAI_API_KEY", baseEnv: "TOGETHER_AI_API_BASE", passthrough: true},
+	"fireworks_ai":  {wire: wireOpenAI, apiBase: "https://api.fireworks.ai/inference/v1", keyEnv: "FIREWORKS_AI_API_KEY", baseEnv: "FIREWORKS_AI_API_BASE", passthrough: true},
+	"deepinfra":     {wire: wireOpenAI, apiBase: "https://api.deepinfra.com/v1/openai", keyEnv: "DEEPINFRA_API_KEY", baseEnv: "DEEPINFRA_API_BASE", passthrough: true},
+	"perplexity":    {wire: wireOpenAI, apiBase: "https://api.perplexity.ai", keyEnv: "PERPLEXITYAI_API_KEY", baseEnv: "PERPLEXITY_API_BASE", passthrough: true},
+}
+
+func init() {
+	// Registered here, not in the literal, because their setup functions refer back to
+	// providers (initialization cycle).
+	providers["ollama"] = providerSpec{wire: wireNative, apiBase: "http://localhost:11434", baseEnv: "OLLAMA_API_BASE", setup: setupOllama}
+	providers["ollama_chat"] = providers["ollama"]
 }
 
 // SupportedProviders lists the accepted litellm_params.model prefixes, sorted (openai and
@@ -122,18 +141,25 @@ type Deployment struct {
 	// frame (an idle timeout, like the read timeout of LiteLLM's HTTP client): from
 	// litellm_params.stream_timeout in seconds, default Timeout.
 	StreamTimeout time.Duration
+	// APIVersion is litellm_params.api_version: azure's api-version query parameter (default
+	// [DefaultAzureAPIVersion], or AZURE_API_VERSION).
+	APIVersion string
 	// MaxRetries is litellm_params.max_retries, or -1 when unset (the router's default applies).
 	MaxRetries int
 	// RPM and TPM are litellm_params.rpm / tpm (0 when unset), for routing.
 	RPM, TPM int64
 
-	spec          providerSpec
-	chatURL       string
-	responsesURL  string
-	embeddingsURL string
-	messagesURL   string
-	header        http.Header // immutable, shared by every request
-	secrets       []string    // redacted from error texts (collectSecrets)
+	spec      providerSpec
+	urls      [numFormats]string // upstream endpoint per format; "" = not served
+	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
+	native    nativeAPI          // wireNative: the request/answer/stream translation
+	signer    signer             // nil: the static header is all the authentication
+	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
+	// "vertex-2023-10-16" and no "model" (the model is in the URL).
+	vertexAnthropic bool
+	header          http.Header // immutable, shared by every request
+	secrets         []string    // redacted from error texts (collectSecrets)
+	extraSecrets    []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
 }
 
 // NewDeployment validates litellm_params (a JSON object) and builds the deployment for model
@@ -154,16 +180,7 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 	}
 	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1}
 
-	str := func(field string) (string, error) {
-		v := p.Get(gjson.Escape(field))
-		switch v.Type {
-		case gjson.Null:
-			return "", nil
-		case gjson.String:
-			return resolveEnv(field, v.Str)
-		}
-		return "", fmt.Errorf("litellm_params.%s: must be a string, got %s", field, v.Raw)
-	}
+	str := func(field string) (string, error) { return paramStr(p, field) }
 
 	model, err := str("model")
 	if err != nil {
@@ -196,7 +213,7 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 	if base == "" {
 		base = d.spec.apiBase
 	}
-	if base == "" && p.Get("mock_response").Type != gjson.String {
+	if base == "" && p.Get("mock_response").Type != gjson.String && !d.spec.derivedBase {
 		return nil, fmt.Errorf("litellm_params.api_base is required for provider %q", d.Provider)
 	}
 	if base != "" {
@@ -266,8 +283,36 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 		}
 	}
 	d.buildEndpoints()
+	if d.spec.setup != nil {
+		if err := d.spec.setup(d, p); err != nil {
+			return nil, err
+		}
+	}
 	d.collectSecrets()
 	return d, nil
+}
+
+// paramStr reads an optional string member of litellm_params ("" when absent or null),
+// resolving "os.environ/NAME". Errors name the field.
+func paramStr(p gjson.Result, field string) (string, error) {
+	v := p.Get(gjson.Escape(field))
+	switch v.Type {
+	case gjson.Null:
+		return "", nil
+	case gjson.String:
+		return resolveEnv(field, v.Str)
+	}
+	return "", fmt.Errorf("litellm_params.%s: must be a string, got %s", field, v.Raw)
+}
+
+// paramOrEnv is paramStr falling back to the environment variable env when the field is
+// absent or empty.
+func paramOrEnv(p gjson.Result, field, env string) (string, error) {
+	v, err := paramStr(p, field)
+	if v == "" && err == nil && env != "" {
+		v = os.Getenv(env)
+	}
+	return v, err
 }
 
 // setProvider splits "provider/model" (LiteLLM's get_llm_provider). A custom_llm_provider
@@ -312,23 +357,32 @@ func (d *Deployment) buildEndpoints() {
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "lockstep")
 	switch d.spec.wire {
+	case wireNative:
+		// setup sets the endpoints and authentication.
 	case wireAnthropic:
 		switch {
 		case strings.HasSuffix(d.APIBase, "/v1/messages"):
-			d.messagesURL = d.APIBase
+			d.urls[FormatMessages] = d.APIBase
 		case strings.HasSuffix(d.APIBase, "/v1"):
-			d.messagesURL = d.APIBase + "/messages"
+			d.urls[FormatMessages] = d.APIBase + "/messages"
 		default:
-			d.messagesURL = d.APIBase + "/v1/messages"
+			d.urls[FormatMessages] = d.APIBase + "/v1/messages"
 		}
 		if d.APIKey != "" {
 			h.Set("x-api-key", d.APIKey)
 		}
 		h.Set("anthropic-version", AnthropicVersion)
 	default:
-		d.chatURL = d.APIBase + "/chat/completions"
-		d.responsesURL = d.APIBase + "/responses"
-		d.embeddingsURL = d.APIBase + "/embeddings"
+		for _, f := range []Format{FormatChat, FormatResponses, FormatEmbeddings} {
+			d.urls[f] = d.APIBase + f.Path()
+		}
+		if d.spec.passthrough {
+			for _, f := range Formats {
+				if f.Passthrough() {
+					d.urls[f] = d.APIBase + f.Path()
+				}
+			}
+		}
 		if d.APIKey != "" {
 			h.Set("Authorization", "Bearer "+d.APIKey)
 		}
@@ -345,13 +399,21 @@ func (d *Deployment) buildEndpoints() {
 // IsMock reports whether the deployment answers locally (litellm_params.mock_response).
 func (d *Deployment) IsMock() bool { return d.MockResponse != nil }
 
-// Supports reports whether the deployment can serve inbound format f (natively or translated).
-// Only embeddings on an Anthropic upstream are impossible.
+// Supports reports whether the deployment can serve inbound format f (natively or
+// translated): chat, responses and messages everywhere; embeddings and the passthrough formats
+// (completions, images, moderations, audio) where the upstream has the endpoint. A mock
+// deployment serves chat, responses, messages, embeddings and completions.
 func (d *Deployment) Supports(f Format) bool {
 	if d.MockResponse != nil {
-		return true
+		return f <= FormatCompletions
 	}
-	return !(f == FormatEmbeddings && d.spec.wire == wireAnthropic)
+	switch f {
+	case FormatChat, FormatResponses, FormatMessages:
+		return true
+	case FormatEmbeddings:
+		return d.urls[FormatEmbeddings] != ""
+	}
+	return d.urls[f] != ""
 }
 
 // resolveEnv reads "os.environ/NAME" references (LiteLLM's get_secret).

@@ -1,9 +1,12 @@
 // Package provider calls upstream LLM APIs on behalf of the gateway and translates between
 // the wire formats clients speak and the ones upstreams serve.
 //
-// Four inbound formats exist (see [Format]): OpenAI Chat Completions, OpenAI Responses, Anthropic
-// Messages and OpenAI Embeddings. Upstreams speak either the OpenAI API (openai and the
-// OpenAI-compatible providers) or the Anthropic Messages API. When the inbound format is one
+// Four translatable inbound formats exist (see [Format]): OpenAI Chat Completions, OpenAI
+// Responses, Anthropic Messages and OpenAI Embeddings; completions, images, moderations and audio
+// are passed through to OpenAI-compatible upstreams only. Upstreams speak the OpenAI API (openai,
+// azure and the OpenAI-compatible providers), the Anthropic Messages API (anthropic, Claude on
+// vertex_ai), or a native API translated here: Gemini generateContent (gemini, vertex_ai),
+// Bedrock Converse (bedrock), Ollama /api/chat (ollama). When the inbound format is one
 // the upstream serves natively, the request is passed through: only the "model" value is
 // replaced, by a byte edit, and answers (streamed SSE frames included) are forwarded verbatim.
 // Otherwise the request is translated into the upstream's format and the answer back, streams
@@ -29,7 +32,45 @@ const (
 	FormatMessages
 	// FormatEmbeddings is OpenAI Embeddings: POST /v1/embeddings.
 	FormatEmbeddings
+	// FormatCompletions is OpenAI (legacy) Completions: POST /v1/completions, streamed like
+	// chat ("data: [DONE]").
+	FormatCompletions
+	// FormatImages is OpenAI Images: POST /v1/images/generations.
+	FormatImages
+	// FormatModerations is OpenAI Moderations: POST /v1/moderations.
+	FormatModerations
+	// FormatSpeech is OpenAI text to speech: POST /v1/audio/speech (JSON in, audio bytes out).
+	FormatSpeech
+	// FormatTranscriptions is OpenAI speech to text: POST /v1/audio/transcriptions, a
+	// multipart/form-data body whose "model" field names the model.
+	FormatTranscriptions
+
+	// formatNative is the upstream's own API when it is none of the above (Gemini, Bedrock
+	// Converse, Ollama): every inbound format is translated to and from it.
+	formatNative
+	numFormats
 )
+
+// Formats lists every inbound format, in route order.
+var Formats = []Format{FormatChat, FormatResponses, FormatMessages, FormatEmbeddings, FormatCompletions,
+	FormatImages, FormatModerations, FormatSpeech, FormatTranscriptions}
+
+// Passthrough reports whether f is only ever passed through to an OpenAI-compatible upstream
+// (its body edited in "model" only), never translated: completions, images, moderations and
+// audio.
+func (f Format) Passthrough() bool { return f >= FormatCompletions && f < formatNative }
+
+// Streams reports whether requests of format f may ask for "stream": true.
+func (f Format) Streams() bool {
+	switch f {
+	case FormatChat, FormatResponses, FormatMessages, FormatCompletions:
+		return true
+	}
+	return false
+}
+
+// Multipart reports whether requests of format f are multipart/form-data, not JSON.
+func (f Format) Multipart() bool { return f == FormatTranscriptions }
 
 // String returns "chat", "responses", "messages" or "embeddings".
 func (f Format) String() string {
@@ -42,6 +83,16 @@ func (f Format) String() string {
 		return "messages"
 	case FormatEmbeddings:
 		return "embeddings"
+	case FormatCompletions:
+		return "completions"
+	case FormatImages:
+		return "images"
+	case FormatModerations:
+		return "moderations"
+	case FormatSpeech:
+		return "speech"
+	case FormatTranscriptions:
+		return "transcriptions"
 	}
 	return "unknown"
 }
@@ -57,6 +108,16 @@ func (f Format) Path() string {
 		return "/messages"
 	case FormatEmbeddings:
 		return "/embeddings"
+	case FormatCompletions:
+		return "/completions"
+	case FormatImages:
+		return "/images/generations"
+	case FormatModerations:
+		return "/moderations"
+	case FormatSpeech:
+		return "/audio/speech"
+	case FormatTranscriptions:
+		return "/audio/transcriptions"
 	}
 	return ""
 }
@@ -72,15 +133,11 @@ func (f Format) RouteName() string {
 
 // FormatForPath maps a request path (with or without the /v1 prefix) to its format.
 func FormatForPath(path string) (Format, bool) {
-	switch strings.TrimPrefix(path, "/v1") {
-	case "/chat/completions":
-		return FormatChat, true
-	case "/responses":
-		return FormatResponses, true
-	case "/messages":
-		return FormatMessages, true
-	case "/embeddings":
-		return FormatEmbeddings, true
+	path = strings.TrimPrefix(path, "/v1")
+	for _, f := range Formats {
+		if f.Path() == path {
+			return f, true
+		}
 	}
 	return 0, false
 }

@@ -40,6 +40,8 @@ func mockError(d *Deployment) error {
 func mockResult(d *Deployment, in Format) *result {
 	prefix := "chatcmpl-"
 	switch in {
+	case FormatCompletions:
+		prefix = "cmpl-"
 	case FormatMessages:
 		prefix = "msg_"
 	case FormatResponses:
@@ -65,7 +67,7 @@ func mockDo(d *Deployment, in Format, body []byte) (*Response, error) {
 		return mockEmbeddings(d, body)
 	}
 	res := mockResult(d, in)
-	return &Response{Status: 200, Body: render(in, res), Text: res.text()}, nil
+	return &Response{Status: 200, Body: render(in, res), Text: res.text(), Usage: res.usage.public()}, nil
 }
 
 // mockStream streams the mock answer in format in, its text split into a few deltas.
@@ -127,7 +129,7 @@ func mockEmbeddings(d *Deployment, body []byte) (*Response, error) {
 	b = append(b, `],"model":`...)
 	b = appendJSONString(b, d.Model)
 	b = append(b, `,"usage":{"prompt_tokens":10,"total_tokens":10}}`...)
-	return &Response{Status: 200, Body: b}, nil
+	return &Response{Status: 200, Body: b, Usage: Usage{PromptTokens: 10}}, nil
 }
 
 // mockVector derives dims floats in [-1, 1) from an FNV-1a hash of s (xorshift64*).

@@ -23,8 +23,56 @@ func newRenderer(f Format, includeUsage bool) renderer {
 		return &messagesRenderer{}
 	case FormatResponses:
 		return &responsesRenderer{}
+	case FormatCompletions:
+		return &completionsRenderer{includeUsage: includeUsage}
 	}
 	return &chatRenderer{includeUsage: includeUsage}
+}
+
+// ---- OpenAI text_completion chunks (https://platform.openai.com/docs/api-reference/completions/create) ----
+
+// completionsRenderer streams the legacy completions format (mock answers only: a real
+// completions upstream is passed through). Tool calls have no place in it and are dropped.
+type completionsRenderer struct {
+	includeUsage bool
+	head         []byte // `data: {"id":…,"object":"text_completion","created":…,"model":…`
+}
+
+func (r *completionsRenderer) start(b []byte, id, model string, _ usage) []byte {
+	h := append([]byte(nil), `data: {"id":`...)
+	h = appendJSONString(h, id)
+	h = append(h, `,"object":"text_completion","created":`...)
+	h = appendInt(h, now())
+	h = append(h, `,"model":`...)
+	r.head = appendJSONString(h, model)
+	return b
+}
+
+func (r *completionsRenderer) text(b []byte, delta string) []byte {
+	b = append(b, r.head...)
+	b = append(b, `,"choices":[{"text":`...)
+	b = appendJSONString(b, delta)
+	return append(b, `,"index":0,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+}
+
+func (r *completionsRenderer) toolStart(b []byte, _, _ string) []byte { return b }
+func (r *completionsRenderer) toolArgs(b []byte, _ string) []byte     { return b }
+
+func (r *completionsRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
+	b = append(b, r.head...)
+	b = append(b, `,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":`...)
+	b = appendJSONString(b, stop.chatFinish())
+	b = append(b, `}]`...)
+	if r.includeUsage {
+		b = append(b, `,"usage":`...)
+		b = append(b, marshal(chatUsage(u))...)
+	}
+	b = append(b, "}\n\n"...)
+	return append(b, "data: [DONE]\n\n"...)
+}
+
+func (r *completionsRenderer) fail(b []byte, status int, msg string) []byte {
+	return appendErrorEvent(b, FormatChat, status, msg)
 }
 
 // ---- OpenAI chat.completion.chunk (https://platform.openai.com/docs/api-reference/chat-streaming) ----

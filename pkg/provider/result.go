@@ -81,6 +81,8 @@ type usage struct {
 	in, out, cacheRead, cacheWrite int64
 }
 
+func (u usage) public() Usage { return Usage{PromptTokens: u.in, CompletionTokens: u.out} }
+
 // anthropicInput is Anthropic's input_tokens: the prompt tokens not read from or written to
 // the cache.
 func (u usage) anthropicInput() int64 { return max(u.in-u.cacheRead-u.cacheWrite, 0) }
@@ -279,6 +281,25 @@ func renderChat(r *result, created int64) []byte {
 		Choices []choice     `json:"choices"`
 		Usage   chatUsageOut `json:"usage"`
 	}{r.id, "chat.completion", created, r.model, []choice{{Message: msg, FinishReason: r.stop.chatFinish()}}, chatUsage(r.usage)})
+}
+
+// renderCompletion renders an OpenAI text_completion
+// (https://platform.openai.com/docs/api-reference/completions/object).
+func renderCompletion(r *result, created int64) []byte {
+	type choice struct {
+		Text         string `json:"text"`
+		Index        int    `json:"index"`
+		Logprobs     *int   `json:"logprobs"`
+		FinishReason string `json:"finish_reason"`
+	}
+	return marshal(struct {
+		ID      string       `json:"id"`
+		Object  string       `json:"object"`
+		Created int64        `json:"created"`
+		Model   string       `json:"model"`
+		Choices []choice     `json:"choices"`
+		Usage   chatUsageOut `json:"usage"`
+	}{r.id, "text_completion", created, r.model, []choice{{Text: r.text(), FinishReason: r.stop.chatFinish()}}, chatUsage(r.usage)})
 }
 
 type anthropicBlockOut struct {

@@ -174,6 +174,9 @@ func (d *Deployment) collectSecrets() {
 		}
 	}
 	add(d.APIKey)
+	for _, x := range d.extraSecrets {
+		add(x)
+	}
 	if start, end, ok := urlPassword(d.APIBase); ok {
 		add(d.APIBase[start:end]) // as written
 		if u, err := url.Parse(d.APIBase); err == nil {

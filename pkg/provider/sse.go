@@ -77,6 +77,8 @@ func (s *sseReader) next() error {
 	}
 }
 
+func (s *sseReader) current() (raw, event, data []byte) { return s.frame, s.event, s.data }
+
 func (s *sseReader) field(line []byte) {
 	if line[0] == ':' {
 		return

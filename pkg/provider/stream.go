@@ -23,7 +23,7 @@ type httpStream struct {
 	in     Format
 	d      *Deployment // its secrets are redacted from events and errors
 	body   io.ReadCloser
-	rd     *sseReader
+	rd     frameReader
 	dec    decoder
 	out    []byte
 	done   bool
@@ -83,11 +83,12 @@ func (s *httpStream) next() (Event, error) {
 			_ = s.Close()
 			return Event{}, err
 		}
+		raw, event, data := s.rd.current()
 		if s.dec == nil {
-			s.done = passthroughDone(s.in, s.rd.event, s.rd.data)
-			return Event{Data: s.rd.frame, Text: passthroughText(s.in, s.rd.event, s.rd.data)}, nil
+			s.done = passthroughDone(s.in, event, data)
+			return Event{Data: raw, Text: passthroughText(s.in, event, data)}, nil
 		}
-		out, text, done := s.dec.frame(s.out[:0], s.rd.event, s.rd.data)
+		out, text, done := s.dec.frame(s.out[:0], event, data)
 		s.out = out
 		s.done = done
 		if len(out) > 0 {
@@ -114,7 +115,7 @@ func (s *httpStream) Close() error {
 // is read, so the client's answer ends even if the upstream keeps the connection open.
 func passthroughDone(f Format, event, data []byte) bool {
 	switch f {
-	case FormatChat:
+	case FormatChat, FormatCompletions:
 		return string(data) == "[DONE]"
 	case FormatMessages:
 		return string(event) == "message_stop"
@@ -136,6 +137,8 @@ func passthroughText(f Format, event, data []byte) string {
 	switch f {
 	case FormatChat:
 		r = gjson.Get(bytesView(data), "choices.0.delta.content")
+	case FormatCompletions:
+		r = gjson.Get(bytesView(data), "choices.0.text")
 	case FormatResponses:
 		if string(event) != "response.output_text.delta" && !(len(event) == 0 && gjson.Get(bytesView(data), "type").Str == "response.output_text.delta") {
 			return ""

@@ -15,12 +15,18 @@ import (
 //	            output_text parts, input[].output of function_call_output items (string)
 //	messages:   system (string, or blocks' .text), messages[].content (string) and its text
 //	            blocks, tool_result blocks' content (string or text blocks)
-//	embeddings: input (string or the strings of an array)
+//	embeddings, moderations, speech: input (string, the strings of an array, or the
+//	            "text" of moderation input objects)
+//	completions, images: prompt (string or the strings of an array)
+//	transcriptions: none (the body is audio; the body is returned as is)
 //
 // Messages of every role are covered. Only the string values change; everything else stays
 // byte for byte. An error from fn is returned as is; an invalid body is a 400 *UpstreamError.
 // Used by pre_call guardrails to mask what the upstream receives.
 func MapRequestText(in Format, body []byte, fn func(string) (string, error)) ([]byte, error) {
+	if in.Multipart() {
+		return body, nil // audio in; the transcription comes back as text
+	}
 	if !gjson.ValidBytes(body) {
 		return nil, badRequest("request body is not valid JSON")
 	}
@@ -88,14 +94,22 @@ func MapRequestText(in Format, body []byte, fn func(string) (string, error)) ([]
 			parts(m.Get("content"), "text")
 			return ferr == nil
 		})
-	case FormatEmbeddings:
-		input := root.Get("input")
+	case FormatEmbeddings, FormatModerations, FormatSpeech, FormatCompletions, FormatImages:
+		field := "input"
+		if in == FormatCompletions || in == FormatImages {
+			field = "prompt"
+		}
+		input := root.Get(field)
 		if input.Type == gjson.String {
 			visit(input)
 			break
 		}
 		input.ForEach(func(_, v gjson.Result) bool {
-			visit(v)
+			if v.IsObject() { // moderations: [{"type": "text", "text": …}, {"type": "image_url", …}]
+				visit(v.Get("text"))
+			} else {
+				visit(v)
+			}
 			return ferr == nil
 		})
 	}

@@ -183,7 +183,7 @@ func TestNewDeployment(t *testing.T) {
 	require.Equal(t, DefaultTimeout, d.StreamTimeout)
 	require.Equal(t, 2, d.MaxRetries)
 	require.EqualValues(t, 60, d.RPM)
-	require.Equal(t, "https://api.openai.com/v1/chat/completions", d.chatURL)
+	require.Equal(t, "https://api.openai.com/v1/chat/completions", d.urls[FormatChat])
 	require.Equal(t, "Bearer sk-from-env", d.header.Get("Authorization"))
 	require.Equal(t, "b", d.header.Get("X-A"))
 	require.Nil(t, d.MockResponse)
@@ -191,7 +191,7 @@ func TestNewDeployment(t *testing.T) {
 	d, err = NewDeployment("id2", "grp", []byte(`{"model":"anthropic/claude-sonnet-4-5","timeout":"30","stream_timeout":12.5}`))
 	require.NoError(t, err)
 	require.Equal(t, "https://api.anthropic.com", d.APIBase)
-	require.Equal(t, "https://api.anthropic.com/v1/messages", d.messagesURL)
+	require.Equal(t, "https://api.anthropic.com/v1/messages", d.urls[FormatMessages])
 	require.Equal(t, "sk-ant-env", d.header.Get("x-api-key"))
 	require.Equal(t, AnthropicVersion, d.header.Get("anthropic-version"))
 	require.Equal(t, 30*time.Second, d.Timeout)
@@ -202,7 +202,7 @@ func TestNewDeployment(t *testing.T) {
 
 	d, err = NewDeployment("id3", "grp", []byte(`{"model":"anthropic/claude-x","api_base":"http://h:1/v1/"}`))
 	require.NoError(t, err)
-	require.Equal(t, "http://h:1/v1/messages", d.messagesURL)
+	require.Equal(t, "http://h:1/v1/messages", d.urls[FormatMessages])
 
 	d, err = NewDeployment("id4", "grp", []byte(`{"model":"hosted_vllm/meta-llama/Llama-3.1-8B","api_base":"http://vllm:8000/v1"}`))
 	require.NoError(t, err)
@@ -229,7 +229,7 @@ func TestNewDeployment(t *testing.T) {
 		{`[]`, "litellm_params: must be a JSON object"},
 		{`{bad`, "litellm_params: invalid JSON"},
 		{`{"model":5}`, "litellm_params.model: must be a string, got 5"},
-		{`{"model":"foo/bar"}`, `litellm_params.model: unknown provider "foo" in "foo/bar" (supported: openai, anthropic, custom_openai, `},
+		{`{"model":"foo/bar"}`, `litellm_params.model: unknown provider "foo" in "foo/bar" (supported: openai, anthropic, azure, `},
 		{`{"model":"llama3"}`, `litellm_params.model: "llama3" has no provider prefix`},
 		{`{"model":"openai/"}`, `litellm_params.model: "openai/" has no model name`},
 		{`{"model":"m","custom_llm_provider":"nope"}`, `litellm_params.custom_llm_provider: unknown provider "nope"`},

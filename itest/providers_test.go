@@ -1,0 +1,241 @@
+package itest
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/azure"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"lockstep/itest/fakeupstream"
+)
+
+// createModel creates a model on g (admin) and fails the test unless it is accepted.
+func createModel(t *testing.T, g *Gateway, name string, params map[string]any) {
+	t.Helper()
+	st, b := g.Do(t, "POST", "/model/new", map[string]any{"model_name": name, "litellm_params": params})
+	require.Equal(t, 200, st, "%s", b)
+}
+
+// exerciseModel calls model group name on g right away with the official SDKs — chat, streamed
+// chat (with include_usage), /v1/messages (plain and streamed) and /v1/responses (plain and
+// streamed) — and checks the answer text (want(user text)), the stop reasons and that the
+// usage the upstream reported came through (non-zero prompt and completion tokens, the same
+// in every format).
+func exerciseModel(t *testing.T, g *Gateway, name string, want func(string) string) {
+	t.Helper()
+	ctx := context.Background()
+	oa := openai.NewClient(option.WithBaseURL(g.URL+"/v1"), option.WithAPIKey(MasterKey), option.WithMaxRetries(0))
+	an := anthropic.NewClient(aoption.WithBaseURL(g.URL), aoption.WithAPIKey(MasterKey), aoption.WithMaxRetries(0))
+
+	cc, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: name,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("chat with " + name)}})
+	require.NoError(t, err, name)
+	require.Equal(t, want("chat with "+name), cc.Choices[0].Message.Content, name)
+	require.Equal(t, "stop", cc.Choices[0].FinishReason, name)
+	require.Positive(t, cc.Usage.PromptTokens, name)
+	require.Positive(t, cc.Usage.CompletionTokens, name)
+	require.Equal(t, cc.Usage.PromptTokens+cc.Usage.CompletionTokens, cc.Usage.TotalTokens, name)
+
+	cs := oa.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: name,
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream with " + name)},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+	var acc openai.ChatCompletionAccumulator
+	for cs.Next() {
+		acc.AddChunk(cs.Current())
+	}
+	require.NoError(t, cs.Err(), name)
+	require.Equal(t, want("stream with "+name), acc.Choices[0].Message.Content, name)
+	require.Equal(t, "stop", acc.Choices[0].FinishReason, name)
+	require.Positive(t, acc.Usage.PromptTokens, name)
+	require.Positive(t, acc.Usage.CompletionTokens, name)
+
+	msg, err := an.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(name), MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("messages with " + name))}})
+	require.NoError(t, err, name)
+	require.Equal(t, want("messages with "+name), msg.Content[0].Text, name)
+	require.Equal(t, anthropic.StopReasonEndTurn, msg.StopReason, name)
+	require.Positive(t, msg.Usage.InputTokens, name)
+	require.Positive(t, msg.Usage.OutputTokens, name)
+
+	ms := an.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: anthropic.Model(name), MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("messages stream with " + name))}})
+	var macc anthropic.Message
+	for ms.Next() {
+		require.NoError(t, macc.Accumulate(ms.Current()))
+	}
+	require.NoError(t, ms.Err(), name)
+	require.Equal(t, want("messages stream with "+name), macc.Content[0].Text, name)
+	require.Equal(t, anthropic.StopReasonEndTurn, macc.StopReason, name)
+	require.Positive(t, macc.Usage.OutputTokens, name)
+
+	r, err := oa.Responses.New(ctx, responses.ResponseNewParams{Model: name,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("responses with " + name)}})
+	require.NoError(t, err, name)
+	require.Equal(t, want("responses with "+name), r.OutputText(), name)
+	require.Equal(t, responses.ResponseStatusCompleted, r.Status, name)
+	require.Positive(t, r.Usage.InputTokens, name)
+	require.Positive(t, r.Usage.OutputTokens, name)
+
+	rs := oa.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: name,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("responses stream with " + name)}})
+	var text strings.Builder
+	var done *responses.Response
+	for rs.Next() {
+		ev := rs.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			text.WriteString(ev.Delta)
+		case "response.completed":
+			resp := ev.Response
+			done = &resp
+		}
+	}
+	require.NoError(t, rs.Err(), name)
+	require.Equal(t, want("responses stream with "+name), text.String(), name)
+	require.NotNil(t, done, name)
+	require.Positive(t, done.Usage.OutputTokens, name)
+}
+
+func fakeReply(s string) string { return "fake reply to: " + s }
+
+// Azure OpenAI: created on A, used on B at once through every format; the fake checks the
+// deployment path, api-version and api-key (or the Entra ID bearer token) as Azure does.
+func TestAzureProvider(t *testing.T) {
+	t.Parallel()
+	az := fakeupstream.StartAzure(t, fakeupstream.Azure{APIVersion: "2024-10-21", APIKey: "az-secret-key-1", ADToken: "ad-token-123456"})
+	p := StartPair(t, GatewayOpts{})
+	createModel(t, p.A, "az", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "api_key": "az-secret-key-1", "api_version": "2024-10-21"})
+	exerciseModel(t, p.B, "az", fakeReply)
+	req, ok := az.LastRequest("/openai/deployments/gpt4o-dep/chat/completions")
+	require.True(t, ok, "no request on the Azure deployment path: %+v", az.Requests())
+	require.Equal(t, "api-version=2024-10-21", req.Query)
+	require.Equal(t, "az-secret-key-1", req.Header.Get("api-key"))
+
+	// azure_ad_token as the bearer; the default api-version is the GA one the fake wants.
+	createModel(t, p.A, "az-ad", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "azure_ad_token": "ad-token-123456"})
+	exerciseModel(t, p.B, "az-ad", fakeReply)
+
+	// A wrong key is the upstream's 401, with the key redacted.
+	createModel(t, p.A, "az-bad", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "api_key": "wrong-key-999", "max_retries": 0})
+	st, b := p.B.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "az-bad", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	require.Equal(t, 401, st, "%s", b)
+	require.Contains(t, string(b), "Access denied")
+
+	// The official SDK's Azure client against the gateway's Azure-style routes, the
+	// gateway key in api-key.
+	ctx := context.Background()
+	ac := openai.NewClient(azure.WithEndpoint(p.B.URL, "2024-10-21"), azure.WithAPIKey(MasterKey), azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(0))
+	cc, err := ac.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "az",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("via azure sdk")}})
+	require.NoError(t, err)
+	require.Equal(t, fakeReply("via azure sdk"), cc.Choices[0].Message.Content)
+	cs := ac.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "az",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("azure sdk stream")}})
+	var acc openai.ChatCompletionAccumulator
+	for cs.Next() {
+		acc.AddChunk(cs.Current())
+	}
+	require.NoError(t, cs.Err())
+	require.Equal(t, fakeReply("azure sdk stream"), acc.Choices[0].Message.Content)
+	comp, err := ac.Completions.New(ctx, openai.CompletionNewParams{Model: "az",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("complete me")}})
+	require.NoError(t, err)
+	require.Equal(t, fakeReply("complete me"), comp.Choices[0].Text)
+	emb, err := ac.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "az",
+		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"a", "b"}}})
+	require.NoError(t, err)
+	require.Len(t, emb.Data, 2)
+	_, ok = az.LastRequest("/openai/deployments/gpt4o-dep/embeddings")
+	require.True(t, ok)
+
+	// A wrong gateway key in api-key is refused.
+	bad := openai.NewClient(azure.WithEndpoint(p.B.URL, "2024-10-21"), azure.WithAPIKey("sk-not-a-key"), azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(0))
+	_, err = bad.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "az",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}})
+	var oerr *openai.Error
+	require.ErrorAs(t, err, &oerr)
+	require.Equal(t, 401, oerr.StatusCode)
+}
+
+// /v1/completions (plain and streamed), images, moderations and audio pass through to an
+// OpenAI-compatible upstream with only "model" edited; an Anthropic deployment answers a 400
+// naming its provider. Official SDK on B, models created on A.
+func TestPassthroughRoutes(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t)
+	p := StartPair(t, GatewayOpts{})
+	createModel(t, p.A, "oai", map[string]any{"model": "openai/up-model", "api_base": up.URL + "/v1", "api_key": "sk-up"})
+	createModel(t, p.A, "claude", map[string]any{"model": "anthropic/claude-x", "api_base": up.URL, "api_key": "sk-up"})
+	ctx := context.Background()
+	oa := openai.NewClient(option.WithBaseURL(p.B.URL+"/v1"), option.WithAPIKey(MasterKey), option.WithMaxRetries(0))
+
+	comp, err := oa.Completions.New(ctx, openai.CompletionNewParams{Model: "oai",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("once upon")}})
+	require.NoError(t, err)
+	require.Equal(t, fakeReply("once upon"), comp.Choices[0].Text)
+	require.Equal(t, "stop", string(comp.Choices[0].FinishReason))
+	require.Positive(t, comp.Usage.CompletionTokens)
+	req, ok := up.LastRequest("/v1/completions")
+	require.True(t, ok)
+	require.Equal(t, "up-model", gjsonGet(req.Body, "model"))
+
+	cs := oa.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "oai",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("stream upon")}})
+	var text strings.Builder
+	for cs.Next() {
+		if ch := cs.Current(); len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Text)
+		}
+	}
+	require.NoError(t, cs.Err())
+	require.Equal(t, fakeReply("stream upon"), text.String())
+
+	img, err := oa.Images.Generate(ctx, openai.ImageGenerateParams{Model: "oai", Prompt: "a red fox", N: openai.Int(2)})
+	require.NoError(t, err)
+	require.Len(t, img.Data, 2)
+	require.Equal(t, "https://images.fake.invalid/1.png", img.Data[1].URL)
+	req, _ = up.LastRequest("/v1/images/generations")
+	require.Equal(t, "up-model", gjsonGet(req.Body, "model"))
+
+	mod, err := oa.Moderations.New(ctx, openai.ModerationNewParams{Model: "oai",
+		Input: openai.ModerationNewParamsInputUnion{OfString: openai.String("please flag-me")}})
+	require.NoError(t, err)
+	require.True(t, mod.Results[0].Flagged)
+
+	sp, err := oa.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "oai", Input: "say this",
+		Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
+	require.NoError(t, err)
+	audio, err := io.ReadAll(sp.Body)
+	sp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, "FAKEAUDIO:say this", string(audio))
+	require.Equal(t, "audio/mpeg", sp.Header.Get("Content-Type"))
+
+	tr, err := oa.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{Model: "oai",
+		File: openai.File(strings.NewReader("RIFF-fake-wav"), "hello.wav", "audio/wav")})
+	require.NoError(t, err)
+	require.Equal(t, "transcript of hello.wav by up-model: RIFF-fake-wav", tr.Text)
+
+	// A provider that has no such route: 400 naming the provider.
+	_, err = oa.Completions.New(ctx, openai.CompletionNewParams{Model: "claude",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("x")}})
+	var oerr *openai.Error
+	require.ErrorAs(t, err, &oerr)
+	require.Equal(t, 400, oerr.StatusCode)
+	require.Contains(t, oerr.Message, "/completions not supported by provider anthropic")
+	st, b := p.B.Do(t, "POST", "/v1/images/generations", map[string]any{"model": "claude", "prompt": "x"})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "/images/generations not supported by provider anthropic")
+}
+
+// gjsonGet returns the string at path in a JSON body.
+func gjsonGet(body []byte, path string) string { return gjson.GetBytes(body, path).String() }

@@ -1,0 +1,48 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"lockstep/pkg/provider"
+)
+
+// azureRoutes serves Azure OpenAI style client routes, so that Azure SDK clients pointed at
+// the gateway work unchanged: POST /openai/deployments/{model}/chat/completions,
+// /completions, /embeddings, /images/generations, /audio/speech and /audio/transcriptions
+// (?api-version=… accepted and ignored). The {model} path segment is the model group; it
+// replaces a JSON body's "model" (Azure clients may omit it); a multipart body keeps its own.
+// The credential comes in the api-key header (or Authorization: Bearer), as for every route.
+// Each request is then served by the route's ordinary handler, the same call pipeline.
+func (s *Server) azureRoutes() {
+	for _, f := range []provider.Format{provider.FormatChat, provider.FormatCompletions, provider.FormatEmbeddings,
+		provider.FormatImages, provider.FormatSpeech, provider.FormatTranscriptions} {
+		h := s.llm(f)
+		s.e.POST("/openai/deployments/:model"+f.Path(), func(c echo.Context) error {
+			req := c.Request()
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				if strings.Contains(err.Error(), "too large") {
+					return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+				}
+				return badRequest("read body: %v", err)
+			}
+			if !f.Multipart() && gjson.ValidBytes(body) && isJSONObject(body) {
+				if model := c.Param("model"); gjson.GetBytes(body, "model").Str != model {
+					if body, err = sjson.SetBytes(body, "model", model); err != nil {
+						return badRequest("%v", err)
+					}
+				}
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.ContentLength = int64(len(body))
+			return h(c)
+		}, s.auth(anyKey))
+	}
+}

@@ -1,0 +1,183 @@
+package provider
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/sjson"
+)
+
+// nativeAPI is an upstream API that is neither OpenAI's nor Anthropic's (Gemini generateContent,
+// Bedrock Converse, Ollama /api/chat). Every inbound format is translated through the neutral
+// request and result, as for the two built-in families; only the wire shapes live here.
+type nativeAPI interface {
+	// request renders the neutral request as the upstream's body (r.stream tells which
+	// endpoint it is for).
+	request(d *Deployment, r *request) ([]byte, error)
+	// result parses a non-streaming answer.
+	result(raw []byte) (*result, error)
+	// frames splits a streamed answer into frames (SSE, NDJSON lines, AWS event-stream
+	// messages).
+	frames(body io.Reader) frameReader
+	// decoder translates the frames into renderer calls; model names the answer when the
+	// upstream does not.
+	decoder(r renderer, model string) decoder
+}
+
+// frameReader reads one frame of a streamed answer at a time. The slices returned by current
+// are valid until the next call to next.
+type frameReader interface {
+	// next reads the next frame; io.EOF when the body ended cleanly.
+	next() error
+	// current returns the frame's raw bytes, its event name (SSE event, event-stream
+	// :event-type; nil for NDJSON) and its payload.
+	current() (raw, event, data []byte)
+}
+
+// signer authenticates one upstream request after its body is final: an OAuth2 bearer token
+// (Vertex AI) or an AWS Signature Version 4 (Bedrock). It may set headers on req (its Header is
+// a private copy). Errors are *UpstreamError.
+type signer interface {
+	sign(ctx context.Context, req *http.Request, body []byte) error
+}
+
+// ndjsonReader splits a body of newline-delimited JSON objects (Ollama's stream), skipping
+// blank lines.
+type ndjsonReader struct {
+	br   *bufio.Reader
+	line []byte
+}
+
+func newNDJSONReader(r io.Reader) *ndjsonReader {
+	return &ndjsonReader{br: bufio.NewReaderSize(r, 32<<10)}
+}
+
+func (n *ndjsonReader) next() error {
+	for {
+		n.line = n.line[:0]
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = n.br.ReadSlice('\n')
+			n.line = append(n.line, chunk...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if t := bytes.TrimSpace(n.line); len(t) > 0 {
+			n.line = t
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (n *ndjsonReader) current() (raw, event, data []byte) { return n.line, nil, n.line }
+
+// multipartBoundary returns the boundary of a multipart/form-data body, read from its first
+// line ("--<boundary>", RFC 2046 §5.1.1), or "" when the body does not start with one.
+func multipartBoundary(body []byte) string {
+	line, _, _ := bytes.Cut(body, []byte("\n"))
+	line = bytes.TrimRight(line, "\r")
+	b, ok := bytes.CutPrefix(line, []byte("--"))
+	if !ok || len(b) == 0 || len(b) > 70 {
+		return ""
+	}
+	return string(b)
+}
+
+func multipartContentType(body []byte) string {
+	return "multipart/form-data; boundary=" + multipartBoundary(body)
+}
+
+// MultipartModel returns the "model" field of a multipart/form-data request body (the
+// /audio/transcriptions route), or "" when there is none. Errors say why the body is not a
+// multipart form.
+func MultipartModel(body []byte) (string, error) {
+	boundary := multipartBoundary(body)
+	if boundary == "" {
+		return "", badRequest("request body is not multipart/form-data")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return "", nil
+		}
+		if err != nil {
+			return "", badRequest("malformed multipart body: %v", err)
+		}
+		if p.FormName() == "model" {
+			v, err := io.ReadAll(io.LimitReader(p, 1024))
+			if err != nil {
+				return "", badRequest("malformed multipart body: %v", err)
+			}
+			return strings.TrimSpace(string(v)), nil
+		}
+	}
+}
+
+// rewriteMultipartModel replaces the value of the "model" field of a multipart/form-data body,
+// keeping the boundary and every other part (headers and bytes) as they are.
+func rewriteMultipartModel(body []byte, model string) ([]byte, error) {
+	boundary := multipartBoundary(body)
+	if boundary == "" {
+		return nil, badRequest("request body is not multipart/form-data")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	var out bytes.Buffer
+	out.Grow(len(body) + len(model))
+	mw := multipart.NewWriter(&out)
+	if err := mw.SetBoundary(boundary); err != nil {
+		return nil, badRequest("multipart boundary: %v", err)
+	}
+	for {
+		p, err := mr.NextRawPart() // raw: no Content-Transfer-Encoding decoding
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, badRequest("malformed multipart body: %v", err)
+		}
+		w, err := mw.CreatePart(p.Header)
+		if err != nil {
+			return nil, badRequest("multipart part: %v", err)
+		}
+		if p.FormName() == "model" {
+			_, err = io.WriteString(w, model)
+		} else {
+			_, err = io.Copy(w, p)
+		}
+		if err != nil {
+			return nil, badRequest("malformed multipart body: %v", err)
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return nil, badRequest("multipart body: %v", err)
+	}
+	return out.Bytes(), nil
+}
+
+// VertexAnthropicVersion is the anthropic_version Claude on Vertex AI requires in the body
+// (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude).
+const VertexAnthropicVersion = "vertex-2023-10-16"
+
+// vertexAnthropicBody edits an Anthropic Messages body for Vertex AI: no "model" (it is in the
+// URL) and "anthropic_version": "vertex-2023-10-16".
+func vertexAnthropicBody(b []byte) ([]byte, error) {
+	b, err := sjson.DeleteBytes(b, "model")
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if b, err = sjson.SetBytes(b, "anthropic_version", VertexAnthropicVersion); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return b, nil
+}

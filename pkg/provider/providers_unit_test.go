@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+func TestAzureDeployment(t *testing.T) {
+	t.Parallel()
+	d, err := NewDeployment("id", "grp", []byte(`{"model":"azure/my dep","api_base":"https://r.openai.azure.com/","api_key":"azure-key-123456","api_version":"2025-01-01-preview"}`))
+	require.NoError(t, err)
+	require.Equal(t, "https://r.openai.azure.com/openai/deployments/my%20dep/chat/completions?api-version=2025-01-01-preview", d.urls[FormatChat])
+	require.Equal(t, "https://r.openai.azure.com/openai/deployments/my%20dep/audio/transcriptions?api-version=2025-01-01-preview", d.urls[FormatTranscriptions])
+	require.Equal(t, "azure-key-123456", d.header.Get("api-key"))
+	require.Empty(t, d.header.Get("Authorization"))
+	require.False(t, d.Supports(FormatModerations))
+	require.True(t, d.Supports(FormatResponses))
+	_, pass, err := plan(d, FormatResponses)
+	require.NoError(t, err)
+	require.False(t, pass, "Azure responses are translated to chat")
+
+	d, err = NewDeployment("id", "grp", []byte(`{"model":"azure/dep","api_base":"https://r.openai.azure.com/openai","azure_ad_token":"Bearer eyJ0eXAiOiJKV1Qi"}`))
+	require.NoError(t, err)
+	require.Equal(t, "https://r.openai.azure.com/openai/deployments/dep/chat/completions?api-version="+DefaultAzureAPIVersion, d.urls[FormatChat])
+	require.Equal(t, "Bearer eyJ0eXAiOiJKV1Qi", d.header.Get("Authorization"))
+	require.Equal(t, "x ey****V1Qi", d.Redact("x eyJ0eXAiOiJKV1Qi"))
+
+	_, err = NewDeployment("id", "grp", []byte(`{"model":"azure/dep","api_base":"https://r.openai.azure.com"}`))
+	require.ErrorContains(t, err, "litellm_params.api_key (or azure_ad_token, or AZURE_API_KEY) is required for provider \"azure\"")
+	_, err = NewDeployment("id", "grp", []byte(`{"model":"azure/dep","api_key":"k"}`))
+	require.ErrorContains(t, err, `litellm_params.api_base is required for provider "azure"`)
+}
+
+func TestUnsupportedRouteNamesProvider(t *testing.T) {
+	t.Parallel()
+	d, err := NewDeployment("id", "grp", []byte(`{"model":"anthropic/claude-x","api_key":"k"}`))
+	require.NoError(t, err)
+	_, err = NewClient().Do(context.Background(), d, FormatImages, []byte(`{"model":"grp","prompt":"x"}`))
+	var ue *UpstreamError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, 400, ue.Status)
+	require.Equal(t, "/images/generations not supported by provider anthropic", ue.Message)
+}
+
+func multipartBody(t *testing.T, fields map[string]string, file string) ([]byte, string) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for k, v := range fields {
+		require.NoError(t, mw.WriteField(k, v))
+	}
+	fw, err := mw.CreateFormFile("file", "a.wav")
+	require.NoError(t, err)
+	_, _ = io.WriteString(fw, file)
+	require.NoError(t, mw.Close())
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+func TestMultipartModel(t *testing.T) {
+	t.Parallel()
+	body, ct := multipartBody(t, map[string]string{"model": "grp", "language": "en"}, "\x00binary\r\n--not-a-boundary")
+	m, err := MultipartModel(body)
+	require.NoError(t, err)
+	require.Equal(t, "grp", m)
+	require.Equal(t, ct, multipartContentType(body))
+
+	out, err := rewriteMultipartModel(body, "whisper-1")
+	require.NoError(t, err)
+	m, err = MultipartModel(out)
+	require.NoError(t, err)
+	require.Equal(t, "whisper-1", m)
+	r := multipart.NewReader(bytes.NewReader(out), multipartBoundary(out))
+	form, err := r.ReadForm(1 << 20)
+	require.NoError(t, err)
+	require.Equal(t, []string{"en"}, form.Value["language"])
+	f, err := form.File["file"][0].Open()
+	require.NoError(t, err)
+	data, _ := io.ReadAll(f)
+	require.Equal(t, "\x00binary\r\n--not-a-boundary", string(data))
+
+	_, err = MultipartModel([]byte(`{"model":"x"}`))
+	require.ErrorContains(t, err, "not multipart/form-data")
+}
+
+func TestMapRequestTextPassthroughFormats(t *testing.T) {
+	t.Parallel()
+	up := func(s string) (string, error) { return strings.ToUpper(s), nil }
+	for _, tc := range []struct {
+		f        Format
+		in, want string
+	}{
+		{FormatCompletions, `{"prompt":["a","b"],"model":"m"}`, `{"prompt":["A","B"],"model":"m"}`},
+		{FormatImages, `{"prompt":"fox"}`, `{"prompt":"FOX"}`},
+		{FormatModerations, `{"input":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"u"}}]}`, `{"input":[{"type":"text","text":"X"},{"type":"image_url","image_url":{"url":"u"}}]}`},
+		{FormatSpeech, `{"input":"say","voice":"alloy"}`, `{"input":"SAY","voice":"alloy"}`},
+	} {
+		out, err := MapRequestText(tc.f, []byte(tc.in), up)
+		require.NoError(t, err, tc.f)
+		require.Equal(t, tc.want, string(out), tc.f)
+	}
+	body, _ := multipartBody(t, map[string]string{"model": "m"}, "audio")
+	out, err := MapRequestText(FormatTranscriptions, body, up)
+	require.NoError(t, err)
+	require.Equal(t, body, out)
+}
+
+func TestMockCompletions(t *testing.T) {
+	t.Parallel()
+	d, err := NewDeployment("id", "grp", []byte(`{"model":"openai/x","mock_response":"hello there"}`))
+	require.NoError(t, err)
+	res, err := NewClient().Do(context.Background(), d, FormatCompletions, []byte(`{"model":"grp","prompt":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, "text_completion", gjson.GetBytes(res.Body, "object").Str)
+	require.Equal(t, "hello there", gjson.GetBytes(res.Body, "choices.0.text").Str)
+	require.Equal(t, Usage{PromptTokens: 10, CompletionTokens: 20}, res.Usage)
+	st, err := NewClient().Stream(context.Background(), d, FormatCompletions, []byte(`{"model":"grp","prompt":"x","stream":true}`))
+	require.NoError(t, err)
+	var all strings.Builder
+	for {
+		ev, err := st.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		all.Write(ev.Data)
+	}
+	require.Contains(t, all.String(), `"object":"text_completion"`)
+	require.True(t, strings.HasSuffix(all.String(), "data: [DONE]\n\n"))
+	require.False(t, d.Supports(FormatImages))
+}
+
+// Ollama's native /api/chat: the translated request, NDJSON stream and usage/stop mapping.
+func TestOllamaWire(t *testing.T) {
+	t.Parallel()
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "/api/chat", r.URL.Path)
+		got, _ = io.ReadAll(r.Body)
+		if !gjson.GetBytes(got, "stream").Bool() {
+			_, _ = io.WriteString(w, `{"model":"llama3","message":{"role":"assistant","content":"hi there"},"done":true,"done_reason":"length","prompt_eval_count":7,"eval_count":2}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = io.WriteString(w, "{\"model\":\"llama3\",\"message\":{\"role\":\"assistant\",\"content\":\"hi \"},\"done\":false}\n\n"+
+			"{\"model\":\"llama3\",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"get\",\"arguments\":{\"q\":1}}}]},\"done\":false}\n"+
+			"{\"model\":\"llama3\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\",\"prompt_eval_count\":7,\"eval_count\":3}\n")
+	}))
+	defer srv.Close()
+	d, err := NewDeployment("id", "grp", []byte(`{"model":"ollama/llama3","api_base":"`+srv.URL+`"}`))
+	require.NoError(t, err)
+	c := NewClient()
+	res, err := c.Do(context.Background(), d, FormatMessages, []byte(`{"model":"grp","max_tokens":2,"system":"sys","temperature":0.5,
+		"messages":[{"role":"user","content":[{"type":"text","text":"q"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA="}}]}]}`))
+	require.NoError(t, err)
+	require.Equal(t, `{"model":"llama3","messages":[{"role":"system","content":"sys"},{"role":"user","content":"q","images":["AAA="]}],"stream":false,"options":{"num_predict":2,"temperature":0.5}}`, string(got))
+	require.Equal(t, "max_tokens", gjson.GetBytes(res.Body, "stop_reason").Str)
+	require.Equal(t, "hi there", gjson.GetBytes(res.Body, "content.0.text").Str)
+	require.Equal(t, Usage{PromptTokens: 7, CompletionTokens: 2}, res.Usage)
+
+	st, err := c.Stream(context.Background(), d, FormatChat, []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"q"}]}`))
+	require.NoError(t, err)
+	var all strings.Builder
+	for {
+		ev, err := st.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		all.Write(ev.Data)
+	}
+	s := all.String()
+	require.Contains(t, s, `"content":"hi "`)
+	require.Contains(t, s, `"name":"get","arguments":""`)
+	require.Contains(t, s, `"arguments":"{\"q\":1}"`)
+	require.Contains(t, s, `"finish_reason":"tool_calls"`)
+	require.Contains(t, s, `"prompt_tokens":7,"completion_tokens":3`)
+
+	_, err = c.Do(context.Background(), d, FormatEmbeddings, []byte(`{"model":"grp","input":"x"}`))
+	require.ErrorContains(t, err, "/embeddings not supported by provider ollama")
+}
