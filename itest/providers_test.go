@@ -239,3 +239,37 @@ func TestPassthroughRoutes(t *testing.T) {
 
 // gjsonGet returns the string at path in a JSON body.
 func gjsonGet(body []byte, path string) string { return gjson.GetBytes(body, path).String() }
+
+// checkLengthStop asks for at most 2 tokens and checks the upstream's "length" stop arrives as
+// finish_reason "length" (chat) and stop_reason "max_tokens" (messages).
+func checkLengthStop(t *testing.T, g *Gateway, name string) {
+	t.Helper()
+	st, b := g.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": name, "max_tokens": 2,
+		"messages": []any{map[string]any{"role": "user", "content": "a long question here"}}})
+	require.Equal(t, 200, st, "%s", b)
+	require.Equal(t, "length", gjsonGet(b, "choices.0.finish_reason"), "%s", b)
+	require.Equal(t, "fake reply", gjsonGet(b, "choices.0.message.content"), "%s", b)
+	st, b = g.Do(t, "POST", "/v1/messages", map[string]any{"model": name, "max_tokens": 2,
+		"messages": []any{map[string]any{"role": "user", "content": "a long question here"}}})
+	require.Equal(t, 200, st, "%s", b)
+	require.Equal(t, "max_tokens", gjsonGet(b, "stop_reason"), "%s", b)
+}
+
+// Ollama's native /api/chat (NDJSON streams): created on A, used on B at once.
+func TestOllamaProvider(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.StartOllama(t)
+	p := StartPair(t, GatewayOpts{})
+	createModel(t, p.A, "llama", map[string]any{"model": "ollama/llama3.2", "api_base": up.URL})
+	exerciseModel(t, p.B, "llama", fakeReply)
+	checkLengthStop(t, p.B, "llama")
+	req, ok := up.LastRequest("/api/chat")
+	require.True(t, ok)
+	require.Equal(t, "llama3.2", gjsonGet(req.Body, "model"))
+	require.Equal(t, "2", gjsonGet(req.Body, "options.num_predict"))
+
+	// Routes Ollama's native API has no endpoint for: 400 naming the provider.
+	st, b := p.B.Do(t, "POST", "/v1/embeddings", map[string]any{"model": "llama", "input": "x"})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "/embeddings not supported by provider ollama")
+}
