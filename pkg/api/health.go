@@ -92,6 +92,9 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	handler  http.Handler
+	// syncTokenTimeouts counts requests refused because their sync token's write was not
+	// applied here within 2 s.
+	syncTokenTimeouts prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -99,7 +102,8 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lockstep_http_requests_total", Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockstep_http_request_duration_seconds", Help: "HTTP request duration by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"route"})
-	m.reg.MustRegister(m.requests, m.latency, &syncCollector{s: s})
+	m.syncTokenTimeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_sync_token_timeouts_total", Help: "Requests refused (503) because the write their x-lockstep-sync-token names was not applied here within 2 s."})
+	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s})
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }

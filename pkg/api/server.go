@@ -92,6 +92,7 @@ func New(d Deps) *Server {
 	}}))
 	s.e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", d.MaxBodyBytes)))
 	s.e.Use(unescapePathParams)
+	s.e.Use(s.honourSyncToken)
 	s.routes()
 	return s
 }
@@ -446,6 +447,9 @@ func authErr(status int, msg string) *Error {
 // in the keys registry, with read-through) may call LLM and A2A routes only.
 func (s *Server) auth(level int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if level == admin {
+			next = s.issuesSyncToken(next) // a management write answers with a sync token
+		}
 		return func(c echo.Context) error {
 			if s.MasterKey == "" {
 				c.Set(principalKey, adminPrincipal)
