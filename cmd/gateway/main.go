@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/api"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
@@ -210,7 +211,8 @@ func serve(ctx context.Context, args []string) error {
 	}
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Router: rt, Client: client,
-		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys, Registries: regs.all, Supported: supported, Log: log,
+		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
 	})
 	if master == "" {
 		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
@@ -233,6 +235,10 @@ type registries struct {
 	guardrails *registry.Registry[*guardrail.Guardrail]
 	agents     *registry.Registry[*a2a.Agent]
 	keys       *registry.Registry[*keys.Key]
+	orgs       *registry.Registry[*accounts.Organization]
+	teams      *registry.Registry[*accounts.Team]
+	users      *registry.Registry[*accounts.User]
+	endUsers   *registry.Registry[*accounts.EndUser]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -276,6 +282,10 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.guardrails = add(r, store.Guardrail, api.BuildGuardrailRow, api.GuardrailNames)
 	r.agents = add(r, store.Agent, api.BuildAgentRow, api.AgentNames)
 	r.keys = add(r, store.Key, keys.BuildRow, nil)
+	r.orgs = add(r, store.Organization, accounts.BuildOrganizationRow, nil)
+	r.teams = add(r, store.Team, accounts.BuildTeamRow, nil)
+	r.users = add(r, store.User, accounts.BuildUserRow, nil)
+	r.endUsers = add(r, store.EndUser, accounts.BuildEndUserRow, nil)
 	return r
 }
 

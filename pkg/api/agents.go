@@ -654,14 +654,14 @@ func (c *agentCall) authorize(ctx context.Context, agent *a2a.Agent, group []*re
 	if !ok {
 		return nil, errors.New("agent call without a caller") // every A2A route sets one
 	}
-	if p.key == nil || p.key.CanUse(agent.Model, groupAccess(group)) {
+	if p.canUse(agent.Model, group) {
 		return group, nil
 	}
-	group, err := c.s.recheckAccess(ctx, p.key, agent.Model)
+	group, err := c.s.recheckAccess(ctx, p, agent.Model)
 	var ae *Error
 	if errors.As(err, &ae) {
 		code := a2a.CodeUnauthenticated
-		if ae.Type == "key_model_access_denied" {
+		if ae.Type == "key_model_access_denied" || ae.Type == "team_model_access_denied" {
 			code = a2a.CodeUnauthorized
 		}
 		return nil, &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}

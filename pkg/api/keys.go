@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/store"
 )
@@ -26,6 +28,8 @@ type keyRequest struct {
 	Duration *string         `json:"duration"`
 	Metadata json.RawMessage `json:"metadata"`
 	Blocked  *bool           `json:"blocked"`
+	TeamID   *string         `json:"team_id"`
+	UserID   *string         `json:"user_id"`
 }
 
 type keyRowJSON struct {
@@ -35,6 +39,8 @@ type keyRowJSON struct {
 	Blocked   bool            `json:"blocked"`
 	Expires   *time.Time      `json:"expires"`
 	Metadata  json.RawMessage `json:"metadata"`
+	TeamID    *string         `json:"team_id"`
+	UserID    *string         `json:"user_id"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 }
@@ -67,6 +73,15 @@ func keyValues(req keyRequest) (store.Values, error) {
 	if req.Blocked != nil {
 		v["blocked"] = *req.Blocked
 	}
+	for col, p := range map[string]*string{"team_id": req.TeamID, "user_id": req.UserID} {
+		if p != nil {
+			if *p == "" {
+				v[col] = nil
+			} else {
+				v[col] = *p
+			}
+		}
+	}
 	return v, nil
 }
 
@@ -86,7 +101,7 @@ func keyResponse(r store.Row) (map[string]any, error) {
 		return nil, err
 	}
 	return map[string]any{"token": k.Token, "key_alias": k.KeyAlias, "models": k.Models, "blocked": k.Blocked,
-		"expires": k.Expires, "metadata": k.Metadata, "created_at": k.CreatedAt, "updated_at": k.UpdatedAt}, nil
+		"expires": k.Expires, "metadata": k.Metadata, "team_id": k.TeamID, "user_id": k.UserID, "created_at": k.CreatedAt, "updated_at": k.UpdatedAt}, nil
 }
 
 // keyGenerate: POST /key/generate — returns the key once; only its sha256 is stored.
@@ -100,6 +115,9 @@ func (s *Server) keyGenerate(c echo.Context) error {
 	}
 	vals, err := keyValues(req)
 	if err != nil {
+		return err
+	}
+	if err := s.checkKeyOwners(c.Request().Context(), vals, nil); err != nil {
 		return err
 	}
 	key := keys.Generate()
@@ -135,6 +153,9 @@ func (s *Server) keyUpdate(c echo.Context) error {
 	}
 	if len(vals) == 0 {
 		return badRequest("nothing to update: give models, key_alias, duration, metadata or blocked")
+	}
+	if err := s.checkKeyOwners(c.Request().Context(), vals, &req); err != nil {
+		return err
 	}
 	row, err := s.Store.Update(c.Request().Context(), store.Key, tokenOf(req.Key), vals)
 	if errors.Is(err, store.ErrNotFound) {
@@ -215,4 +236,86 @@ func (s *Server) keyInfo(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"key": k, "info": info})
+}
+
+// checkKeyOwners checks a key write's team_id and user_id (LiteLLM /key/generate): the team and
+// the user must exist (400 naming the id), and a team key's models must be within the team's
+// models (400 naming the models the team does not allow). On update (upd non-nil) the stored
+// key's team and models are used for whichever the write does not change.
+func (s *Server) checkKeyOwners(ctx context.Context, vals store.Values, upd *keyRequest) error {
+	teamID, _ := vals["team_id"].(string)
+	models, hasModels := vals["models"].([]string)
+	if upd != nil && (teamID != "" || hasModels) {
+		row, err := s.Store.Get(ctx, store.Key, tokenOf(upd.Key))
+		if errors.Is(err, store.ErrNotFound) {
+			return errf(http.StatusNotFound, "not_found_error", "Key not found")
+		}
+		if err != nil {
+			return err
+		}
+		cur, err := keys.BuildRow(row)
+		if err != nil {
+			return err
+		}
+		if _, set := vals["team_id"]; !set {
+			teamID = cur.TeamID
+		}
+		if !hasModels {
+			models = cur.Models
+		}
+	}
+	if uid, _ := vals["user_id"].(string); uid != "" {
+		if _, err := s.Store.Get(ctx, store.User, uid); errors.Is(err, store.ErrNotFound) {
+			return badRequest("user_id: user %s does not exist; create it with /user/new", uid)
+		} else if err != nil {
+			return err
+		}
+	}
+	if teamID == "" {
+		return nil
+	}
+	row, err := s.Store.Get(ctx, store.Team, teamID)
+	if errors.Is(err, store.ErrNotFound) {
+		return badRequest("team_id: team %s does not exist; create it with /team/new", teamID)
+	}
+	if err != nil {
+		return err
+	}
+	team, err := accounts.BuildTeamRow(row)
+	if err != nil {
+		return err
+	}
+	if keys.ListAllows(team.Models, keys.AllProxyModels, nil) {
+		return nil // the team may use every model
+	}
+	var outside []string
+	for _, m := range models {
+		if !s.teamAllows(team, m) {
+			outside = append(outside, m)
+		}
+	}
+	if len(models) == 0 || contains(models, keys.AllProxyModels) {
+		outside = nil // a key without its own list gets the team's models
+	}
+	if len(outside) > 0 {
+		return badRequest("Model not in team's allowed models: %s. Team %s can only access models=%s", pyList(outside), teamID, pyList(team.Models))
+	}
+	return nil
+}
+
+// teamAllows reports whether the team allows name, a model group or an access group name.
+func (s *Server) teamAllows(t *accounts.Team, name string) bool {
+	if keys.ListAllows(t.Models, name, groupAccess(s.Router.Models().Load().ByName(name))) {
+		return true
+	}
+	return contains(t.Models, name) // an access group the team names
+}
+
+func contains(l []string, v string) bool {
+	for _, s := range l {
+		if s == v {
+			return true
+		}
+	}
+	return false
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -89,8 +88,8 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if p := caller(c); p.key != nil && !p.key.CanUse(model, groupAccess(group)) {
-			if group, err = s.recheckAccess(ctx, p.key, model); err != nil {
+		if p := caller(c); !p.canUse(model, group) {
+			if group, err = s.recheckAccess(ctx, p, model); err != nil {
 				return err
 			}
 		}
@@ -251,23 +250,23 @@ func streamCheckWindow(text string, added int) string {
 // read-throughs (same budgets, fail closed); if that does not settle it (budget exhausted),
 // it waits up to accessRecheckWait for the change feed to publish newer versions, then the
 // denial stands.
-func (s *Server) recheckAccess(ctx context.Context, k *keys.Key, model string) ([]*registry.Entry[*router.Deployment], error) {
-	check := func() ([]*registry.Entry[*router.Deployment], *keys.Key, bool) {
-		cur := k
-		if e, ok := s.Keys.Load().ByID(k.Token); ok {
-			cur = e.Value
-		}
+func (s *Server) recheckAccess(ctx context.Context, p principal, model string) ([]*registry.Entry[*router.Deployment], error) {
+	check := func() ([]*registry.Entry[*router.Deployment], principal, bool) {
+		cur := s.refresh(p)
 		group := s.Router.Models().Load().ByName(model)
-		return group, cur, len(group) > 0 && cur.CanUse(model, groupAccess(group))
+		return group, cur, len(group) > 0 && cur.canUse(model, group)
 	}
-	_ = s.Keys.Resolve(ctx, k.Token)
+	_ = s.Keys.Resolve(ctx, p.key.Token)
+	if p.key.TeamID != "" && s.Teams != nil {
+		_ = s.Teams.Resolve(ctx, p.key.TeamID)
+	}
 	_ = s.Router.Models().Resolve(ctx, model)
 	timer := time.NewTimer(accessRecheckWait)
 	defer timer.Stop()
 	for {
-		keysChanged, modelsChanged := s.Keys.Changed(), s.Router.Models().Changed()
+		keysChanged, modelsChanged, teamsChanged := s.Keys.Changed(), s.Router.Models().Changed(), s.teamsChanged()
 		group, cur, ok := check()
-		if why := cur.Usable(time.Now()); why != "" {
+		if why := cur.key.Usable(time.Now()); why != "" {
 			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
 		}
 		if ok {
@@ -276,9 +275,9 @@ func (s *Server) recheckAccess(ctx context.Context, k *keys.Key, model string) (
 		select {
 		case <-keysChanged:
 		case <-modelsChanged:
+		case <-teamsChanged:
 		case <-timer.C:
-			return nil, &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
-				Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(cur.Models), model)}
+			return nil, cur.accessDenied(model, group)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

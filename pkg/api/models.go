@@ -367,7 +367,7 @@ func (s *Server) listModels(c echo.Context) error {
 	sort.Strings(names)
 	data := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		if p.key != nil && !p.key.CanUse(n, groupAccess(snap.ByName(n))) {
+		if !p.canUse(n, snap.ByName(n)) {
 			continue
 		}
 		data = append(data, map[string]any{"id": n, "object": "model", "created": 1677610602, "owned_by": "openai"})

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/notify"
@@ -39,6 +40,11 @@ type Deps struct {
 	Guardrails *registry.Registry[*guardrail.Guardrail]
 	Agents     *registry.Registry[*a2a.Agent]
 	Keys       *registry.Registry[*keys.Key]
+	// LiteLLM's teams, internal users, organizations and end users (nil: none).
+	Teams         *registry.Registry[*accounts.Team]
+	Users         *registry.Registry[*accounts.User]
+	Organizations *registry.Registry[*accounts.Organization]
+	EndUsers      *registry.Registry[*accounts.EndUser]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -72,7 +78,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -175,6 +181,7 @@ func (s *Server) routes() {
 	s.guardrailRoutes()
 	s.agentRoutes()
 	s.accessGroupRoutes()
+	s.accountRoutes()
 }
 
 // Start serves on addr until ctx is done, then shuts down gracefully: stops accepting,
@@ -415,6 +422,10 @@ func (s *Server) detailRoute(method, path, what string, h echo.HandlerFunc) {
 type principal struct {
 	admin bool
 	key   *keys.Key
+	// the key's team, internal user and organization (nil: none, or not found for the user)
+	team *accounts.Team
+	user *accounts.User
+	org  *accounts.Organization
 }
 
 const principalKey = "lockstep.principal"
@@ -470,7 +481,13 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 			if level == admin {
 				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Request().URL.EscapedPath()))
 			}
-			c.Set(principalKey, &principal{key: vk})
+			p := &principal{key: vk}
+			if vk.TeamID != "" || vk.UserID != "" {
+				if err := s.lookupOwners(c.Request().Context(), p); err != nil {
+					return err
+				}
+			}
+			c.Set(principalKey, p)
 			return next(c)
 		}
 	}

@@ -27,6 +27,8 @@ type Key struct {
 	Blocked  bool
 	Expires  time.Time // zero: never
 	Metadata json.RawMessage
+	TeamID   string // "": no team (sql/005); the team's models and limits bind the key too
+	UserID   string // "": no internal user
 }
 
 type row struct {
@@ -36,6 +38,8 @@ type row struct {
 	Blocked  bool            `json:"blocked"`
 	Expires  *time.Time      `json:"expires"`
 	Metadata json.RawMessage `json:"metadata"`
+	TeamID   *string         `json:"team_id"`
+	UserID   *string         `json:"user_id"`
 }
 
 // BuildRow builds a Key from a gateway.api_keys row (row_to_json).
@@ -53,6 +57,12 @@ func BuildRow(r store.Row) (*Key, error) {
 	}
 	if kr.Expires != nil {
 		k.Expires = *kr.Expires
+	}
+	if kr.TeamID != nil {
+		k.TeamID = *kr.TeamID
+	}
+	if kr.UserID != nil {
+		k.UserID = *kr.UserID
 	}
 	return k, nil
 }
@@ -138,18 +148,26 @@ func (k *Key) AllModels() bool {
 // CanUse reports whether the key may call model group name, whose deployments are in the
 // given access groups (LiteLLM: a key's models list may name models or access groups).
 func (k *Key) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
-	if k.AllModels() {
+	return ListAllows(k.Models, name, accessGroups)
+}
+
+// ListAllows reports whether a models list (of a key, team or user) allows model group name,
+// whose deployments are in the given access groups: an empty list or one holding
+// all-proxy-models allows every model; otherwise the list must name the group or one of its
+// access groups (LiteLLM).
+func ListAllows(models []string, name string, accessGroups func(yield func(string) bool)) bool {
+	if len(models) == 0 {
 		return true
 	}
-	for _, m := range k.Models {
-		if m == name {
+	for _, m := range models {
+		if m == name || m == AllProxyModels {
 			return true
 		}
 	}
 	ok := false
 	if accessGroups != nil {
 		accessGroups(func(g string) bool {
-			for _, m := range k.Models {
+			for _, m := range models {
 				if m == g {
 					ok = true
 					return false

@@ -38,6 +38,11 @@ const (
 	Guardrail ObjectType = "guardrail"
 	Agent     ObjectType = "agent"
 	Key       ObjectType = "key"
+	// LiteLLM's teams, internal users, organizations and end users (customers): sql/005.
+	Team         ObjectType = "team"
+	User         ObjectType = "user"
+	Organization ObjectType = "organization"
+	EndUser      ObjectType = "end_user"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -65,6 +70,10 @@ var Tables = []Table{
 	{Type: Guardrail, Plural: "guardrails", Table: "gateway.guardrails", PK: "guardrail_id", Name: "guardrail_name", Filter: "t.status = 'active'"},
 	{Type: Agent, Plural: "agents", Table: "gateway.agents", PK: "agent_id", Name: "agent_name", ByIDOrName: true, Filter: "true"},
 	{Type: Key, Plural: "keys", Table: "gateway.api_keys", PK: "token", Name: "token", Filter: "true"},
+	{Type: Organization, Plural: "organizations", Table: "gateway.organizations", PK: "organization_id", Name: "organization_id", Filter: "true"},
+	{Type: Team, Plural: "teams", Table: "gateway.teams", PK: "team_id", Name: "team_id", Filter: "true"},
+	{Type: User, Plural: "users", Table: "gateway.users", PK: "user_id", Name: "user_id", Filter: "true"},
+	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.

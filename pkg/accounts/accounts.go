@@ -1,0 +1,150 @@
+// Package accounts holds LiteLLM's account objects as served from their registries: teams,
+// internal users, organizations and end users (LiteLLM's "customers"), built from their
+// gateway.* rows (sql/005_accounts.sql), and the rules a call is checked against:
+//
+//   - a key's effective models are the intersection of its own list and its team's (LiteLLM
+//     "can_key_call_model" then "can_team_access_model"); a personal key (no team) is also
+//     bound by its user's list. An empty list, or one holding "all-proxy-models", allows every
+//     model; a list may name model groups or access groups.
+//   - a key of a team that does not exist or is blocked is refused (LiteLLM refuses a key whose
+//     team was deleted or blocked).
+//   - team members carry the role "admin" or "user" (LiteLLM members_with_roles).
+package accounts
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"lockstep/pkg/keys"
+	"lockstep/pkg/store"
+)
+
+// Limits are the budget and rate limits an account may carry (LiteLLM's budget table fields).
+// nil: no limit at that level.
+type Limits struct {
+	MaxBudget      *float64 `json:"max_budget"`      // USD
+	BudgetDuration *string  `json:"budget_duration"` // "30s", "1h", "30d", "1mo"; nil: never resets
+	TPMLimit       *int64   `json:"tpm_limit"`       // tokens per minute
+	RPMLimit       *int64   `json:"rpm_limit"`       // requests per minute
+	MaxParallel    *int64   `json:"max_parallel_requests"`
+}
+
+// Limited reports whether any limit is set.
+func (l *Limits) Limited() bool {
+	return l.MaxBudget != nil || l.TPMLimit != nil || l.RPMLimit != nil || l.MaxParallel != nil
+}
+
+// Member is one team member (LiteLLM "Member").
+type Member struct {
+	UserID    string `json:"user_id,omitempty"`
+	UserEmail string `json:"user_email,omitempty"`
+	Role      string `json:"role"` // RoleAdmin or RoleUser
+}
+
+// Team member roles (LiteLLM).
+const (
+	RoleAdmin = "admin"
+	RoleUser  = "user"
+)
+
+// Team is a gateway.teams row as served. Immutable.
+type Team struct {
+	ID             string   `json:"team_id"`
+	Alias          *string  `json:"team_alias"`
+	OrganizationID *string  `json:"organization_id"`
+	Models         []string `json:"models"`
+	Members        []Member `json:"members_with_roles"`
+	Blocked        bool     `json:"blocked"`
+	Limits
+}
+
+// User is a gateway.users row as served (LiteLLM "internal user"). Immutable.
+type User struct {
+	ID             string   `json:"user_id"`
+	Email          *string  `json:"user_email"`
+	Role           *string  `json:"user_role"`
+	OrganizationID *string  `json:"organization_id"`
+	Models         []string `json:"models"`
+	Blocked        bool     `json:"blocked"`
+	Limits
+}
+
+// Organization is a gateway.organizations row as served. Immutable.
+type Organization struct {
+	ID      string   `json:"organization_id"`
+	Alias   *string  `json:"organization_alias"`
+	Models  []string `json:"models"`
+	Blocked bool     `json:"blocked"`
+	Limits
+}
+
+// EndUser is a gateway.end_users row as served: the caller's customer, named by the request
+// body's "user" field (LiteLLM end-user / customer). Immutable.
+type EndUser struct {
+	ID      string  `json:"user_id"`
+	Alias   *string `json:"alias"`
+	Blocked bool    `json:"blocked"`
+	Limits
+}
+
+func build[T any](r store.Row, what string, id func(*T) string) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		return nil, fmt.Errorf("%s row: %w", what, err)
+	}
+	if id(v) == "" {
+		return nil, fmt.Errorf("%s row: empty id", what)
+	}
+	return v, nil
+}
+
+// BuildTeamRow builds a Team from a gateway.teams row (row_to_json). A member whose role is
+// not admin or user refuses the row (the serving version, if any, stays).
+func BuildTeamRow(r store.Row) (*Team, error) {
+	t, err := build(r, "team", func(t *Team) string { return t.ID })
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range t.Members {
+		if m.Role != RoleAdmin && m.Role != RoleUser {
+			return nil, fmt.Errorf("team %q: members_with_roles[%d].role: %q (want admin or user)", t.ID, i, m.Role)
+		}
+	}
+	return t, nil
+}
+
+// BuildUserRow builds a User from a gateway.users row.
+func BuildUserRow(r store.Row) (*User, error) {
+	return build(r, "user", func(u *User) string { return u.ID })
+}
+
+// BuildOrganizationRow builds an Organization from a gateway.organizations row.
+func BuildOrganizationRow(r store.Row) (*Organization, error) {
+	return build(r, "organization", func(o *Organization) string { return o.ID })
+}
+
+// BuildEndUserRow builds an EndUser from a gateway.end_users row.
+func BuildEndUserRow(r store.Row) (*EndUser, error) {
+	return build(r, "end user", func(e *EndUser) string { return e.ID })
+}
+
+// CanUse reports whether the team's models list allows model group name (whose deployments
+// are in accessGroups), with the key list's rules.
+func (t *Team) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
+	return keys.ListAllows(t.Models, name, accessGroups)
+}
+
+// CanUse reports whether the user's models list allows model group name.
+func (u *User) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
+	return keys.ListAllows(u.Models, name, accessGroups)
+}
+
+// Member returns the member with userID, if any.
+func (t *Team) Member(userID string) (Member, bool) {
+	for _, m := range t.Members {
+		if m.UserID == userID {
+			return m, true
+		}
+	}
+	return Member{}, false
+}

@@ -1,0 +1,146 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+)
+
+// canUse reports whether the caller may call model group name (whose deployments are group):
+// the admin may use every model; a virtual key only what its own models list allows and, for
+// a team key, what its team's list allows too (the intersection, LiteLLM can_key_call_model
+// then can_team_access_model); a personal key (no team) of an internal user is also bound by
+// the user's models list.
+func (p principal) canUse(name string, group []*registry.Entry[*router.Deployment]) bool {
+	if p.key == nil {
+		return true
+	}
+	ag := groupAccess(group)
+	if !p.key.CanUse(name, ag) {
+		return false
+	}
+	if p.team != nil {
+		return p.team.CanUse(name, ag)
+	}
+	if p.user != nil {
+		return p.user.CanUse(name, ag)
+	}
+	return true
+}
+
+// accessDenied is the 401 for a model the caller may not use, naming the list that refused it
+// (LiteLLM's texts: "key not allowed to access model. ..." with type key_model_access_denied,
+// "team not allowed to access model. ..." with type team_model_access_denied).
+func (p principal) accessDenied(model string, group []*registry.Entry[*router.Deployment]) *Error {
+	ag := groupAccess(group)
+	if p.key != nil && p.key.CanUse(model, ag) {
+		if p.team != nil {
+			return &Error{Status: http.StatusUnauthorized, Type: "team_model_access_denied", Param: "model",
+				Message: fmt.Sprintf("team not allowed to access model. This team can only access models=%s. Tried to access %s", pyList(p.team.Models), model)}
+		}
+		if p.user != nil {
+			return &Error{Status: http.StatusUnauthorized, Type: "user_model_access_denied", Param: "model",
+				Message: fmt.Sprintf("user not allowed to access model. This user can only access models=%s. Tried to access %s", pyList(p.user.Models), model)}
+		}
+	}
+	var models []string
+	if p.key != nil {
+		models = p.key.Models
+	}
+	return &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
+		Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(models), model)}
+}
+
+// refresh re-reads the caller's key, team and user from the registries (newer versions may
+// have been applied since the request was authenticated).
+func (s *Server) refresh(p principal) principal {
+	if p.key == nil {
+		return p
+	}
+	if e, ok := s.Keys.Load().ByID(p.key.Token); ok {
+		p.key = e.Value
+	}
+	if p.key.TeamID != "" && s.Teams != nil {
+		if e, ok := s.Teams.Load().ByID(p.key.TeamID); ok {
+			p.team = e.Value
+		}
+	}
+	if p.key.UserID != "" && s.Users != nil {
+		if e, ok := s.Users.Load().ByID(p.key.UserID); ok {
+			p.user = e.Value
+		}
+	}
+	return p
+}
+
+// teamsChanged is closed at the next change of the teams registry (never, without one).
+func (s *Server) teamsChanged() <-chan struct{} {
+	if s.Teams == nil {
+		return nil
+	}
+	return s.Teams.Changed()
+}
+
+// lookupOwners loads the team and the user a virtual key belongs to (read-through on a miss)
+// and refuses the key when its team does not exist or is blocked, or its user or the team's
+// organization is blocked (LiteLLM refuses keys of deleted or blocked teams).
+func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
+	k := p.key
+	if k.TeamID != "" {
+		t, ok := lookupAccount(ctx, s.Teams, k.TeamID)
+		if !ok {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, team %s of this key does not exist (deleted?).", k.TeamID))
+		}
+		if t.Blocked {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, team %s is blocked.", k.TeamID))
+		}
+		p.team = t
+		if t.OrganizationID != nil && *t.OrganizationID != "" {
+			if o, ok := lookupAccount(ctx, s.Organizations, *t.OrganizationID); ok {
+				if o.Blocked {
+					return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s is blocked.", o.ID))
+				}
+				p.org = o
+			}
+		}
+	}
+	if k.UserID != "" {
+		if u, ok := lookupAccount(ctx, s.Users, k.UserID); ok {
+			if u.Blocked {
+				return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, user %s is blocked.", k.UserID))
+			}
+			p.user = u
+			if p.org == nil && u.OrganizationID != nil && *u.OrganizationID != "" {
+				if o, ok := lookupAccount(ctx, s.Organizations, *u.OrganizationID); ok {
+					if o.Blocked {
+						return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s is blocked.", o.ID))
+					}
+					p.org = o
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// lookupAccount finds id in reg, with a read-through on a miss.
+func lookupAccount[T any](ctx context.Context, reg *registry.Registry[T], id string) (T, bool) {
+	var zero T
+	if reg == nil {
+		return zero, false
+	}
+	if e, ok := reg.Load().ByID(id); ok {
+		return e.Value, true
+	}
+	if reg.Resolve(ctx, id) != nil {
+		return zero, false
+	}
+	if e, ok := reg.Load().ByID(id); ok {
+		return e.Value, true
+	}
+	return zero, false
+}
+

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ListBy reads every row of typ whose column equals value, ordered by created_at (e.g. the keys
+// of a team: ListBy(ctx, Key, "team_id", id)). column is a column name, quoted as an identifier.
+func (s *Store) ListBy(ctx context.Context, typ ObjectType, column, value string) ([]Row, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	return listBy(ctx, s.pool, typ, column, value)
+}
+
+func listBy(ctx context.Context, q querier, typ ObjectType, column, value string) ([]Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1 ORDER BY t.created_at, t.%s",
+		ti.PK, ti.Table, pgx.Identifier{column}.Sanitize(), ti.PK), value)
+	if err != nil {
+		return nil, fmt.Errorf("list %ss by %s: %w", typ, column, mapErr(err))
+	}
+	return scanRows(typ, rows)
+}
+
+// Insert is Store.Insert inside the transaction.
+func (t *TxStore) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return Row{}, err
+	}
+	cols := vals.sorted()
+	args := make([]any, len(cols))
+	ph := make([]string, len(cols))
+	for i, c := range cols {
+		args[i] = vals[c]
+		ph[i] = fmt.Sprintf("$%d", i+1)
+		cols[i] = pgx.Identifier{c}.Sanitize()
+	}
+	q := fmt.Sprintf("INSERT INTO %s AS t (%s) VALUES (%s) RETURNING t.%s, t.version, row_to_json(t)::text",
+		ti.Table, strings.Join(cols, ", "), strings.Join(ph, ", "), ti.PK)
+	return queryRow(ctx, t.tx, typ, "insert", q, args)
+}
+
+// GetForUpdate reads one row by primary key and locks it until the transaction ends (a
+// read-modify-write such as adding a team member). Errors: ErrNotFound, ErrUnavailable.
+func (t *TxStore) GetForUpdate(ctx context.Context, typ ObjectType, id string) (Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return Row{}, err
+	}
+	sql := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1 FOR UPDATE", ti.PK, ti.Table, ti.PK)
+	return queryRow(ctx, t.tx, typ, "get", sql, []any{id})
+}
+
+// Delete is Store.Delete inside the transaction: the tombstone version of the deleted row.
+// Errors: ErrNotFound, ErrUnavailable.
+func (t *TxStore) Delete(ctx context.Context, typ ObjectType, id string) (int64, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	err = t.tx.QueryRow(ctx, fmt.Sprintf("DELETE FROM %s t WHERE t.%s = $1 RETURNING t.version + 1", ti.Table, ti.PK), id).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("delete %s %q: %w", typ, id, mapErr(err))
+	}
+	return v, nil
+}
+
+// DeleteBy deletes every row of typ whose column equals value and returns the deleted ids with
+// their tombstone versions (e.g. a team's keys when the team is deleted).
+func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value string) (map[string]int64, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, fmt.Sprintf("DELETE FROM %s t WHERE t.%s = $1 RETURNING t.%s, t.version + 1",
+		ti.Table, pgx.Identifier{column}.Sanitize(), ti.PK), value)
+	if err != nil {
+		return nil, fmt.Errorf("delete %ss by %s: %w", typ, column, mapErr(err))
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, mapErr(err)
+		}
+		out[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("delete %ss by %s: %w", typ, column, mapErr(err))
+	}
+	return out, nil
+}
