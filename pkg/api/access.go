@@ -143,4 +143,3 @@ func lookupAccount[T any](ctx context.Context, reg *registry.Registry[T], id str
 	}
 	return zero, false
 }
-
