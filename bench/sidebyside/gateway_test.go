@@ -153,7 +153,7 @@ func (g *gateway) admin(method, path string, body any) (map[string]any, error) {
 
 // setup creates the two models (through the API, so they live in Postgres and the registry
 // like any production model) and a virtual key allowed every model.
-func (g *gateway) setup(up *upstream) error {
+func (g *gateway) setup(up *upstreamProcess) error {
 	for _, m := range []struct{ name, upstream string }{{"bench-chat", "gpt-bench"}, {"bench-embed", "text-embedding-bench"}} {
 		if _, err := g.admin("POST", "/model/new", map[string]any{
 			"model_name":     m.name,

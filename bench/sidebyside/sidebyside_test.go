@@ -309,7 +309,7 @@ func sideBySide(b *testing.B) {
 		bins = []bin{{"gateway", path}}
 	}
 
-	up, err := startUpstream()
+	up, err := startUpstreamProcess()
 	if err != nil {
 		b.Fatal(err)
 	}
