@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/api"
+	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/notify"
@@ -68,6 +70,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway:", oneLine(err.Error()))
 		os.Exit(1)
 	}
+}
+
+// buildVersion is the module version and VCS revision the binary was built from, as
+// gateway.replicas and /sync/cluster report it ("(devel)" for a plain go build).
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "+" + s.Value[:12]
+		}
+	}
+	return v
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -209,8 +227,14 @@ func serve(ctx context.Context, args []string) error {
 		}
 		defer syncer.Stop()
 	}
+	var view *cluster.Reporter
+	if st != nil {
+		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats, Logger: log})
+		view.Start(ctx)
+		defer view.Stop()
+	}
 	srv := api.New(api.Deps{
-		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Router: rt, Client: client,
+		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
 	})

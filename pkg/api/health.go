@@ -103,7 +103,7 @@ func newMetrics(s *Server) *metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lockstep_http_requests_total", Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockstep_http_request_duration_seconds", Help: "HTTP request duration by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"route"})
 	m.syncTokenTimeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_sync_token_timeouts_total", Help: "Requests refused (503) because the write their x-lockstep-sync-token names was not applied here within 2 s."})
-	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s})
+	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s})
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }
@@ -151,7 +151,7 @@ func (sc *syncCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (sc *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	r := sc.s.lagReport()
-	for _, st := range []notify.State{notify.StateStarting, notify.StateCatchingUp, notify.StateStreaming, notify.StateReconnecting} {
+	for _, st := range []notify.State{notify.StateStarting, notify.StateCatchingUp, notify.StateStreaming, notify.StateReconnecting, notify.StateDegraded} {
 		v := 0.0
 		if r.State == st {
 			v = 1
@@ -161,7 +161,8 @@ func (sc *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.AppliedSeq), "applied")
 	ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.HeadSeq), "head")
 	for name, v := range map[string]int64{"events_applied": r.EventsApplied, "apply_errors": r.ApplyErrors, "reconnects": r.Reconnects,
-		"gaps_repaired": r.GapsRepaired, "drift_repaired": r.DriftRepaired, "notifications_dropped": r.Dropped, "notifications_malformed": r.Malformed} {
+		"gaps_repaired": r.GapsRepaired, "drift_repaired": r.DriftRepaired, "notifications_dropped": r.Dropped, "notifications_malformed": r.Malformed,
+		"barrier_rounds": r.Barrier.Rounds, "barrier_waiters": r.Barrier.Waiters, "barrier_failed": r.Barrier.Failed} {
 		ch <- prometheus.MustNewConstMetric(descCounters, prometheus.CounterValue, float64(v), name)
 	}
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, r.LagMs.P50, "p50")

@@ -19,6 +19,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
+	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/notify"
@@ -35,6 +36,7 @@ type Deps struct {
 	MasterKey  string // empty: no auth (every caller is admin), as LiteLLM without a master key
 	Store      *store.Store
 	Syncer     *notify.Syncer
+	Cluster    *cluster.Reporter // nil without a database
 	Router     *router.Router
 	Client     *provider.Client
 	Guardrails *registry.Registry[*guardrail.Guardrail]
@@ -157,6 +159,7 @@ func (s *Server) routes() {
 	e.GET("/health/readiness", s.readiness)
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/sync/lag", s.syncLag, s.auth(admin))
+	e.GET("/sync/cluster", s.syncCluster, s.auth(admin))
 
 	// models
 	e.POST("/model/new", s.modelNew, s.auth(admin))

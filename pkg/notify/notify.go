@@ -174,6 +174,7 @@ type Syncer struct {
 	kick    chan struct{}
 
 	state       atomic.Value // State
+	reason      atomic.Value // string: why the state is degraded
 	ready       atomic.Bool
 	lastHB      atomic.Int64 // unix nanos of the last heartbeat heard
 	hbRTT       atomic.Int64 // nanos
@@ -288,6 +289,15 @@ func (s *Syncer) Ready() bool { return s.ready.Load() }
 
 // State is the feed's current state.
 func (s *Syncer) State() State { return s.state.Load().(State) }
+
+// Reason says why the state is degraded; empty in any other state.
+func (s *Syncer) Reason() string {
+	if s.State() != StateDegraded {
+		return ""
+	}
+	r, _ := s.reason.Load().(string)
+	return r
+}
 
 // --- listener ------------------------------------------------------------------------------
 

@@ -73,8 +73,10 @@ func (w *lagWindow) stats(now time.Time) LagStats {
 
 // Stats is this replica's change-feed state, as /sync/lag reports it (API.md).
 type Stats struct {
-	Source         Source   `json:"source"`
-	State          State    `json:"state"`
+	Source Source `json:"source"`
+	State  State  `json:"state"`
+	// Reason says why State is degraded (empty otherwise).
+	Reason         string   `json:"reason,omitempty"`
 	AppliedSeq     int64    `json:"applied_seq"`
 	HeadSeq        int64    `json:"head_seq"`
 	LagMs          LagStats `json:"lag_ms"`
@@ -107,6 +109,7 @@ func (s *Syncer) Stats() Stats {
 	return Stats{
 		Source:         s.cfg.Source,
 		State:          s.State(),
+		Reason:         s.Reason(),
 		AppliedSeq:     applied,
 		HeadSeq:        head,
 		LagMs:          s.lag.stats(time.Now()),

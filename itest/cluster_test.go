@@ -1,0 +1,113 @@
+package itest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"lockstep/itest/pgtest"
+)
+
+type clusterView struct {
+	Converged bool     `json:"converged"`
+	MaxLagMs  *float64 `json:"max_lag_ms"`
+	Replicas  []struct {
+		ReplicaID string `json:"replica_id"`
+		Addr      string `json:"addr"`
+		Source    string `json:"source"`
+		State     string `json:"state"`
+		Applied   *int64 `json:"applied"`
+		LagMs     *struct {
+			P50 *float64 `json:"p50"`
+			P99 *float64 `json:"p99"`
+		} `json:"lag_ms"`
+		HeartbeatAgeMs *float64 `json:"heartbeat_age_ms"`
+		Version        string   `json:"version"`
+		StartedAt      string   `json:"started_at"`
+		Stale          bool     `json:"stale"`
+	} `json:"replicas"`
+}
+
+func (g *Gateway) cluster(t testing.TB) clusterView {
+	t.Helper()
+	st, b := g.Do(t, "GET", "/sync/cluster", nil)
+	require.Equal(t, 200, st, "%s", b)
+	var v clusterView
+	require.NoError(t, json.Unmarshal(b, &v), "%s", b)
+	return v
+}
+
+func (v clusterView) stale(id string) bool {
+	for _, r := range v.Replicas {
+		if r.ReplicaID == id {
+			return r.Stale
+		}
+	}
+	return false
+}
+
+func metricsText(t testing.TB, g *Gateway) string {
+	t.Helper()
+	resp, err := http.Get(g.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestClusterView (issue 10): three replicas report converged at rest with every field of
+// API.md; one SIGSTOPped is reported stale (and converged false) once silent > 10 s, on the
+// JSON view and the Prometheus gauges of the others; after SIGCONT it is back and converged.
+func TestClusterView(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	a := StartGateway(t, db, "a", GatewayOpts{})
+	_ = StartGateway(t, db, "b", GatewayOpts{})
+	c := StartGateway(t, db, "c", GatewayOpts{})
+	st, b := a.Do(t, "POST", "/model/new", map[string]any{"model_name": "m", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "ok"}})
+	require.Equal(t, 200, st, "%s", b)
+
+	Eventually(t, "three replicas converged", func() bool { v := a.cluster(t); return len(v.Replicas) == 3 && v.Converged })
+	v := a.cluster(t)
+	require.NotNil(t, v.MaxLagMs)
+	for _, r := range v.Replicas {
+		require.False(t, r.Stale)
+		require.Equal(t, "streaming", r.State)
+		require.Equal(t, "listen", r.Source)
+		require.True(t, strings.HasPrefix(r.Addr, "127.0.0.1:"), r.Addr)
+		require.NotEmpty(t, r.Version)
+		_, err := time.Parse(time.RFC3339Nano, r.StartedAt)
+		require.NoError(t, err)
+		require.NotNil(t, r.Applied)
+		require.Greater(t, *r.Applied, int64(0))
+		require.NotNil(t, r.LagMs)
+		require.NotNil(t, r.LagMs.P50)
+		require.NotNil(t, r.LagMs.P99)
+		require.NotNil(t, r.HeartbeatAgeMs)
+		require.Less(t, *r.HeartbeatAgeMs, 10000.0)
+	}
+
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGSTOP))
+	defer c.cmd.Process.Signal(syscall.SIGCONT) //nolint:errcheck
+	require.Eventually(t, func() bool { v := a.cluster(t); return v.stale("c") && !v.Converged }, 30*time.Second, 100*time.Millisecond,
+		"c reported stale and the cluster not converged")
+	require.Eventually(t, func() bool {
+		m := metricsText(t, a)
+		return strings.Contains(m, `lockstep_cluster_replica_stale{replica_id="c"} 1`) && strings.Contains(m, "lockstep_cluster_converged 0")
+	}, 10*time.Second, 100*time.Millisecond, "gauges show c stale")
+
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGCONT))
+	require.Eventually(t, func() bool { v := a.cluster(t); return !v.stale("c") && v.Converged && len(v.Replicas) == 3 }, 30*time.Second, 100*time.Millisecond,
+		"c back and the cluster converged")
+	require.Eventually(t, func() bool {
+		m := metricsText(t, a)
+		return strings.Contains(m, `lockstep_cluster_replica_stale{replica_id="c"} 0`) && strings.Contains(m, "lockstep_cluster_converged 1")
+	}, 10*time.Second, 100*time.Millisecond, "gauges show c back")
+}

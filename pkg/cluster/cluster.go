@@ -1,0 +1,190 @@
+// Package cluster is the cluster view: every replica upserts its change-feed state into
+// gateway.replicas every 2 s (a non-notifying table, DESIGN.md "Non-notifying shared tables"),
+// and any replica can report the whole cluster from it (GET /sync/cluster, API.md "Health,
+// sync and metrics").
+package cluster
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"lockstep/pkg/notify"
+	"lockstep/pkg/store"
+)
+
+// Defaults (API.md: each replica upserts its row every 2 s; silent > 10 s → stale).
+const (
+	DefaultInterval = 2 * time.Second
+	DefaultStale    = 10 * time.Second
+	// DefaultPrune: a row silent this long (a replica that died without deleting it) is
+	// removed by the replicas still running.
+	DefaultPrune = 10 * time.Minute
+)
+
+// Config configures a Reporter. Zero durations take the defaults above.
+type Config struct {
+	ReplicaID string
+	Addr      string // the address this replica serves on (--addr)
+	Version   string // build version
+	Store     *store.Store
+	// Status returns this replica's change-feed state (notify.Syncer.Stats).
+	Status   func() notify.Stats
+	Logger   zerolog.Logger
+	Interval time.Duration
+	Stale    time.Duration
+	Prune    time.Duration
+}
+
+// Reporter upserts this replica's row on a timer and keeps the last cluster view read.
+// Start once; Stop is idempotent, blocks, and deletes the row.
+type Reporter struct {
+	cfg     Config
+	log     zerolog.Logger
+	started time.Time
+	last    atomic.Pointer[View] // the view read after the last upsert (for /metrics)
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stop    sync.Once
+}
+
+// New builds a Reporter.
+func New(cfg Config) *Reporter {
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Stale == 0 {
+		cfg.Stale = DefaultStale
+	}
+	if cfg.Prune == 0 {
+		cfg.Prune = DefaultPrune
+	}
+	return &Reporter{cfg: cfg, log: cfg.Logger.With().Str("component", "cluster").Logger(), started: time.Now().UTC()}
+}
+
+// Start writes the first row and starts the timer. A failed first write is logged, not
+// returned: the view is advisory and Postgres may come back (static stability).
+func (r *Reporter) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.tick(ctx, true)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(r.cfg.Interval)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.tick(ctx, n%15 == 0) // prune about every 30 s
+			}
+		}
+	}()
+}
+
+// Stop stops the timer and deletes this replica's row (a clean shutdown is not "stale").
+func (r *Reporter) Stop() {
+	r.stop.Do(func() {
+		if r.cancel != nil {
+			r.cancel()
+		}
+		r.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := r.cfg.Store.DeleteReplica(ctx, r.cfg.ReplicaID); err != nil {
+			r.log.Debug().Err(err).Msg("delete replica row")
+		}
+	})
+}
+
+func (r *Reporter) tick(ctx context.Context, prune bool) {
+	st := r.cfg.Status()
+	err := r.cfg.Store.UpsertReplica(ctx, store.ReplicaStatus{
+		ReplicaID: r.cfg.ReplicaID, Addr: r.cfg.Addr, Source: string(st.Source), State: string(st.State),
+		Reason: st.Reason, AppliedSeq: st.AppliedSeq, LagP50Ms: st.LagMs.P50, LagP99Ms: st.LagMs.P99,
+		Version: r.cfg.Version, StartedAt: r.started,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Debug().Err(err).Msg("upsert replica row")
+		}
+		return
+	}
+	if prune {
+		if n, err := r.cfg.Store.PruneReplicas(ctx, r.cfg.Prune); err == nil && n > 0 {
+			r.log.Info().Int64("rows", n).Dur("silent_for", r.cfg.Prune).Msg("pruned rows of replicas gone silent")
+		}
+	}
+	if v, err := r.View(ctx); err == nil {
+		r.last.Store(&v)
+	}
+}
+
+// LagMs is a replica's change-written → applied lag over the last 60 s, in milliseconds.
+type LagMs struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Replica is one replica in GET /sync/cluster.
+type Replica struct {
+	ReplicaID      string    `json:"replica_id"`
+	Addr           string    `json:"addr"`
+	Source         string    `json:"source"`
+	State          string    `json:"state"`
+	Reason         string    `json:"reason,omitempty"` // why the state is degraded
+	Applied        int64     `json:"applied"`          // applied_seq as it last reported it
+	LagMs          LagMs     `json:"lag_ms"`
+	HeartbeatAgeMs float64   `json:"heartbeat_age_ms"` // since its last upsert, on the database clock
+	Version        string    `json:"version"`
+	StartedAt      time.Time `json:"started_at"`
+	Stale          bool      `json:"stale"` // silent for more than 10 s
+}
+
+// View is the GET /sync/cluster body.
+type View struct {
+	// Converged: at least one replica, none stale, every one streaming, and all have applied
+	// the same change-log position.
+	Converged bool `json:"converged"`
+	// MaxLagMs is the highest lag_ms.p99 among replicas that are not stale.
+	MaxLagMs float64   `json:"max_lag_ms"`
+	Replicas []Replica `json:"replicas"`
+}
+
+// View reads gateway.replicas now. Errors: store.ErrUnavailable.
+func (r *Reporter) View(ctx context.Context) (View, error) {
+	rows, err := r.cfg.Store.ListReplicas(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	return build(rows, r.cfg.Stale), nil
+}
+
+// Last is the view read after the last successful upsert (nil before the first), for metrics.
+func (r *Reporter) Last() *View { return r.last.Load() }
+
+func build(rows []store.ReplicaStatus, stale time.Duration) View {
+	v := View{Replicas: make([]Replica, 0, len(rows)), Converged: len(rows) > 0}
+	var applied int64 = -1
+	for _, row := range rows {
+		rep := Replica{
+			ReplicaID: row.ReplicaID, Addr: row.Addr, Source: row.Source, State: row.State, Reason: row.Reason,
+			Applied: row.AppliedSeq, LagMs: LagMs{P50: row.LagP50Ms, P99: row.LagP99Ms},
+			HeartbeatAgeMs: float64(row.HeartbeatAge.Microseconds()) / 1000, Version: row.Version,
+			StartedAt: row.StartedAt.UTC(), Stale: row.HeartbeatAge > stale,
+		}
+		v.Replicas = append(v.Replicas, rep)
+		if rep.Stale || rep.State != string(notify.StateStreaming) || (applied >= 0 && rep.Applied != applied) {
+			v.Converged = false
+		}
+		applied = rep.Applied
+		if !rep.Stale && rep.LagMs.P99 > v.MaxLagMs {
+			v.MaxLagMs = rep.LagMs.P99
+		}
+	}
+	return v
+}
