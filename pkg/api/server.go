@@ -185,6 +185,7 @@ func (s *Server) routes() {
 	s.agentRoutes()
 	s.accessGroupRoutes()
 	s.accountRoutes()
+	s.uiRoutes()
 }
 
 // Start serves on addr until ctx is done, then shuts down gracefully: stops accepting,
