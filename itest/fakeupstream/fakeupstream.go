@@ -239,6 +239,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if strings.TrimPrefix(r.URL.Path, "/v1") == "/models" && r.Method == http.MethodGet {
+		s.models(w, r)
+		return
+	}
 	var api API
 	switch strings.TrimPrefix(r.URL.Path, "/v1") {
 	case "/completions":
@@ -891,4 +895,34 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, in ReplyInput,
 		return
 	}
 	e.frame("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// models answers GET /v1/models, the model list both OpenAI (Bearer auth, {"object": "list",
+// "data": [{"id", "object": "model", "created", "owned_by"}]}) and Anthropic (x-api-key,
+// {"data": [{"id", "type": "model", "display_name", "created_at"}], "has_more"}) serve; the
+// configured failure status applies as on every route.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	anthropic := r.Header.Get("x-api-key") != ""
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); !anthropic && (!ok || strings.TrimSpace(tok) == "") {
+		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+		return
+	}
+	if code := int(s.status.Load()); code != 0 && (code < 200 || code > 299) {
+		msg := s.cfg.errorBody
+		if msg == "" {
+			msg = fmt.Sprintf("fake upstream error %d", code)
+		}
+		if anthropic {
+			writeAnthropicError(w, code, anthropicErrorType(code), msg)
+		} else {
+			writeOpenAIError(w, code, openAIErrorType(code), msg)
+		}
+		return
+	}
+	if anthropic {
+		writeJSON(w, http.StatusOK, map[string]any{"data": []map[string]any{{"id": "fake-model", "type": "model", "display_name": "Fake", "created_at": "2025-01-01T00:00:00Z"}},
+			"has_more": false, "first_id": "fake-model", "last_id": "fake-model"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{{"id": "fake-model", "object": "model", "created": 1700000000, "owned_by": "fake"}}})
 }

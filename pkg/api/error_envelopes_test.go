@@ -91,9 +91,14 @@ func TestDetailRoutesAnswerAuthErrorsInDetailEnvelope(t *testing.T) {
 		require.Equal(t, "401", gjson.Get(w.Body.String(), "error.code").String(), r.path)
 		require.False(t, gjson.Get(w.Body.String(), "detail").Exists(), r.path)
 	}
-	w = b.do(t, "sk-virtual", "GET", "/model/info", "")
+	w = b.do(t, "sk-virtual", "POST", "/key/generate", "{}")
 	require.Equal(t, 403, w.Code)
 	require.Equal(t, "permission_error", gjson.Get(w.Body.String(), "error.type").String(), w.Body.String())
+	// a virtual key reads /model/info (filtered to what it may use) and its own /key/info
+	w = b.do(t, "sk-virtual", "GET", "/model/info", "")
+	require.Equal(t, 200, w.Code, w.Body.String())
+	w = b.do(t, "sk-virtual", "GET", "/key/info?key=sk-other", "")
+	require.Equal(t, 403, w.Code, w.Body.String())
 	// Anthropic envelope on /v1/messages
 	w = b.doHeaders(t, nil, "POST", "/v1/messages", `{}`)
 	require.Equal(t, 401, w.Code)
@@ -113,7 +118,7 @@ func TestAdminRouteForbiddenShowsRequestPath(t *testing.T) {
 		{"GET", "/guardrails/g-42/info"},
 		{"PATCH", "/model/m-7/update"},
 		{"GET", "/v1/agents/agent-9"},
-		{"GET", "/key/info?key=sk-x"},
+		{"GET", "/team/info?team_id=x"},
 	} {
 		w := b.do(t, "sk-virtual", tc.method, tc.path, `{}`)
 		require.Equal(t, 403, w.Code, tc.path)

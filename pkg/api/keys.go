@@ -18,7 +18,7 @@ func (s *Server) keyRoutes() {
 	s.e.POST("/key/generate", s.keyGenerate, s.auth(admin))
 	s.e.POST("/key/update", s.keyUpdate, s.auth(admin))
 	s.e.POST("/key/delete", s.keyDelete, s.auth(admin))
-	s.e.GET("/key/info", s.keyInfo, s.auth(admin))
+	s.e.GET("/key/info", s.keyInfo, s.auth(anyKey))
 }
 
 type keyRequest struct {
@@ -217,12 +217,21 @@ func redact(k string) string {
 
 // keyInfo: GET /key/info?key=.
 func (s *Server) keyInfo(c echo.Context) error {
-	if err := s.requireDB(store.Key, "keys"); err != nil {
-		return err
-	}
 	k := c.QueryParam("key")
+	if p := caller(c); p.key != nil {
+		// a virtual key sees its own info only (LiteLLM: /key/info without ?key= is the caller's)
+		if k == "" {
+			k = bearer(c)
+		}
+		if tokenOf(k) != p.key.Token {
+			return authErr(http.StatusForbidden, "Authentication Error, a virtual key may only read its own info: call /key/info without ?key= or with the key itself.")
+		}
+	}
 	if k == "" {
 		return badRequest("key query parameter is required")
+	}
+	if err := s.requireDB(store.Key, "keys"); err != nil {
+		return err
 	}
 	row, err := s.Store.Get(c.Request().Context(), store.Key, tokenOf(k))
 	if errors.Is(err, store.ErrNotFound) {

@@ -334,8 +334,11 @@ func modelInfoEntry(e *registry.Entry[*router.Deployment]) map[string]any {
 	}
 }
 
-// modelInfo: GET /model/info[?litellm_model_id=] → {"data": [...]}, sorted by name then id.
+// modelInfo: GET /model/info[?litellm_model_id=] (also /v1/model/info, /v2/model/info) →
+// {"data": [...]}, sorted by name then id: every deployment for the admin, only those of model
+// groups it may use for a virtual key (LiteLLM filters /model/info by the key's models).
 func (s *Server) modelInfo(c echo.Context) error {
+	p := caller(c)
 	snap := s.Router.Models().Load()
 	var entries []*registry.Entry[*router.Deployment]
 	if id := c.QueryParam("litellm_model_id"); id != "" {
@@ -354,15 +357,22 @@ func (s *Server) modelInfo(c echo.Context) error {
 	})
 	data := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
+		if !p.canUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
+			continue
+		}
 		data = append(data, modelInfoEntry(e))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": data})
 }
 
-// listModels: GET /v1/models → the OpenAI list of model group names the caller may use.
+// listModels: GET /v1/models → the OpenAI list of model group names the caller may use;
+// with ?only_model_access_groups=True, the access group names instead (LiteLLM).
 func (s *Server) listModels(c echo.Context) error {
 	p := caller(c)
 	snap := s.Router.Models().Load()
+	if isTrue(c.QueryParam("only_model_access_groups")) {
+		return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": s.accessGroupsFor(p, snap)})
+	}
 	names := snap.Names()
 	sort.Strings(names)
 	data := make([]map[string]any, 0, len(names))

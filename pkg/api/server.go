@@ -166,8 +166,13 @@ func (s *Server) routes() {
 	e.POST("/model/update", s.modelUpdate, s.auth(admin))
 	e.PATCH("/model/:id/update", s.modelPatch, s.auth(admin))
 	e.POST("/model/delete", s.modelDelete, s.auth(admin))
-	e.GET("/model/info", s.modelInfo, s.auth(admin))
-	e.GET("/v1/model/info", s.modelInfo, s.auth(admin))
+	// model info: the admin sees every deployment, a virtual key those it may use
+	for _, p := range []string{"/model/info", "/v1/model/info", "/v2/model/info"} {
+		e.GET(p, s.modelInfo, s.auth(anyKey))
+	}
+	e.GET("/model_group/info", s.modelGroupInfo, s.auth(anyKey))
+	e.GET("/health", s.health, s.auth(admin))
+	e.GET("/routes", s.listRoutes, s.auth(anyKey))
 	for _, p := range []string{"/v1/models", "/models"} {
 		e.GET(p, s.listModels, s.auth(anyKey))
 	}
