@@ -22,6 +22,9 @@ func TestVirtualKeyInfoRoutes(t *testing.T) {
 
 	key := agGenKey(t, p.A, "info-a", "info-grp")
 	other := agGenKey(t, p.A, "info-b")
+	Eventually(t, "B applied the three models", func() bool {
+		return p.B.SyncLag(t)["registries"].(map[string]any)["models"].(map[string]any)["count"].(float64) == 3
+	})
 
 	st, b = p.B.DoKey(t, key, "GET", "/key/info", nil)
 	require.Equal(t, 200, st, "%s", b)
@@ -78,7 +81,7 @@ func TestHealthProbesDeployments(t *testing.T) {
 	}
 	agNewModel(t, p.A, "health-mock")
 
-	st, b := p.B.Do(t, "GET", "/health", nil)
+	st, b := p.A.Do(t, "GET", "/health", nil)
 	require.Equal(t, 200, st, "%s", b)
 	h := JSON(t, b)
 	require.EqualValues(t, 2, h["healthy_count"], "%s", b)
@@ -99,7 +102,7 @@ func TestHealthProbesDeployments(t *testing.T) {
 	require.Equal(t, "GET", r.Method)
 	require.Len(t, up.Requests(), 1)
 
-	st, b = p.B.Do(t, "GET", "/health?model=health-up", nil)
+	st, b = p.A.Do(t, "GET", "/health?model=health-up", nil)
 	require.Equal(t, 200, st, "%s", b)
 	require.EqualValues(t, 1, JSON(t, b)["healthy_count"])
 	require.EqualValues(t, 0, JSON(t, b)["unhealthy_count"])

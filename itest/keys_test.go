@@ -165,8 +165,8 @@ func TestKeyAdminRoutesAndValidation(t *testing.T) {
 	key := agGenKey(t, p.A)
 
 	for _, r := range []struct{ method, path string }{
-		{"GET", "/model/info"}, {"POST", "/model/new"}, {"POST", "/key/generate"}, {"POST", "/key/delete"},
-		{"GET", "/key/info?key=" + key}, {"GET", "/sync/lag"}, {"GET", "/access_group/list"},
+		{"GET", "/health"}, {"POST", "/model/new"}, {"POST", "/key/generate"}, {"POST", "/key/delete"},
+		{"POST", "/team/new"}, {"GET", "/sync/lag"}, {"GET", "/access_group/list"},
 	} {
 		st, b := p.B.DoKey(t, key, r.method, r.path, map[string]any{})
 		require.Equal(t, 403, st, "%s %s: %s", r.method, r.path, b)
