@@ -89,5 +89,5 @@ func TestErrorEnvelopesOfManagementAndMessagesRoutes(t *testing.T) {
 	st, b = agChat(t, g, "", "ee-allowed")
 	require.Equal(t, 401, st, "%s", b)
 	typ, _ = agOpenAIError(t, b)
-	require.Equal(t, "auth_error", typ)
+	require.Equal(t, "authentication_error", typ)
 }

@@ -508,108 +508,110 @@ func lookupAgent(snap *registry.Snapshot[*a2a.Agent], idOrName string) *a2a.Agen
 
 // --- completion bridge ---------------------------------------------------------------------------
 
-// agentCompleter runs an agent's model: guardrails on the input, the model call, guardrails on
-// the reply.
+// agentCompleter runs an agent's model through the call pipeline (pipeline.go), exactly as the
+// LLM routes run a chat completion: the message's text becomes the user message of an OpenAI
+// chat request to the agent's model.
+//
+// Access: the caller's key must be allowed the agent's model (litellm_params.model), with the
+// LLM routes' rule, re-check and denial text — also when the agent has its own upstream. A
+// denial is JSON-RPC a2a.CodeUnauthorized (-31403, a2a-go's a2a.ErrUnauthorized "permission
+// denied"; the LLM routes answer HTTP 401) with the key_model_access_denied message and data
+// {"type": "key_model_access_denied", "model"}; a key blocked or expired meanwhile gets
+// a2a.CodeUnauthenticated (-31401).
 //
 // Guardrails: the agent's litellm_params.guardrails (by name, read-through on a miss) plus every
-// default_on guardrail, each in the modes it is configured for. pre_call runs on the message
-// text (MASK rewrites what the model sees); during_call checks the same text, before the call
-// (an A2A reply is not worth racing); post_call runs on the whole reply (MASK rewrites it; when
-// streaming, the reply is buffered so that a mask applies to every chunk). An input block is
+// default_on guardrail, each in the modes it is configured for, over every text of the chat
+// request and answer (streamed: every frame). An input block (pre_call, during_call) is
 // JSON-RPC -32602 (the message is the invalid parameter), a reply block -32603; both carry the
 // content filter's message ("Content blocked: ...") and data {"guardrail": name}. An agent
 // guardrail that does not exist fails the call (-32603): an agent never runs unguarded.
 //
-// Model: see agentCall.backend. Access: a virtual key restricted to some models may only run an
-// agent whose model group it could call on the LLM routes (see agentCall.authorize).
+// Model: see agentTarget.
 type agentCompleter struct{ s *Server }
 
 var _ a2a.Completer = agentCompleter{}
 
 func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text string) (string, error) {
-	call, err := c.s.newAgentCall(ctx, agent, text)
+	ctx, call, err := c.s.agentCall(ctx, agent, text, false)
 	if err != nil {
-		return "", err
+		return "", a2aError(err, agent)
 	}
 	res, err := call.do(ctx)
 	if err != nil {
-		return "", err
+		return "", a2aError(err, agent)
 	}
-	return call.output(res.Text)
+	return res.Text, nil
 }
 
 func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text string, onDelta func(string) error) error {
-	call, err := c.s.newAgentCall(ctx, agent, text)
+	ctx, call, err := c.s.agentCall(ctx, agent, text, true)
 	if err != nil {
-		return err
+		return a2aError(err, agent)
 	}
 	st, err := call.stream(ctx)
 	if err != nil {
-		return err
+		return a2aError(err, agent)
 	}
 	defer st.Close()
-	buffer := hasMode(call.guardrails, guardrail.PostCall)
-	var reply strings.Builder
 	for {
 		ev, err := st.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return err
+			return a2aError(err, agent)
 		}
 		if ev.Text == "" {
-			continue
-		}
-		if buffer {
-			reply.WriteString(ev.Text)
 			continue
 		}
 		if err := onDelta(ev.Text); err != nil {
 			return err
 		}
 	}
-	if !buffer {
-		return nil
-	}
-	out, err := call.output(reply.String())
-	if err != nil {
-		return err
-	}
-	return onDelta(out)
 }
 
-// agentCall is one prepared agent completion.
-type agentCall struct {
-	s          *Server
-	guardrails []*guardrail.Guardrail
-	group      []*registry.Entry[*router.Deployment] // through the router, or
-	direct     *provider.Deployment                  // straight to the agent's own upstream
-	body       []byte                                // OpenAI chat request
+// agentCall starts the pipeline for one agent message.
+func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, stream bool) (context.Context, *call, error) {
+	who, ok := principalFrom(ctx)
+	if !ok {
+		return ctx, nil, errors.New("agent call without a caller") // every A2A route sets one
+	}
+	body := provider.ChatRequest(agent.Model, text)
+	if stream {
+		body, _ = sjson.SetBytes(body, "stream", true)
+	}
+	return s.startCall(ctx, callSpec{
+		format: provider.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
+		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
+		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
+			gs, err := s.agentGuardrails(ctx, agent)
+			return gs, body, err
+		},
+	})
 }
 
-func (s *Server) newAgentCall(ctx context.Context, agent *a2a.Agent, text string) (*agentCall, error) {
-	call := &agentCall{s: s}
-	// The backend (and the caller's access to it) first: a denied key learns nothing from
-	// the agent's guardrails.
-	if err := call.backend(ctx, agent); err != nil {
-		return nil, err
+// a2aError maps a pipeline error to what the A2A caller sees (see agentCompleter).
+func a2aError(err error, agent *a2a.Agent) error {
+	var ae *Error
+	var gb *guardrailBlock
+	switch {
+	case errors.As(err, &gb):
+		code := a2a.CodeInvalidParams
+		if !gb.input {
+			code = a2a.CodeInternalError
+		}
+		return &a2a.Error{Code: code, Message: gb.Message, Data: map[string]any{"guardrail": gb.Guardrail}}
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
+		code := a2a.CodeUnauthenticated
+		if ae.Type == "key_model_access_denied" || ae.Type == "team_model_access_denied" {
+			code = a2a.CodeUnauthorized
+		}
+		return &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
 	}
-	var err error
-	if call.guardrails, err = s.agentGuardrails(ctx, agent); err != nil {
-		return nil, err
-	}
-	if text, err = guardAgentText(call.guardrails, guardrail.PreCall, text, true); err != nil {
-		return nil, err
-	}
-	if _, err = guardAgentText(call.guardrails, guardrail.DuringCall, text, true); err != nil {
-		return nil, err
-	}
-	call.body = provider.ChatRequest(agent.Model, text)
-	return call, nil
+	return err
 }
 
-// backend picks where the agent's model is served:
+// agentTarget is the resolve step for an agent: where its model is served.
 //   - an agent with its own upstream (litellm_params api_base, api_key, custom_llm_provider or
 //     mock_response; see hasOwnUpstream) is called directly, as LiteLLM calls a model from its
 //     litellm_params, without spending a models read-through;
@@ -617,81 +619,28 @@ func (s *Server) newAgentCall(ctx context.Context, agent *a2a.Agent, text string
 //     served by the router with its retries and cooldowns;
 //   - failing that, a "provider/model" is called at the provider's default endpoint with its
 //     environment key (OPENAI_API_KEY, ...), as LiteLLM would.
-func (c *agentCall) backend(ctx context.Context, agent *a2a.Agent) error {
-	if hasOwnUpstream(agent) {
+func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, error) {
+	direct := func() (target, error) {
 		d, err := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)
 		if err != nil {
-			return fmt.Errorf("agent %q: %w", agent.Name, err)
+			return target{}, fmt.Errorf("agent %q: %w", agent.Name, err)
 		}
-		c.direct = d
-		return nil
+		return target{direct: &router.Deployment{Deployment: d, LitellmParams: agent.LitellmParams, ModelInfo: json.RawMessage("{}")}}, nil
 	}
-	group, err := c.s.Router.Group(ctx, agent.Model)
+	if hasOwnUpstream(agent) {
+		return direct()
+	}
+	group, err := s.Router.Group(ctx, agent.Model)
 	if err == nil {
-		c.group, err = c.authorize(ctx, agent, group)
-		return err
+		return target{group: group}, nil
 	}
 	if !errors.Is(err, router.ErrUnknownModel) {
-		return err
+		return target{}, err
 	}
-	if d, derr := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams); derr == nil && d.APIKey != "" {
-		c.direct = d
-		return nil
+	if t, derr := direct(); derr == nil && t.direct.APIKey != "" {
+		return t, nil
 	}
-	return fmt.Errorf("agent %q: model %q is not served by this gateway (not a model group; no api_base or api_key in the agent's litellm_params)", agent.Name, agent.Model)
-}
-
-// authorize applies the caller's model access to an agent served by model group
-// agent.Model, with the same rule, re-check and denial text as the LLM routes
-// (Server.recheckAccess): a virtual key whose models do not include the group (or one of its
-// access groups) gets JSON-RPC error a2a.CodeUnauthorized (-31403, a2a-go's
-// a2a.ErrUnauthorized "permission denied"; the LLM routes answer HTTP 401) with the
-// key_model_access_denied message and data {"type": "key_model_access_denied", "model"}; a key
-// blocked or expired meanwhile gets a2a.CodeUnauthenticated (-31401). It returns the group to
-// call (a re-check may have re-read it).
-func (c *agentCall) authorize(ctx context.Context, agent *a2a.Agent, group []*registry.Entry[*router.Deployment]) ([]*registry.Entry[*router.Deployment], error) {
-	p, ok := principalFrom(ctx)
-	if !ok {
-		return nil, errors.New("agent call without a caller") // every A2A route sets one
-	}
-	if p.canUse(agent.Model, group) {
-		return group, nil
-	}
-	group, err := c.s.recheckAccess(ctx, p, agent.Model)
-	var ae *Error
-	if errors.As(err, &ae) {
-		code := a2a.CodeUnauthenticated
-		if ae.Type == "key_model_access_denied" || ae.Type == "team_model_access_denied" {
-			code = a2a.CodeUnauthorized
-		}
-		return nil, &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
-	}
-	return group, err
-}
-
-func (c *agentCall) do(ctx context.Context) (*provider.Response, error) {
-	if c.direct != nil {
-		return c.s.Client.Do(ctx, c.direct, provider.FormatChat, c.body)
-	}
-	res, _, err := c.s.Router.Do(ctx, c.group, provider.FormatChat, c.body)
-	return res, err
-}
-
-func (c *agentCall) stream(ctx context.Context) (provider.Stream, error) {
-	body, err := sjson.SetBytes(c.body, "stream", true)
-	if err != nil {
-		return nil, err
-	}
-	if c.direct != nil {
-		return c.s.Client.Stream(ctx, c.direct, provider.FormatChat, body)
-	}
-	st, _, err := c.s.Router.Stream(ctx, c.group, provider.FormatChat, body)
-	return st, err
-}
-
-// output applies the post_call guardrails to the model's reply.
-func (c *agentCall) output(reply string) (string, error) {
-	return guardAgentText(c.guardrails, guardrail.PostCall, reply, false)
+	return target{}, fmt.Errorf("agent %q: model %q is not served by this gateway (not a model group; no api_base or api_key in the agent's litellm_params)", agent.Name, agent.Model)
 }
 
 // hasOwnUpstream reports whether the agent's litellm_params name an upstream of their own
@@ -735,30 +684,4 @@ func (s *Server) agentGuardrails(ctx context.Context, agent *a2a.Agent) ([]*guar
 		gs = append(gs, g)
 	}
 	return gs, nil
-}
-
-// guardAgentText runs the mode-m guardrails over text; a block becomes the JSON-RPC error
-// described on agentCompleter (input: -32602, reply: -32603).
-func guardAgentText(gs []*guardrail.Guardrail, m guardrail.Mode, text string, input bool) (string, error) {
-	for _, g := range gs {
-		if !g.Runs(m) {
-			continue
-		}
-		out, err := g.Check(text)
-		var be *guardrail.BlockedError
-		if errors.As(err, &be) {
-			code := a2a.CodeInvalidParams
-			if !input {
-				code = a2a.CodeInternalError
-			}
-			return "", &a2a.Error{Code: code, Message: be.Message, Data: map[string]any{"guardrail": be.Guardrail}}
-		}
-		if err != nil {
-			return "", err
-		}
-		if m != guardrail.DuringCall {
-			text = out
-		}
-	}
-	return text, nil
 }

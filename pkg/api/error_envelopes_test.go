@@ -87,7 +87,7 @@ func TestDetailRoutesAnswerAuthErrorsInDetailEnvelope(t *testing.T) {
 	} {
 		w := b.doHeaders(t, nil, r.method, r.path, `{}`)
 		require.Equal(t, 401, w.Code, r.path)
-		require.Equal(t, "auth_error", gjson.Get(w.Body.String(), "error.type").String(), "%s: %s", r.path, w.Body.String())
+		require.Equal(t, "authentication_error", gjson.Get(w.Body.String(), "error.type").String(), "%s: %s", r.path, w.Body.String())
 		require.Equal(t, "401", gjson.Get(w.Body.String(), "error.code").String(), r.path)
 		require.False(t, gjson.Get(w.Body.String(), "detail").Exists(), r.path)
 	}
@@ -199,16 +199,16 @@ func TestMessagesErrorTypesAreAnthropics(t *testing.T) {
 		anthropic string // type on /v1/messages
 		openai    string // type on /v1/chat/completions
 	}{
-		{"no key", nil, "x", 401, "authentication_error", "auth_error"},
-		{"unknown key", map[string]string{"Authorization": "Bearer sk-nope"}, "x", 401, "authentication_error", "auth_error"},
-		{"unknown key in x-api-key", map[string]string{"x-api-key": "sk-nope"}, "x", 401, "authentication_error", "auth_error"},
+		{"no key", nil, "x", 401, "authentication_error", "authentication_error"},
+		{"unknown key", map[string]string{"Authorization": "Bearer sk-nope"}, "x", 401, "authentication_error", "authentication_error"},
+		{"unknown key in x-api-key", map[string]string{"x-api-key": "sk-nope"}, "x", 401, "authentication_error", "authentication_error"},
 		{"key without access", map[string]string{"Authorization": "Bearer sk-only-x"}, "rate", 401, "authentication_error", "key_model_access_denied"},
 		{"unknown model", map[string]string{"Authorization": "Bearer sk-master"}, "ghost", 400, "invalid_request_error", "invalid_request_error"},
 		{"upstream 400", map[string]string{"Authorization": "Bearer sk-master"}, "bad", 400, "invalid_request_error", "invalid_request_error"},
 		{"upstream 429", map[string]string{"Authorization": "Bearer sk-master"}, "rate", 429, "rate_limit_error", "rate_limit_error"},
 		{"upstream 500", map[string]string{"Authorization": "Bearer sk-master"}, "ise", 500, "api_error", "internal_server_error"},
 		{"upstream 503", map[string]string{"Authorization": "Bearer sk-master"}, "unavail", 503, "api_error", "service_unavailable"},
-		{"upstream 504", map[string]string{"Authorization": "Bearer sk-master"}, "timeout", 504, "api_error", "internal_server_error"},
+		{"upstream 504", map[string]string{"Authorization": "Bearer sk-master"}, "timeout", 504, "timeout_error", "timeout_error"},
 		// an Anthropic upstream's type passes through
 		{"anthropic upstream 529", map[string]string{"Authorization": "Bearer sk-master"}, "an-529", 529, "overloaded_error", "overloaded_error"},
 		{"anthropic upstream 403", map[string]string{"Authorization": "Bearer sk-master"}, "an-403", 403, "permission_error", "permission_error"},

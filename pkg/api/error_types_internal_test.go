@@ -36,13 +36,13 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 		openai    string
 	}{
 		{&Error{Status: 400}, "invalid_request_error", "invalid_request_error"},
-		{&Error{Status: 401, Type: "auth_error"}, "authentication_error", "auth_error"},
+		{&Error{Status: 401}, "authentication_error", "authentication_error"},
 		{&Error{Status: 401, Type: "key_model_access_denied"}, "authentication_error", "key_model_access_denied"},
 		{&Error{Status: 403}, "permission_error", "permission_error"},
 		{&Error{Status: 404}, "not_found_error", "not_found_error"},
 		{&Error{Status: 409, Type: "conflict_error"}, "api_error", "conflict_error"},
 		{&Error{Status: 413}, "request_too_large", "request_too_large"},
-		{&Error{Status: 422}, "api_error", "error"},
+		{&Error{Status: 422}, "invalid_request_error", "invalid_request_error"},
 		{&Error{Status: 429}, "rate_limit_error", "rate_limit_error"},
 		{&Error{Status: 500, Type: "internal_server_error"}, "api_error", "internal_server_error"},
 		{&Error{Status: 502}, "api_error", "internal_server_error"},
@@ -50,7 +50,7 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 		{&Error{Status: 529}, "overloaded_error", "internal_server_error"},
 		{&provider.UpstreamError{Status: 429, Type: "rate_limit_exceeded"}, "rate_limit_error", "rate_limit_exceeded"},
 		{&provider.UpstreamError{Status: 500, Type: "server_error"}, "api_error", "server_error"},
-		{&provider.UpstreamError{Status: 504}, "api_error", "internal_server_error"},
+		{&provider.UpstreamError{Status: 504}, "timeout_error", "timeout_error"},
 		// Anthropic type names are kept as sent
 		{&provider.UpstreamError{Status: 529, Type: "overloaded_error"}, "overloaded_error", "overloaded_error"},
 		{&provider.UpstreamError{Status: 503, Type: "overloaded_error"}, "overloaded_error", "overloaded_error"},

@@ -558,3 +558,12 @@ func decodeGuardrailWrite(c echo.Context) (guardrailWrite, error) {
 	}
 	return guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}, nil
 }
+
+// blockedErr is a content filter's block as a 400 with its message.
+func blockedErr(err error) error {
+	var be *guardrail.BlockedError
+	if errors.As(err, &be) {
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: be.Message}
+	}
+	return err
+}

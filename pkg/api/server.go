@@ -53,6 +53,9 @@ type Deps struct {
 	Supported    map[store.ObjectType]bool
 	Log          zerolog.Logger
 	MaxBodyBytes int64 // default 32 MiB
+	// Limits is the limits step of the call pipeline (rate limits, budgets; see Admitter);
+	// nil admits every call.
+	Limits Admitter
 }
 
 // Server is one replica's HTTP API.
@@ -266,40 +269,23 @@ func detailErr(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...), style: styleDetail}
 }
 
-func statusType(status int) string {
-	switch status {
-	case 400:
-		return "invalid_request_error"
-	case 401:
-		return "auth_error"
-	case 403:
-		return "permission_error"
-	case 404:
-		return "not_found_error"
-	case 409:
-		return "conflict_error"
-	case 413:
-		return "request_too_large"
-	case 429:
-		return "rate_limit_error"
-	case 503:
-		return "service_unavailable"
-	}
-	if status >= 500 {
-		return "internal_server_error"
-	}
-	return "error"
-}
+// statusType is the OpenAI error type of a status: the one table, provider.ErrorType.
+func statusType(status int) string { return provider.ErrorType(status) }
 
-func (s *Server) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
+// errorInfo maps any error a handler (or the call pipeline, before or during a stream)
+// returns to its status, type and message: the one mapping, used by errorHandler and by the
+// stream error event. The type is the error's own (an upstream's, key_model_access_denied)
+// or the status' (statusType).
+func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	var ae *Error
 	var he *echo.HTTPError
 	var ue *provider.UpstreamError
+	var gb *guardrailBlock
 	switch {
 	case errors.As(err, &ae):
+		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, style: ae.style}
+	case errors.As(err, &gb):
+		ae = badRequest("%s", gb.Message)
 	case errors.As(err, &ue):
 		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type}
 		if ae.Status < 400 {
@@ -329,6 +315,17 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		zerolog.Ctx(c.Request().Context()).Error().Err(err).Str("request_id", rid).Msg("internal error")
 		ae = errf(http.StatusInternalServerError, "internal_server_error", "internal error (request id %s)", rid)
 	}
+	if ae.Type == "" {
+		ae.Type = statusType(ae.Status)
+	}
+	return ae
+}
+
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := s.errorInfo(c, err)
 	// The route decides the envelope, whatever raised the error (auth, body limit, handler).
 	style := ae.style
 	if _, ok := s.detail[c.Path()]; ok {
@@ -339,14 +336,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var body any
 	switch style {
 	case styleAnthropic:
-		body = map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(ae.Status, ae.Type), "message": ae.Message}}
+		body = map[string]any{"type": "error", "error": map[string]any{"type": provider.AnthropicType(ae.Status, ae.Type), "message": ae.Message}}
 	case styleDetail:
 		body = map[string]any{"detail": map[string]any{"error": ae.Message}}
 	default:
 		typ := ae.Type
-		if typ == "" {
-			typ = statusType(ae.Status)
-		}
 		param := any(nil)
 		if ae.Param != "" {
 			param = ae.Param
@@ -375,39 +369,6 @@ func sentinelReason(err, sentinel error, def string) string {
 		reason = strings.ToValidUTF8(reason[:maxReason], "") + "…"
 	}
 	return reason
-}
-
-// anthropicTypes are the error types Anthropic documents (https://docs.anthropic.com/en/api/errors).
-var anthropicTypes = map[string]bool{
-	"invalid_request_error": true, "authentication_error": true, "billing_error": true,
-	"permission_error": true, "not_found_error": true, "request_too_large": true,
-	"rate_limit_error": true, "api_error": true, "timeout_error": true, "overloaded_error": true,
-}
-
-// anthropicType is the error type of an Anthropic envelope: typ when it already is one of
-// Anthropic's (e.g. an Anthropic upstream's, passed through), else Anthropic's type for the
-// status; api_error for a status Anthropic does not document.
-func anthropicType(status int, typ string) string {
-	if anthropicTypes[typ] {
-		return typ
-	}
-	switch status {
-	case 400:
-		return "invalid_request_error"
-	case 401:
-		return "authentication_error"
-	case 403:
-		return "permission_error"
-	case 404:
-		return "not_found_error"
-	case 413:
-		return "request_too_large"
-	case 429:
-		return "rate_limit_error"
-	case 529:
-		return "overloaded_error"
-	}
-	return "api_error"
 }
 
 func isMessagesRoute(c echo.Context) bool {

@@ -92,7 +92,7 @@ func TestMultipartModel(t *testing.T) {
 
 func TestMapRequestTextPassthroughFormats(t *testing.T) {
 	t.Parallel()
-	up := func(s string) (string, error) { return strings.ToUpper(s), nil }
+	up := func(t Text) (string, error) { return strings.ToUpper(t.Value), nil }
 	for _, tc := range []struct {
 		f        Format
 		in, want string

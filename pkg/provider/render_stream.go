@@ -72,7 +72,7 @@ func (r *completionsRenderer) finish(b []byte, stop stopReason, _ string, u usag
 }
 
 func (r *completionsRenderer) fail(b []byte, status int, msg string) []byte {
-	return appendErrorEvent(b, FormatChat, status, msg)
+	return appendErrorEvent(b, FormatChat, status, "", msg)
 }
 
 // ---- OpenAI chat.completion.chunk (https://platform.openai.com/docs/api-reference/chat-streaming) ----
@@ -147,7 +147,7 @@ func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []by
 }
 
 func (r *chatRenderer) fail(b []byte, status int, msg string) []byte {
-	return appendErrorEvent(b, FormatChat, status, msg)
+	return appendErrorEvent(b, FormatChat, status, "", msg)
 }
 
 // ---- Anthropic Messages events (https://docs.anthropic.com/en/docs/build-with-claude/streaming) ----
@@ -262,7 +262,7 @@ func (r *messagesRenderer) finish(b []byte, stop stopReason, stopSeq string, u u
 }
 
 func (r *messagesRenderer) fail(b []byte, status int, msg string) []byte {
-	return appendErrorEvent(b, FormatMessages, status, msg)
+	return appendErrorEvent(b, FormatMessages, status, "", msg)
 }
 
 // ---- OpenAI Responses events (https://platform.openai.com/docs/api-reference/responses-streaming) ----

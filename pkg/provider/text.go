@@ -7,118 +7,6 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// MapRequestText rewrites every text a client sent in a request of format in through fn and
-// returns the new body; the body itself is returned when fn changed nothing. The texts are:
-//
-//	chat:       messages[].content (string) and its parts of type "text" (.text)
-//	responses:  instructions, input (string), input[].content (string) and its input_text /
-//	            output_text parts, input[].output of function_call_output items (string)
-//	messages:   system (string, or blocks' .text), messages[].content (string) and its text
-//	            blocks, tool_result blocks' content (string or text blocks)
-//	embeddings, moderations, speech: input (string, the strings of an array, or the
-//	            "text" of moderation input objects)
-//	completions, images: prompt (string or the strings of an array)
-//	transcriptions: none (the body is audio; the body is returned as is)
-//
-// Messages of every role are covered. Only the string values change; everything else stays
-// byte for byte. An error from fn is returned as is; an invalid body is a 400 *UpstreamError.
-// Used by pre_call guardrails to mask what the upstream receives.
-func MapRequestText(in Format, body []byte, fn func(string) (string, error)) ([]byte, error) {
-	if in.Multipart() {
-		return body, nil // audio in; the transcription comes back as text
-	}
-	if !gjson.ValidBytes(body) {
-		return nil, badRequest("request body is not valid JSON")
-	}
-	root := gjson.ParseBytes(body)
-	var edits []edit
-	var ferr error
-	visit := func(v gjson.Result) {
-		if ferr != nil || v.Type != gjson.String {
-			return
-		}
-		out, err := fn(v.Str)
-		if err != nil {
-			ferr = err
-			return
-		}
-		if out != v.Str {
-			edits = append(edits, edit{start: v.Index, end: v.Index + len(v.Raw), text: out})
-		}
-	}
-	// parts visits a string, or the text of parts whose type is one of types.
-	var parts func(c gjson.Result, types ...string)
-	parts = func(c gjson.Result, types ...string) {
-		if c.Type == gjson.String {
-			visit(c)
-			return
-		}
-		c.ForEach(func(_, p gjson.Result) bool {
-			t := p.Get("type").Str
-			for _, want := range types {
-				if t == want {
-					visit(p.Get("text"))
-					break
-				}
-			}
-			if t == "tool_result" {
-				parts(p.Get("content"), "text")
-			}
-			return ferr == nil
-		})
-	}
-	switch in {
-	case FormatChat:
-		root.Get("messages").ForEach(func(_, m gjson.Result) bool {
-			parts(m.Get("content"), "text")
-			return ferr == nil
-		})
-	case FormatResponses:
-		visit(root.Get("instructions"))
-		input := root.Get("input")
-		if input.Type == gjson.String {
-			visit(input)
-			break
-		}
-		input.ForEach(func(_, it gjson.Result) bool {
-			if it.Get("type").Str == "function_call_output" {
-				visit(it.Get("output"))
-			} else {
-				parts(it.Get("content"), "input_text", "output_text")
-			}
-			return ferr == nil
-		})
-	case FormatMessages:
-		parts(root.Get("system"), "text")
-		root.Get("messages").ForEach(func(_, m gjson.Result) bool {
-			parts(m.Get("content"), "text")
-			return ferr == nil
-		})
-	case FormatEmbeddings, FormatModerations, FormatSpeech, FormatCompletions, FormatImages:
-		field := "input"
-		if in == FormatCompletions || in == FormatImages {
-			field = "prompt"
-		}
-		input := root.Get(field)
-		if input.Type == gjson.String {
-			visit(input)
-			break
-		}
-		input.ForEach(func(_, v gjson.Result) bool {
-			if v.IsObject() { // moderations: [{"type": "text", "text": …}, {"type": "image_url", …}]
-				visit(v.Get("text"))
-			} else {
-				visit(v)
-			}
-			return ferr == nil
-		})
-	}
-	if ferr != nil {
-		return nil, ferr
-	}
-	return applyEdits(body, edits), nil
-}
-
 // RequestText returns the text of the last user message of a request in format in (string
 // content, or its text parts joined with "\n"); for responses a string input, for embeddings
 // the inputs joined with "\n". "" when there is none.
@@ -184,7 +72,8 @@ func ChatRequest(model, text string) []byte {
 }
 
 // ErrorEvent returns one SSE frame in format f telling a streaming client that the call failed
-// after the stream had started (the HTTP status is already 200 then):
+// after the stream had started (the HTTP status is already 200 then), with the error type of
+// the status ([ErrorType], or [AnthropicErrorType] for messages):
 //
 //	chat, embeddings: data: {"error": {"message", "type", "param": null, "code": "<status>"}}
 //	                  (the envelope of API.md; the OpenAI SDKs raise on a data frame with "error")
@@ -193,15 +82,23 @@ func ChatRequest(model, text string) []byte {
 //	messages:         event: error / data: {"type": "error", "error": {"type", "message"}}
 //	                  (Anthropic's mid-stream error event, e.g. overloaded_error)
 func ErrorEvent(f Format, status int, message string) []byte {
-	return appendErrorEvent(nil, f, status, message)
+	return appendErrorEvent(nil, f, status, "", message)
 }
 
-func appendErrorEvent(b []byte, f Format, status int, message string) []byte {
+// ErrorEventOf is [ErrorEvent] with the error type given: typ is the type the same error gets
+// in a plain (non-stream) answer, so that one failure has one type before and during a stream
+// ("" = the status' type). In the messages format an OpenAI type becomes Anthropic's
+// ([AnthropicType]).
+func ErrorEventOf(f Format, status int, typ, message string) []byte {
+	return appendErrorEvent(nil, f, status, typ, message)
+}
+
+func appendErrorEvent(b []byte, f Format, status int, typ, message string) []byte {
 	switch f {
 	case FormatMessages:
 		b = appendEvent(b, "error")
 		b = append(b, `{"type":"error","error":{"type":`...)
-		b = appendJSONString(b, anthropicErrorType(status))
+		b = appendJSONString(b, AnthropicType(status, typ))
 		b = append(b, `,"message":`...)
 		b = appendJSONString(b, message)
 		return append(b, "}}\n\n"...)
@@ -213,36 +110,75 @@ func appendErrorEvent(b []byte, f Format, status int, message string) []byte {
 		b = appendJSONString(b, message)
 		return append(b, `,"param":null,"sequence_number":0}`+"\n\n"...)
 	}
+	if typ == "" {
+		typ = ErrorType(status)
+	}
 	b = append(b, `data: {"error":{"message":`...)
 	b = appendJSONString(b, message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, openAIErrorType(status))
+	b = appendJSONString(b, typ)
 	b = append(b, `,"param":null,"code":`...)
 	b = appendJSONString(b, strconv.Itoa(status))
 	return append(b, "}}\n\n"...)
 }
 
-// openAIErrorType is the error "type" used for a status in OpenAI-style envelopes.
-func openAIErrorType(status int) string {
-	switch {
-	case status == 401:
+// ErrorType is the one table of OpenAI error types by HTTP status, used for every
+// OpenAI-style error envelope this gateway writes, before a stream (the HTTP error handler)
+// and during one (ErrorEvent), so that one failure has one type: 400 invalid_request_error,
+// 401 authentication_error, 403 permission_error, 404 not_found_error, 408 and 504
+// timeout_error, 409 conflict_error, 413 request_too_large, 429 rate_limit_error, 503
+// service_unavailable, other 5xx internal_server_error, other 4xx invalid_request_error.
+// (OpenAI's names, as its SDKs' error classes: AuthenticationError, PermissionDeniedError,
+// NotFoundError, ConflictError, RateLimitError, InternalServerError.)
+func ErrorType(status int) string {
+	switch status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
 		return "authentication_error"
-	case status == 403:
+	case 403:
 		return "permission_error"
-	case status == 404:
+	case 404:
 		return "not_found_error"
-	case status == 408 || status == 504:
+	case 408, 504:
 		return "timeout_error"
-	case status == 429:
+	case 409:
+		return "conflict_error"
+	case 413:
+		return "request_too_large"
+	case 429:
 		return "rate_limit_error"
-	case status >= 500:
-		return "api_error"
+	case 503:
+		return "service_unavailable"
+	}
+	if status >= 500 {
+		return "internal_server_error"
 	}
 	return "invalid_request_error"
 }
 
-// anthropicErrorType is Anthropic's error type for a status (https://docs.anthropic.com/en/api/errors).
-func anthropicErrorType(status int) string {
+// anthropicTypes are the error types Anthropic documents (https://docs.anthropic.com/en/api/errors).
+var anthropicTypes = map[string]bool{
+	"invalid_request_error": true, "authentication_error": true, "billing_error": true,
+	"permission_error": true, "not_found_error": true, "request_too_large": true,
+	"rate_limit_error": true, "api_error": true, "timeout_error": true, "overloaded_error": true,
+}
+
+// AnthropicType is the error type of an Anthropic envelope: typ when it already is one of
+// Anthropic's (e.g. an Anthropic upstream's, passed through), else [AnthropicErrorType].
+func AnthropicType(status int, typ string) string {
+	if anthropicTypes[typ] {
+		return typ
+	}
+	return AnthropicErrorType(status)
+}
+
+// AnthropicErrorType is Anthropic's error type for a status (https://docs.anthropic.com/en/api/errors):
+// 400 invalid_request_error, 401 authentication_error, 402 billing_error, 403
+// permission_error, 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 529
+// overloaded_error, 504 timeout_error, other 4xx invalid_request_error, anything else
+// api_error.
+func AnthropicErrorType(status int) string {
 	switch status {
 	case 401:
 		return "authentication_error"
@@ -261,8 +197,8 @@ func anthropicErrorType(status int) string {
 	case 529:
 		return "overloaded_error"
 	}
-	if status >= 500 {
-		return "api_error"
+	if status >= 400 && status < 500 && status != 409 && status != 422 {
+		return "invalid_request_error"
 	}
-	return "invalid_request_error"
+	return "api_error"
 }

@@ -101,7 +101,7 @@ func TestSplitText(t *testing.T) {
 	}
 }
 
-func upper(s string) (string, error) { return strings.ToUpper(s), nil }
+func upper(t Text) (string, error) { return strings.ToUpper(t.Value), nil }
 
 func TestMapRequestText(t *testing.T) {
 	t.Parallel()
@@ -111,14 +111,14 @@ func TestMapRequestText(t *testing.T) {
 	}{
 		{FormatChat,
 			`{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]},{"role":"assistant","content":"b","tool_calls":[{"function":{"arguments":"{\"k\":\"v\"}"}}]},{"role":"tool","content":"c"}]}`,
-			`{"model":"m","messages":[{"role":"system","content":"SYS"},{"role":"user","content":[{"type":"text","text":"A"},{"type":"image_url","image_url":{"url":"u"}}]},{"role":"assistant","content":"B","tool_calls":[{"function":{"arguments":"{\"k\":\"v\"}"}}]},{"role":"tool","content":"C"}]}`},
+			`{"model":"m","messages":[{"role":"system","content":"SYS"},{"role":"user","content":[{"type":"text","text":"A"},{"type":"image_url","image_url":{"url":"u"}}]},{"role":"assistant","content":"B","tool_calls":[{"function":{"arguments":"{\"K\":\"V\"}"}}]},{"role":"tool","content":"C"}]}`},
 		{FormatResponses,
 			`{"model":"m","instructions":"i","input":[{"role":"user","content":"a"},{"type":"message","role":"user","content":[{"type":"input_text","text":"b"},{"type":"input_image","image_url":"u"}]},{"type":"function_call","arguments":"{}"},{"type":"function_call_output","output":"o"}]}`,
 			`{"model":"m","instructions":"I","input":[{"role":"user","content":"A"},{"type":"message","role":"user","content":[{"type":"input_text","text":"B"},{"type":"input_image","image_url":"u"}]},{"type":"function_call","arguments":"{}"},{"type":"function_call_output","output":"O"}]}`},
 		{FormatResponses, `{"model":"m","input":"just text"}`, `{"model":"m","input":"JUST TEXT"}`},
 		{FormatMessages,
 			`{"model":"m","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"b"},{"type":"tool_use","input":{"q":"x"}}]},{"role":"user","content":[{"type":"tool_result","content":"r"},{"type":"tool_result","content":[{"type":"text","text":"r2"}]}]}]}`,
-			`{"model":"m","system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"A"},{"role":"assistant","content":[{"type":"text","text":"B"},{"type":"tool_use","input":{"q":"x"}}]},{"role":"user","content":[{"type":"tool_result","content":"R"},{"type":"tool_result","content":[{"type":"text","text":"R2"}]}]}]}`},
+			`{"model":"m","system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"A"},{"role":"assistant","content":[{"type":"text","text":"B"},{"type":"tool_use","input":{"Q":"X"}}]},{"role":"user","content":[{"type":"tool_result","content":"R"},{"type":"tool_result","content":[{"type":"text","text":"R2"}]}]}]}`},
 		{FormatMessages, `{"model":"m","system":"s","messages":[]}`, `{"model":"m","system":"S","messages":[]}`},
 		{FormatEmbeddings, `{"model":"m","input":["a","b",[1,2]]}`, `{"model":"m","input":["A","B",[1,2]]}`},
 		{FormatEmbeddings, `{"model":"m","input":"a"}`, `{"model":"m","input":"A"}`},
@@ -136,15 +136,15 @@ func TestMapRequestText(t *testing.T) {
 	require.Same(t, &body[0], &got[0])
 
 	// Escapes and multi-byte text survive.
-	got, err = MapRequestText(FormatChat, []byte(`{"messages":[{"role":"user","content":"mail a@b.c \"q\" \u00e9"}]}`), func(s string) (string, error) {
-		return strings.ReplaceAll(s, "a@b.c", "[EMAIL]"), nil
+	got, err = MapRequestText(FormatChat, []byte(`{"messages":[{"role":"user","content":"mail a@b.c \"q\" \u00e9"}]}`), func(t Text) (string, error) {
+		return strings.ReplaceAll(t.Value, "a@b.c", "[EMAIL]"), nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, `mail [EMAIL] "q" é`, gjson.GetBytes(got, "messages.0.content").Str)
 
 	// fn errors are returned as is.
 	boom := errors.New("blocked")
-	_, err = MapRequestText(FormatChat, body, func(string) (string, error) { return "", boom })
+	_, err = MapRequestText(FormatChat, body, func(Text) (string, error) { return "", boom })
 	require.ErrorIs(t, err, boom)
 	_, err = MapRequestText(FormatChat, []byte(`{bad`), upper)
 	require.Error(t, err)

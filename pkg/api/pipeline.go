@@ -1,0 +1,469 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"lockstep/pkg/guardrail"
+	"lockstep/pkg/keys"
+	"lockstep/pkg/provider"
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+)
+
+// The call pipeline (DESIGN.md "One call pipeline"). Every route that spends upstream money —
+// the four LLM routes (llm.go) and A2A message/send and message/stream (agents.go) — runs the
+// same steps, in this order, in this file:
+//
+//  1. authenticate: the auth middleware (auth(anyKey)) puts the caller (principal) on the
+//     request; A2A carries it in the context to the completer;
+//  2. resolve: the model group (read-through on a miss), or for an agent its model group or
+//     its own upstream (see agentTarget);
+//  3. model access: a virtual key may call the model only if its models allow it — for an
+//     agent, the agent's model, also when the agent has its own upstream (checkAccess);
+//  4. limits: Server.Limits.Admit (no-op when nil), released by the spend step;
+//  5. guardrails pre_call (rewrites the request) and during_call (checks it while the
+//     upstream works; a block cancels the call), over every request text location
+//     (provider.MapRequestText);
+//  6. route: the router (retries, cooldowns) or the agent's own deployment;
+//  7. guardrails post_call over every answer text location (provider.MapResponseText) or,
+//     streamed, every frame (provider.MapStreamText): BLOCK checks each streamed text as it
+//     grows (every choice, every tool call), MASK rewrites each frame, *.done and
+//     response.completed repeats included;
+//  8. spend: the Ticket from step 4 is told how the call ended (deployment, token usage).
+//
+// A route only adds its format: how it reads the request and how it writes the answer.
+
+// Admitter is the limits step of the call pipeline: cluster-wide rate limits, parallel
+// request limits and budgets (API.md "Keys (admin) and their limits"). Server.Limits is nil by
+// default: every call is admitted.
+//
+// Admit runs after model access and before any guardrail or upstream work. It returns a
+// Ticket for an admitted call, or an error refusing it: an *Error (e.g. 429
+// rate_limit_error, 400 budget_exceeded) is answered as is on the LLM routes and as a JSON-RPC
+// error on A2A. It may set response headers in CallInfo.Header (x-ratelimit-*). A nil Ticket
+// with a nil error admits the call without wanting its outcome.
+type Admitter interface {
+	Admit(ctx context.Context, c CallInfo) (Ticket, error)
+}
+
+// Ticket is one admitted call. Done is called exactly once, when the call has ended (answer
+// sent, stream ended, failed or cancelled): release what Admit took (a parallel-request slot)
+// and record usage and spend.
+type Ticket interface {
+	Done(Outcome)
+}
+
+// CallInfo is what the limits step knows of a call before it starts.
+type CallInfo struct {
+	// Key is the caller's virtual key; nil for the master key (and with no master key).
+	Key *keys.Key
+	// Route is "chat", "responses", "messages", "embeddings" or "a2a".
+	Route string
+	// Model is the model group asked for (for A2A: the agent's model).
+	Model string
+	// Stream is true for a streamed call.
+	Stream bool
+	// Header is the response header (nil when the route cannot send headers, e.g. an A2A
+	// stream already started): the step may set x-ratelimit-* here.
+	Header http.Header
+}
+
+// Outcome is how an admitted call ended.
+type Outcome struct {
+	// Deployment is the deployment that answered (for an agent with its own upstream, its
+	// ad-hoc deployment with empty model_info); nil when no upstream was reached.
+	Deployment *router.Deployment
+	// Usage is the token usage the upstream reported (zero when it reported none).
+	Usage provider.Usage
+	// Err is why the call failed; nil on success.
+	Err error
+}
+
+// target is where a call is routed: a model group through the router, or one deployment
+// called directly (an agent with its own upstream).
+type target struct {
+	group  []*registry.Entry[*router.Deployment]
+	direct *router.Deployment
+}
+
+// guardrailBlock is a guardrail's BLOCK in the pipeline; input is true for pre_call and
+// during_call, false for post_call. LLM routes answer it 400 invalid_request_error with the
+// content filter's message; A2A with -32602 (input) or -32603 (output).
+type guardrailBlock struct {
+	*guardrail.BlockedError
+	input bool
+}
+
+func (b *guardrailBlock) Unwrap() error { return b.BlockedError }
+
+// call is one request going through the pipeline; build it with Server.startCall.
+type call struct {
+	s      *Server
+	f      provider.Format
+	target target
+	gs     []*guardrail.Guardrail
+	post   bool   // a post_call guardrail runs
+	body   []byte // the request as sent upstream (pre_call applied)
+	ticket Ticket
+	during chan error         // during_call result, nil when none runs
+	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
+}
+
+// callSpec is what a route gives the pipeline.
+type callSpec struct {
+	format provider.Format
+	route  string // CallInfo.Route
+	who    principal
+	model  string
+	body   []byte
+	stream bool
+	header http.Header
+	// resolve finds the call's target (step 2).
+	resolve func(ctx context.Context) (target, error)
+	// guardrails selects the guardrails the call runs and returns the body to send (e.g. with
+	// the "guardrails" member removed).
+	guardrails func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error)
+}
+
+// startCall runs steps 2–5. The returned ctx must be used for the call (a during_call block
+// cancels it). On error nothing was admitted (or the admission was released).
+func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *call, error) {
+	t, err := sp.resolve(ctx)
+	if err != nil {
+		return ctx, nil, err
+	}
+	if t, err = s.checkAccess(ctx, sp.who, sp.model, t); err != nil {
+		return ctx, nil, err
+	}
+	c := &call{s: s, f: sp.format, target: t, body: sp.body}
+	if s.Limits != nil {
+		tk, err := s.Limits.Admit(ctx, CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header})
+		if err != nil {
+			return ctx, nil, err
+		}
+		c.ticket = tk
+	}
+	fail := func(err error) (context.Context, *call, error) {
+		c.done(nil, provider.Usage{}, err)
+		return ctx, nil, err
+	}
+	if c.gs, c.body, err = sp.guardrails(ctx, c.body); err != nil {
+		return fail(err)
+	}
+	if len(c.gs) == 0 {
+		return ctx, c, nil // hot path: the body is not walked
+	}
+	c.post = hasMode(c.gs, guardrail.PostCall)
+	if hasMode(c.gs, guardrail.PreCall) {
+		if c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true)); err != nil {
+			return fail(inputErr(err))
+		}
+	}
+	if hasMode(c.gs, guardrail.DuringCall) {
+		// during_call: check the input while the upstream works; a block cancels the call.
+		ctx, c.cancel = context.WithCancel(ctx)
+		c.during = make(chan error, 1)
+		in, cancel := c.body, c.cancel
+		go func() {
+			_, err := provider.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
+			if err != nil {
+				cancel()
+			}
+			c.during <- inputErr(err)
+		}()
+	}
+	return ctx, c, nil
+}
+
+// inputErr turns a MapRequestText error into the pipeline's: blocks as they are, an invalid
+// body as a 400.
+func inputErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var gb *guardrailBlock
+	var ue *provider.UpstreamError
+	if errors.As(err, &gb) || errors.As(err, &ue) {
+		return err
+	}
+	return badRequest("%v", err)
+}
+
+// check returns the TextFunc applying the mode-m guardrails to one complete text: the
+// masked text, or a *guardrailBlock.
+func (c *call) check(m guardrail.Mode, input bool) provider.TextFunc {
+	return func(t provider.Text) (string, error) { return c.apply(m, t.Value, input) }
+}
+
+func (c *call) apply(m guardrail.Mode, text string, input bool) (string, error) {
+	for _, g := range c.gs {
+		if !g.Runs(m) {
+			continue
+		}
+		out, err := g.Check(text)
+		if err != nil {
+			var be *guardrail.BlockedError
+			if errors.As(err, &be) {
+				return "", &guardrailBlock{BlockedError: be, input: input}
+			}
+			return "", err
+		}
+		if m != guardrail.DuringCall {
+			text = out
+		}
+	}
+	return text, nil
+}
+
+// waitDuring waits for the during_call check; its block wins over the call's own error.
+func (c *call) waitDuring() error {
+	if c.during == nil {
+		return nil
+	}
+	err := <-c.during
+	c.during = nil
+	return err
+}
+
+// done ends the call for the limits step (once).
+func (c *call) done(d *router.Deployment, u provider.Usage, err error) {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.ticket != nil {
+		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err})
+		c.ticket = nil
+	}
+}
+
+// do runs steps 6–8 for a non-streamed call: the answer in the call's format, post_call
+// guardrails applied.
+func (c *call) do(ctx context.Context) (*provider.Response, error) {
+	var res *provider.Response
+	var d *router.Deployment
+	var err error
+	if c.target.direct != nil {
+		d = c.target.direct
+		res, err = c.s.Client.Do(ctx, d.Deployment, c.f, c.body)
+	} else {
+		res, d, err = c.s.Router.Do(ctx, c.target.group, c.f, c.body)
+	}
+	if derr := c.waitDuring(); derr != nil {
+		err = derr
+	}
+	if err != nil {
+		c.done(d, provider.Usage{}, err)
+		return nil, err
+	}
+	usage := res.Usage
+	if c.post {
+		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
+		if err != nil {
+			c.done(d, usage, err)
+			return nil, err
+		}
+		if len(body) != len(res.Body) || (len(body) > 0 && &body[0] != &res.Body[0]) {
+			res = &provider.Response{Status: res.Status, Body: body, Text: provider.AnswerText(c.f, body), ContentType: res.ContentType, Usage: res.Usage}
+		}
+	}
+	c.done(d, usage, nil)
+	return res, nil
+}
+
+// stream runs steps 6–8 for a streamed call: a Stream whose events have the post_call
+// guardrails applied. Errors before the first event are returned here; a post_call BLOCK
+// ends the stream with a *guardrailBlock from Next. Close ends the call.
+func (c *call) stream(ctx context.Context) (provider.Stream, error) {
+	var st provider.Stream
+	var d *router.Deployment
+	var err error
+	if c.target.direct != nil {
+		d = c.target.direct
+		st, err = c.s.Client.Stream(ctx, d.Deployment, c.f, c.body)
+	} else {
+		st, d, err = c.s.Router.Stream(ctx, c.target.group, c.f, c.body)
+	}
+	// during_call: the upstream is already working; hold the first byte until the input check
+	// is done (a block has cancelled ctx, so a failed call reports the block).
+	if derr := c.waitDuring(); derr != nil {
+		if err == nil {
+			st.Close()
+		}
+		err = derr
+	}
+	if err != nil {
+		c.done(d, provider.Usage{}, err)
+		return nil, err
+	}
+	return &guardedStream{c: c, st: st, d: d}, nil
+}
+
+// guardedStream applies post_call guardrails to a stream and reports its end to the limits
+// step.
+type guardedStream struct {
+	c     *call
+	st    provider.Stream
+	d     *router.Deployment
+	usage provider.Usage
+	texts map[string]*strings.Builder // each streamed text so far, by channel (BLOCK checks)
+	err   error
+	ended bool
+}
+
+// Next returns the next event, its texts masked; a BLOCK is returned as a *guardrailBlock
+// (the upstream stream is closed).
+func (g *guardedStream) Next() (provider.Event, error) {
+	ev, err := g.st.Next()
+	if err != nil {
+		if err != io.EOF {
+			g.err = err
+		}
+		g.end()
+		return ev, err
+	}
+	if g.c.ticket != nil {
+		provider.AddStreamUsage(g.c.f, ev.Data, &g.usage)
+	}
+	if !g.c.post {
+		return ev, nil
+	}
+	var answer strings.Builder
+	data, err := provider.MapStreamText(g.c.f, ev.Data, func(t provider.Text) (string, error) {
+		out, err := g.checkText(t)
+		if err == nil && t.Answer && t.Delta {
+			answer.WriteString(out)
+		}
+		return out, err
+	})
+	if err != nil {
+		g.err = err
+		g.st.Close()
+		g.end()
+		return provider.Event{}, err
+	}
+	ev.Data, ev.Text = data, answer.String()
+	return ev, nil
+}
+
+// checkText applies post_call guardrails to one streamed text. A delta is BLOCK-checked as
+// the tail of its whole text so far (streamCheckWindow), so a keyword split across chunks is
+// caught before the chunk completing it is sent; its MASK applies to the delta itself, as
+// LiteLLM's content filter does in its streaming hook. A complete text (a *.done repeat) is
+// checked and masked whole.
+func (g *guardedStream) checkText(t provider.Text) (string, error) {
+	if !t.Delta {
+		return g.c.apply(guardrail.PostCall, t.Value, false)
+	}
+	if g.texts == nil {
+		g.texts = map[string]*strings.Builder{}
+	}
+	b := g.texts[t.Channel]
+	if b == nil {
+		b = &strings.Builder{}
+		g.texts[t.Channel] = b
+	}
+	b.WriteString(t.Value)
+	if _, err := g.c.apply(guardrail.PostCall, streamCheckWindow(b.String(), len(t.Value)), false); err != nil {
+		return "", err
+	}
+	return g.c.apply(guardrail.PostCall, t.Value, false)
+}
+
+func (g *guardedStream) end() {
+	if !g.ended {
+		g.ended = true
+		g.c.done(g.d, g.usage, g.err)
+	}
+}
+
+// Close releases the upstream stream and ends the call (a client that went away mid-stream
+// ends it with context.Canceled).
+func (g *guardedStream) Close() error {
+	if !g.ended && g.err == nil {
+		g.err = context.Canceled
+	}
+	g.end()
+	return g.st.Close()
+}
+
+// postCallWindow is how much of a streamed answer (bytes before the newest chunk) each
+// post_call re-check covers: far longer than any keyword, PII value or PEM key, while keeping
+// the per-chunk cost bounded on long answers (a full re-scan per chunk is quadratic).
+const postCallWindow = 8 << 10
+
+// checkAccess is step 3: a virtual key may call model only if its models name it (or one of
+// the group's access groups), and so must its team's or user's (principal.canUse). A denied
+// key is re-checked once against newer versions of the key and team (and, for a model group,
+// of its deployments; see recheckAccess). For a direct target (an agent with its own
+// upstream) the same rule applies to model with no access groups.
+func (s *Server) checkAccess(ctx context.Context, who principal, model string, t target) (target, error) {
+	if who.canUse(model, t.group) {
+		return t, nil
+	}
+	group, err := s.recheckAccess(ctx, who, model, t.direct == nil)
+	if err != nil {
+		return target{}, err
+	}
+	if t.direct == nil {
+		t.group = group
+	}
+	return t, nil
+}
+
+// recheckAccess runs when a virtual key is denied a model: this replica may hold an older
+// version of the key (models just widened), of its team, or of the group's deployments
+// (access group just tagged) than the writer committed. It re-reads them once through the
+// bounded read-throughs (same budgets, fail closed; the model group only when isGroup); if
+// that does not settle it (budget exhausted), it waits up to accessRecheckWait for the change
+// feed to publish newer versions, then the denial stands: 401 key_model_access_denied (or
+// team_model_access_denied).
+func (s *Server) recheckAccess(ctx context.Context, p principal, model string, isGroup bool) ([]*registry.Entry[*router.Deployment], error) {
+	check := func() ([]*registry.Entry[*router.Deployment], principal, bool) {
+		cur := s.refresh(p)
+		if !isGroup {
+			return nil, cur, cur.canUse(model, nil)
+		}
+		group := s.Router.Models().Load().ByName(model)
+		return group, cur, len(group) > 0 && cur.canUse(model, group)
+	}
+	_ = s.Keys.Resolve(ctx, p.key.Token)
+	if p.key.TeamID != "" && s.Teams != nil {
+		_ = s.Teams.Resolve(ctx, p.key.TeamID)
+	}
+	var modelsChanged <-chan struct{}
+	if isGroup {
+		_ = s.Router.Models().Resolve(ctx, model)
+	}
+	timer := time.NewTimer(accessRecheckWait)
+	defer timer.Stop()
+	for {
+		keysChanged, teamsChanged := s.Keys.Changed(), s.teamsChanged()
+		if isGroup {
+			modelsChanged = s.Router.Models().Changed()
+		}
+		group, cur, ok := check()
+		if why := cur.key.Usable(time.Now()); why != "" {
+			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
+		}
+		if ok {
+			return group, nil
+		}
+		select {
+		case <-keysChanged:
+		case <-modelsChanged:
+		case <-teamsChanged:
+		case <-timer.C:
+			return nil, cur.accessDenied(model, group)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// accessRecheckWait bounds how long a denied key waits for newer key/model versions.
+const accessRecheckWait = 100 * time.Millisecond
