@@ -179,6 +179,48 @@ func (g *Guardrail) Check(text string) (string, error) {
 	return b.String(), nil
 }
 
+// Masks reports whether any rule of g is a MASK rule.
+func (g *Guardrail) Masks() bool {
+	for i := range g.patterns {
+		if g.patterns[i].action == Mask {
+			return true
+		}
+	}
+	for i := range g.keywords {
+		if g.keywords[i].action == Mask {
+			return true
+		}
+	}
+	return false
+}
+
+// SafeCut returns the largest c <= cut (0 <= cut <= len(text)) such that no match of any rule
+// of g in text starts before c and ends after it, so that text[:c] can be checked on its own
+// without cutting a match in two. Used to release a streamed answer piece by piece: the caller
+// keeps text[c:] until more text (or the end) arrives. A match longer than the text kept after
+// cut may still be cut in two; callers keep more text than any match they care about.
+func (g *Guardrail) SafeCut(text string, cut int) int {
+	if text == "" || cut <= 0 {
+		return 0
+	}
+	var buf [16]span
+	spans := buf[:0]
+	var st scanState
+	if g.ac != nil {
+		spans = g.scanKeywords(text, spans, &st)
+	}
+	spans = g.scanPatterns(text, spans, st.regex)
+	for moved := true; moved; {
+		moved = false
+		for _, s := range spans {
+			if s.start < cut && cut < s.end {
+				cut, moved = s.start, true
+			}
+		}
+	}
+	return cut
+}
+
 func (g *Guardrail) action(prio int) Action {
 	if prio < len(g.patterns) {
 		return g.patterns[prio].action

@@ -72,7 +72,7 @@ import (
 
 // Text is one text location handed to a [TextFunc].
 type Text struct {
-	// Value is the text.
+	// Value is the text. It may alias the walked bytes: clone it to keep it after fn returns.
 	Value string
 	// Delta marks a piece of a streamed text: joined with the earlier pieces of the same
 	// Channel (in order) it gives the text so far. A complete text (a request text, a
