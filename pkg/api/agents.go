@@ -578,6 +578,8 @@ func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, s
 	}
 	body := provider.ChatRequest(agent.Model, text)
 	if stream {
+		// the usage chunk tells the limits step what the call cost
+		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
 		body, _ = sjson.SetBytes(body, "stream", true)
 	}
 	return s.startCall(ctx, callSpec{

@@ -3,12 +3,14 @@ package api
 import (
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/store"
 )
@@ -84,4 +86,36 @@ func TestDetailRouteOutageMessage(t *testing.T) {
 	st, body := render(t, s, "/model/new", err)
 	require.Equal(t, 503, st)
 	require.Equal(t, "database unavailable: the change was not saved; retry when the database is back", gjson.Get(body, "error.message").String(), body)
+}
+
+// One table of error types: a failure reported after a stream started (an error event) has
+// the type the same failure gets in a plain error answer, in every route's format.
+func TestStreamErrorTypesMatchPlainErrors(t *testing.T) {
+	t.Parallel()
+	s := New(Deps{Log: zerolog.Nop()})
+	for _, err := range []error{
+		authErr(401, "Authentication Error, No api key passed in."),
+		&Error{Status: 401, Type: "key_model_access_denied", Message: "no"},
+		&provider.UpstreamError{Status: 401, Message: "bad key"},
+		&provider.UpstreamError{Status: 429, Type: "rate_limit_exceeded", Message: "slow"},
+		&provider.UpstreamError{Status: 500, Message: "boom"},
+		&provider.UpstreamError{Status: 503, Message: "down"},
+		&provider.UpstreamError{Status: 504, Message: "slow"},
+		&provider.UpstreamError{Status: 529, Type: "overloaded_error", Message: "busy"},
+		&guardrailBlock{BlockedError: &guardrail.BlockedError{Message: "Content blocked: keyword 'x' detected"}},
+	} {
+		for path, f := range map[string]provider.Format{"/v1/chat/completions": provider.FormatChat, "/v1/messages": provider.FormatMessages} {
+			status, plain := render(t, s, path, err)
+			req := httptest.NewRequest("POST", path, nil)
+			c := s.e.NewContext(req, httptest.NewRecorder())
+			c.SetPath(path)
+			ae := s.errorInfo(c, err)
+			require.Equal(t, status, ae.Status)
+			ev := string(provider.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
+			_, data, _ := strings.Cut(ev, "data: ")
+			require.Equal(t, gjson.Get(plain, "error.type").String(), gjson.Get(data, "error.type").String(), "%s %v: plain %s, stream %s", path, err, plain, data)
+			require.Equal(t, gjson.Get(plain, "error.message").String(), gjson.Get(data, "error.message").String())
+		}
+	}
+	require.Equal(t, "authentication_error", statusType(401))
 }

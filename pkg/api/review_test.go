@@ -58,6 +58,12 @@ func (b *syncBuffer) String() string {
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with the server's dependencies edited by edit (when not nil).
+func setupWith(t testing.TB, edit func(*api.Deps)) *bundle {
+	t.Helper()
 	b := &bundle{
 		models:     registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names}),
 		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: api.BuildGuardrailRow, Names: api.GuardrailNames}),
@@ -66,10 +72,14 @@ func setup(t testing.TB) *bundle {
 		log:        &syncBuffer{},
 	}
 	client := provider.NewClient()
-	b.srv = api.New(api.Deps{
+	d := api.Deps{
 		ReplicaID: "unit", MasterKey: "sk-master", Router: router.New(b.models, client, router.Settings{NumRetries: -1}), Client: client,
 		Guardrails: b.guardrails, Agents: b.agents, Keys: b.keys, Log: zerolog.New(b.log),
-	})
+	}
+	if edit != nil {
+		edit(&d)
+	}
+	b.srv = api.New(d)
 	return b
 }
 
