@@ -296,8 +296,8 @@ func TestPipelineLimitsHook(t *testing.T) {
 		require.NoError(t, outs[0].Err)
 		require.NotNil(t, outs[0].Deployment)
 		require.Equal(t, "m", outs[0].Deployment.ModelID)
-		require.Equal(t, int64(2), outs[0].Usage.Prompt, "%s: %+v", tc.path, outs[0].Usage)
-		require.Positive(t, outs[0].Usage.Completion, tc.path)
+		require.Equal(t, int64(2), outs[0].Usage.PromptTokens, "%s: %+v", tc.path, outs[0].Usage)
+		require.Positive(t, outs[0].Usage.CompletionTokens, tc.path)
 	}
 
 	// a refusal is answered as is; nothing is called
