@@ -273,3 +273,59 @@ func TestOllamaProvider(t *testing.T) {
 	require.Equal(t, 400, st, "%s", b)
 	require.Contains(t, string(b), "/embeddings not supported by provider ollama")
 }
+
+// Google AI Studio's generateContent: created on A, used on B at once; the key travels in
+// x-goog-api-key.
+func TestGeminiProvider(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.StartGemini(t, "gem-key-123456")
+	p := StartPair(t, GatewayOpts{})
+	createModel(t, p.A, "gem", map[string]any{"model": "gemini/gemini-2.0-flash", "api_base": up.URL, "api_key": "gem-key-123456"})
+	exerciseModel(t, p.B, "gem", fakeReply)
+	checkLengthStop(t, p.B, "gem")
+	req, ok := up.LastRequest("/v1beta/models/gemini-2.0-flash:streamGenerateContent")
+	require.True(t, ok, "%+v", up.Requests())
+	require.Equal(t, "alt=sse", req.Query)
+	req, _ = up.LastRequest("/v1beta/models/gemini-2.0-flash:generateContent")
+	require.Equal(t, "be brief", gjsonGet(up.Requests()[0].Body, "systemInstruction.parts.0.text"))
+	require.Equal(t, "2", gjsonGet(req.Body, "generationConfig.maxOutputTokens"))
+
+	createModel(t, p.A, "gem-bad", map[string]any{"model": "gemini/gemini-2.0-flash", "api_base": up.URL, "api_key": "wrong-key-0000", "max_retries": 0})
+	st, b := p.B.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "gem-bad", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "API key not valid")
+}
+
+// Vertex AI, Gemini and Claude models: the access token comes from the fake's token endpoint
+// named in the service-account JSON (a JWT assertion signed with the account's key), created
+// on A, used on B at once.
+func TestVertexProvider(t *testing.T) {
+	t.Parallel()
+	vx := fakeupstream.StartVertex(t, "proj-1")
+	p := StartPair(t, GatewayOpts{})
+	sa := vx.ServiceAccountJSON()
+	createModel(t, p.A, "vgem", map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_location": "europe-west4", "vertex_credentials": sa})
+	exerciseModel(t, p.B, "vgem", fakeReply)
+	checkLengthStop(t, p.B, "vgem")
+	_, ok := vx.LastRequest("/v1/projects/proj-1/locations/europe-west4/publishers/google/models/gemini-2.5-pro:generateContent")
+	require.True(t, ok, "%+v", vx.Requests())
+	issued := vx.TokensIssued()
+	require.Positive(t, issued)
+	require.LessOrEqual(t, issued, 2, "one token per replica, cached across calls")
+
+	createModel(t, p.A, "vclaude", map[string]any{"model": "vertex_ai/claude-sonnet-4@20250514", "api_base": vx.URL, "vertex_project": "proj-1", "vertex_credentials": sa})
+	exerciseModel(t, p.B, "vclaude", fakeReply)
+	_, ok = vx.LastRequest("/v1/projects/proj-1/locations/us-central1/publishers/anthropic/models/claude-sonnet-4@20250514:streamRawPredict")
+	require.True(t, ok)
+
+	// Credentials for another project's key: the fake refuses the project.
+	createModel(t, p.A, "vother", map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_project": "proj-2", "vertex_credentials": sa, "max_retries": 0})
+	st, b := p.B.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "vother", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	require.Equal(t, 403, st, "%s", b)
+	require.Contains(t, string(b), "Permission denied on resource project proj-2")
+
+	// The secret never shows in /model/info.
+	st, b = p.B.Do(t, "GET", "/model/info", nil)
+	require.Equal(t, 200, st)
+	require.NotContains(t, string(b), "PRIVATE KEY")
+}

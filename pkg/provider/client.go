@@ -131,7 +131,7 @@ func plan(d *Deployment, in Format) (up Format, pass bool, err error) {
 	if !d.Supports(in) {
 		return 0, false, unsupported(d, in)
 	}
-	switch d.spec.wire {
+	switch d.wire {
 	case wireNative:
 		return formatNative, false, nil
 	case wireAnthropic:
@@ -205,7 +205,7 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 }
 
 func (d *Deployment) url(up Format, stream bool) string {
-	if up == formatNative && stream && d.streamURL != "" {
+	if stream && d.streamURL != "" { // set only where streams have their own endpoint
 		return d.streamURL
 	}
 	return d.urls[up]
@@ -220,7 +220,7 @@ func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool
 		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
 	req.Header = d.header // shared and never modified: net/http only reads request headers
-	if ch, ok := ctx.Value(clientHeadersKey{}).(http.Header); ok && d.spec.wire == wireAnthropic {
+	if ch, ok := ctx.Value(clientHeadersKey{}).(http.Header); ok && d.wire == wireAnthropic {
 		if beta := ch.Values("anthropic-beta"); len(beta) > 0 {
 			req.Header = d.header.Clone()
 			req.Header["Anthropic-Beta"] = beta

@@ -88,6 +88,8 @@ func init() {
 	// providers (initialization cycle).
 	providers["ollama"] = providerSpec{wire: wireNative, apiBase: "http://localhost:11434", baseEnv: "OLLAMA_API_BASE", setup: setupOllama}
 	providers["ollama_chat"] = providers["ollama"]
+	providers["gemini"] = providerSpec{wire: wireNative, apiBase: DefaultGeminiAPIBase, keyEnv: "GEMINI_API_KEY", baseEnv: "GEMINI_API_BASE", setup: setupGemini}
+	providers["vertex_ai"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupVertex}
 }
 
 // SupportedProviders lists the accepted litellm_params.model prefixes, sorted (openai and
@@ -150,6 +152,7 @@ type Deployment struct {
 	RPM, TPM int64
 
 	spec      providerSpec
+	wire      wire               // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
 	urls      [numFormats]string // upstream endpoint per format; "" = not served
 	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
 	native    nativeAPI          // wireNative: the request/answer/stream translation
@@ -325,7 +328,7 @@ func (d *Deployment) setProvider(model, custom string) error {
 		if !ok {
 			return fmt.Errorf("litellm_params.custom_llm_provider: unknown provider %q (supported: %s)", custom, strings.Join(SupportedProviders(), ", "))
 		}
-		d.Provider, d.spec = custom, spec
+		d.Provider, d.spec, d.wire = custom, spec, spec.wire
 		d.Model = strings.TrimPrefix(model, custom+"/")
 		return nil
 	}
@@ -348,7 +351,7 @@ func (d *Deployment) setProvider(model, custom string) error {
 	if rest == "" {
 		return fmt.Errorf("litellm_params.model: %q has no model name after the provider prefix", model)
 	}
-	d.Provider, d.Model, d.spec = prefix, rest, spec
+	d.Provider, d.Model, d.spec, d.wire = prefix, rest, spec, spec.wire
 	return nil
 }
 
@@ -356,7 +359,7 @@ func (d *Deployment) buildEndpoints() {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "lockstep")
-	switch d.spec.wire {
+	switch d.wire {
 	case wireNative:
 		// setup sets the endpoints and authentication.
 	case wireAnthropic:
