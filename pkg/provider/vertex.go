@@ -121,7 +121,7 @@ var tokenContext = context.WithValue(context.Background(), oauth2.HTTPClient, &h
 
 // vertexSigner puts a Google OAuth2 access token on each request.
 type vertexSigner struct {
-	ts   oauth2.TokenSource                  // caches and refreshes (oauth2.ReuseTokenSource)
+	ts   oauth2.TokenSource                 // caches and refreshes (oauth2.ReuseTokenSource)
 	lazy func() (oauth2.TokenSource, error) // Application Default Credentials, found on first use
 	once sync.Once
 	err  error
