@@ -600,7 +600,7 @@ func (s *Server) recheckAccess(ctx context.Context, p principal, model string, i
 		if !isGroup {
 			return nil, cur, cur.canUse(model, nil)
 		}
-		group := s.Router.Models().Load().ByName(model)
+		group := s.Router.Lookup(model)
 		return group, cur, len(group) > 0 && cur.canUse(model, group)
 	}
 	_ = s.Keys.Resolve(ctx, p.key.Token)

@@ -154,13 +154,17 @@ func (k *Key) CanUse(name string, accessGroups func(yield func(string) bool)) bo
 // ListAllows reports whether a models list (of a key, team or user) allows model group name,
 // whose deployments are in the given access groups: an empty list or one holding
 // all-proxy-models allows every model; otherwise the list must name the group or one of its
-// access groups (LiteLLM).
+// access groups, or hold a wildcard pattern matching the name ("openai/*" allows
+// "openai/gpt-4o", "*" every name; LiteLLM's wildcard model access).
 func ListAllows(models []string, name string, accessGroups func(yield func(string) bool)) bool {
 	if len(models) == 0 {
 		return true
 	}
 	for _, m := range models {
 		if m == name || m == AllProxyModels {
+			return true
+		}
+		if p, ok := strings.CutSuffix(m, "*"); ok && strings.HasPrefix(name, p) {
 			return true
 		}
 	}

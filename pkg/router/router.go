@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -138,19 +139,69 @@ func New(models *registry.Registry[*Deployment], client *provider.Client, s Sett
 // Models is the registry the router serves from.
 func (r *Router) Models() *registry.Registry[*Deployment] { return r.models }
 
-// Group returns the deployments of a model group, with a bounded read-through on a miss.
-// Returns ErrUnknownModel when none exist.
+// Group returns the deployments serving model name, with a bounded read-through on a miss:
+// the model group of that exact name when there is one, else the most specific wildcard group
+// matching it (see Lookup). Returns ErrUnknownModel when none exist.
+//
+// A wildcard match held locally is served without a read-through (as LiteLLM's router matches
+// its patterns locally): an exact group of the same name created on another replica takes
+// over as soon as the change feed applies it, typically within milliseconds.
 func (r *Router) Group(ctx context.Context, name string) ([]*registry.Entry[*Deployment], error) {
-	if g := r.models.Load().ByName(name); len(g) > 0 {
+	if g := r.Lookup(name); len(g) > 0 {
 		return g, nil
 	}
-	if err := r.models.Resolve(ctx, name); err != nil {
-		return nil, ErrUnknownModel
-	}
-	if g := r.models.Load().ByName(name); len(g) > 0 {
-		return g, nil
+	_ = r.models.Resolve(ctx, name) // read-through, then the barrier: the miss is authoritative
+	if g := r.Lookup(name); len(g) > 0 {
+		return g, nil // the exact group (read through), or a wildcard group the feed applied meanwhile
 	}
 	return nil, ErrUnknownModel
+}
+
+// Lookup finds the deployments serving model name in the registry as held (no read-through):
+// the exact model group name first; else the wildcard group whose pattern — a model group
+// name ending in "*" ("openai/*", "acc-wild/*", "gpt-4*", "*") — is the longest prefix match
+// (LiteLLM's precedence: an exact group beats a wildcard, a longer pattern a shorter one).
+// For a wildcard match each deployment's litellm_params.model has its "*" replaced by the
+// part of name the pattern's "*" matched ("acc-wild/*" with model "openai/*" serves
+// "acc-wild/some-model" with upstream model "some-model"), so the returned entries are built
+// for this request and are not in the registry.
+func (r *Router) Lookup(name string) []*registry.Entry[*Deployment] {
+	snap := r.models.Load()
+	if g := snap.ByName(name); len(g) > 0 {
+		return g
+	}
+	for i := len(name); i >= 0; i-- {
+		if g := snap.ByName(name[:i] + "*"); len(g) > 0 {
+			return expand(g, name, name[i:])
+		}
+	}
+	return nil
+}
+
+// expand builds the deployments of wildcard group g for the requested name, rest being what
+// the pattern's "*" matched. A deployment whose litellm_params.model has no "*" serves as is;
+// one that cannot be rebuilt (cannot happen for a row that built once) is left out.
+func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Entry[*Deployment] {
+	out := make([]*registry.Entry[*Deployment], 0, len(g))
+	for _, e := range g {
+		d := e.Value
+		model := gjson.GetBytes(d.LitellmParams, "model").Str
+		if !strings.Contains(model, "*") {
+			out = append(out, e)
+			continue
+		}
+		params, err := sjson.SetBytes(d.LitellmParams, "model", strings.Replace(model, "*", rest, 1))
+		if err != nil {
+			continue
+		}
+		pd, err := provider.NewDeployment(d.ModelID, name, params)
+		if err != nil {
+			continue
+		}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB}
+		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
+	}
+	return out
 }
 
 // pick chooses a deployment at random among those not cooling down (simple-shuffle), avoiding

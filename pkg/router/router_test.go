@@ -119,3 +119,44 @@ func TestBuildModelInfoTypes(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, d.AccessGroups)
 }
+
+// Wildcard model groups: an exact group beats a wildcard, a longer pattern a shorter one, and
+// the upstream model is taken from the request (LiteLLM's pattern routing).
+func TestWildcardGroups(t *testing.T) {
+	t.Parallel()
+	reg := registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names})
+	cfg := map[string]*router.Deployment{}
+	for id, def := range map[string][2]string{
+		"w-all":    {"*", "openai/*"},
+		"w-acc":    {"acc-wild/*", "openai/*"},
+		"w-deeper": {"acc-wild/deep/*", "anthropic/claude-*"},
+		"w-fixed":  {"fixed/*", "openai/always-this"},
+		"exact":    {"acc-wild/exact", "openai/exact-upstream"},
+	} {
+		d, err := router.Build(id, def[0], []byte(fmt.Sprintf(`{"model":%q,"api_key":"k"}`, def[1])), nil)
+		require.NoError(t, err)
+		cfg[id] = d
+	}
+	reg.SetConfig(cfg)
+	r := router.New(reg, provider.NewClient(), router.Settings{})
+	for name, want := range map[string][2]string{
+		"acc-wild/some-model":  {"w-acc", "some-model"},
+		"acc-wild/exact":       {"exact", "exact-upstream"},
+		"acc-wild/deep/x-3":    {"w-deeper", "claude-x-3"},
+		"gpt-4o":               {"w-all", "gpt-4o"},
+		"fixed/anything":       {"w-fixed", "always-this"},
+		"other/provider/model": {"w-all", "other/provider/model"},
+	} {
+		g, err := r.Group(context.Background(), name)
+		require.NoError(t, err, name)
+		require.Len(t, g, 1, name)
+		require.Equal(t, want[0], g[0].Value.ModelID, name)
+		require.Equal(t, want[1], g[0].Value.Model, name)
+	}
+	// nothing after the prefix: no upstream model to call
+	_, err := r.Group(context.Background(), "acc-wild/")
+	require.ErrorIs(t, err, router.ErrUnknownModel)
+	// the registry's own entries are never changed by a wildcard match
+	e, _ := reg.Load().ByID("w-acc")
+	require.Equal(t, "*", e.Value.Model)
+}
