@@ -102,10 +102,12 @@ func TestTeamDeletedWithPSQLRefusesKeys(t *testing.T) {
 	st, body = agChat(t, p.B, key, "tp-m")
 	require.Equal(t, 200, st, "%s", body)
 	PSQL(t, p.DB, `DELETE FROM gateway.teams WHERE team_id = 'tp'`)
-	Eventually(t, "key of the deleted team refused on B", func() bool {
-		st, _ := agChat(t, p.B, key, "tp-m")
-		return st == 401
-	})
+	for _, g := range []*Gateway{p.A, p.B} {
+		Eventually(t, "key of the deleted team refused on "+g.ReplicaID, func() bool {
+			st, _ := agChat(t, g, key, "tp-m")
+			return st == 401
+		})
+	}
 	st, body = agChat(t, p.A, key, "tp-m")
 	require.Equal(t, 401, st, "%s", body)
 	require.Contains(t, string(body), "team tp of this key does not exist")
