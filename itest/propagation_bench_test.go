@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +20,15 @@ import (
 // registry (no read-through), so this measures the change feed alone. Also prints B's own
 // lag_ms (trigger clock_timestamp → applied) from /sync/lag. Figures are printed, not asserted.
 //
+// LOCKSTEP_BENCH_REPLICAS=N (default 2) starts N replicas on the database: A writes, B is
+// probed as above, and every replica but A reports its own lag_ms from /sync/lag (each
+// replica's p50/p99 of change written → applied over the run); the line printed gives the
+// median of their p50s and the highest of their p99s (probing 19 replicas over HTTP at this
+// rate would measure the probes, not the feed).
+//
 //	go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 //	LOCKSTEP_BENCH_SOURCE=logical go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
+//	LOCKSTEP_BENCH_REPLICAS=20 go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 func BenchmarkPropagation(b *testing.B) {
 	const writes = 1000
 	const rate = 200 // per second
@@ -30,6 +38,14 @@ func BenchmarkPropagation(b *testing.B) {
 			args = []string{"--sync-source", src}
 		}
 		p := StartPair(b, GatewayOpts{Args: args})
+		others := []*Gateway{p.B}
+		if v := os.Getenv("LOCKSTEP_BENCH_REPLICAS"); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(b, err, "LOCKSTEP_BENCH_REPLICAS")
+			for r := 2; r < n; r++ {
+				others = append(others, StartGateway(b, p.DB, fmt.Sprintf("r%d", r), GatewayOpts{Args: args}))
+			}
+		}
 		lat := make([]time.Duration, writes)
 		var wg sync.WaitGroup
 		tick := time.NewTicker(time.Second / rate)
@@ -71,6 +87,19 @@ func BenchmarkPropagation(b *testing.B) {
 			writes, rate, elapsed.Seconds(), ms(p50), ms(p99), ms(mx), lag)
 		fmt.Printf("propagation A→B: writes=%d rate=%d/s p50=%.2fms p99=%.2fms max=%.2fms | B lag_ms p50=%v p99=%v max=%v samples=%v\n",
 			writes, rate, ms(p50), ms(p99), ms(mx), lag["p50"], lag["p99"], lag["max"], lag["samples"])
+		if len(others) > 1 {
+			var p50s, p99s []float64
+			for _, g := range others {
+				l := g.SyncLag(b)["lag_ms"].(map[string]any)
+				p50s = append(p50s, l["p50"].(float64))
+				p99s = append(p99s, l["p99"].(float64))
+			}
+			sort.Float64s(p50s)
+			sort.Float64s(p99s)
+			fmt.Printf("propagation A→%d replicas (lag_ms from each replica's /sync/lag): median p50=%.2fms, max p99=%.2fms, median p99=%.2fms\n",
+				len(others), p50s[len(p50s)/2], p99s[len(p99s)-1], p99s[len(p99s)/2])
+			b.ReportMetric(p99s[len(p99s)-1], "cluster-max-p99-ms")
+		}
 		b.ReportMetric(ms(p50), "p50-ms")
 		b.ReportMetric(ms(p99), "p99-ms")
 		b.ReportMetric(ms(mx), "max-ms")
