@@ -37,7 +37,7 @@ import (
 const usage = `usage:
   gateway serve   [--config FILE] [--addr HOST:PORT] [--database-url URL] [--master-key KEY]
                   [--replica-id ID] [--sync-source listen|logical] [--log-format json|console] [--no-migrate]
-                  [--read-through-budget N]
+                  [--read-through-budget N] [--listen-database-url URL]
   gateway migrate --database-url URL
   gateway dev     [--replicas 2] [--base-port 4000]
 `
@@ -93,7 +93,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // serveFlags are serve's settings. Precedence: flag > env > config file > default.
 type serveFlags struct {
 	config, addr, databaseURL, masterKey, replicaID, syncSource, logFormat string
-	readThroughBudget                                                      string
+	readThroughBudget, listenURL                                           string
 	noMigrate                                                              bool
 }
 
@@ -109,6 +109,7 @@ func parseServe(args []string) (serveFlags, error) {
 	fs.StringVar(&f.syncSource, "sync-source", "listen", "change source: listen or logical")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "do not apply migrations on start")
+	fs.StringVar(&f.listenURL, "listen-database-url", "", "the change feed's own connection (LISTEN or logical replication), for when --database-url goes through PgBouncer in transaction pooling (env GATEWAY_LISTEN_DATABASE_URL; default: --database-url)")
 	fs.StringVar(&f.readThroughBudget, "read-through-budget", "", "read-through DB fetches per 5 s per registry; 0 = none, misses decided by the change feed's barrier alone (env GATEWAY_READ_THROUGH_BUDGET; default 20; a test and operations knob)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -221,7 +222,11 @@ func serve(ctx context.Context, args []string) error {
 
 	var syncer *notify.Syncer
 	if st != nil {
-		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: regs.sinks(), Logger: log, Source: notify.Source(f.syncSource)})
+		listenURL := firstNonEmpty(f.listenURL, os.Getenv("GATEWAY_LISTEN_DATABASE_URL"))
+		if st.BehindPooler() {
+			log.Info().Bool("listen_database_url", listenURL != "").Msg("database url goes through a pooler (the server's port is not the one dialed): pool uses cache_describe, no named prepared statements")
+		}
+		syncer = notify.New(notify.Config{ReplicaID: replicaID, Store: st, Sinks: regs.sinks(), Logger: log, Source: notify.Source(f.syncSource), ListenURL: listenURL})
 		if err := syncer.Start(ctx); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}

@@ -28,9 +28,15 @@ import (
 // of N concurrent callers costs about two NOTIFYs, not N, and every caller's round was sent
 // after it arrived (its answer covers every commit before its request).
 //
-// A round fails (ErrBarrier) when the feed is not streaming (reconnecting after an outage: the
-// caller answers at once with what it holds, as DESIGN.md "Static stability" asks), when the
-// token cannot be sent, or when it is not heard back and applied within BarrierTimeout.
+// While the feed is degraded (its connection does not receive notifications, see
+// StateDegraded) no token can come back; a round is then one change-log catch-up pass on the
+// applier, started after every caller of the round arrived: it reads every change committed
+// before it, so it proves the same thing at the cost of one change-log read per round.
+//
+// A round fails (ErrBarrier) when the feed is neither streaming nor degraded (reconnecting
+// after an outage: the caller answers at once with what it holds, as DESIGN.md "Static
+// stability" asks), when the token cannot be sent, or when it is not heard back and applied
+// within BarrierTimeout.
 
 // ErrBarrier is returned by Barrier when this replica could not prove it is up to date.
 var ErrBarrier = errors.New("notification barrier failed")
@@ -72,7 +78,7 @@ type BarrierStats struct {
 // concurrent callers share rounds.
 func (s *Syncer) Barrier(ctx context.Context) error {
 	s.barrierWaiters.Add(1)
-	if st := s.State(); st != StateStreaming {
+	if st := s.State(); st != StateStreaming && st != StateDegraded {
 		return fmt.Errorf("%w: change feed is %s", ErrBarrier, st)
 	}
 	b := s.bar
@@ -126,6 +132,16 @@ func (s *Syncer) barrierLoop(ctx context.Context) {
 			continue
 		}
 		s.barrierRounds.Add(1)
+		if s.State() == StateDegraded {
+			cctx, cancel := context.WithTimeout(ctx, s.cfg.BarrierTimeout)
+			err := s.runCatchUp(cctx, catchUpDegraded)
+			cancel()
+			if err != nil {
+				err = fmt.Errorf("%w: change-log catch-up: %v", ErrBarrier, err)
+			}
+			s.finishRound(r, err)
+			continue
+		}
 		err := s.sendBarrier(ctx, r)
 		if err == nil {
 			timer := time.NewTimer(s.cfg.BarrierTimeout)

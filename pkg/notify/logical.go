@@ -184,7 +184,7 @@ func parseLogical(data []byte) (m pglogrepl.Message, err error) {
 // logicalSession runs one replication connection until it fails; see the comment at the top
 // of this file for the protocol it follows.
 func (s *Syncer) logicalSession(ctx context.Context, first *bool, backoff *time.Duration) error {
-	pcfg, err := pgconn.ParseConfig(s.cfg.Store.ConnString())
+	pcfg, err := s.feedConnConfig()
 	if err != nil {
 		return err
 	}

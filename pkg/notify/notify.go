@@ -102,6 +102,10 @@ type Config struct {
 	Store     *store.Store
 	Sinks     []Sink
 	Logger    zerolog.Logger
+	// ListenURL is the change feed's own connection string (--listen-database-url); empty:
+	// the pool's. Set it to a direct (or session-pooled) connection when the pool goes through
+	// a pooler in transaction pooling mode, where LISTEN does not work (see StateDegraded).
+	ListenURL string
 	// Source is the change source: SourceListen (default) or SourceLogical. The logical source
 	// needs wal_level=logical, a free replication slot and wal sender per replica, the
 	// REPLICATION attribute for the connecting role, and migration 002 (the publication).
@@ -177,6 +181,8 @@ type Syncer struct {
 	reason      atomic.Value // string: why the state is degraded
 	ready       atomic.Bool
 	lastHB      atomic.Int64 // unix nanos of the last heartbeat heard
+	hbHeard     atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
+	hbSent      atomic.Int64 // heartbeats committed
 	hbRTT       atomic.Int64 // nanos
 	headSeq     atomic.Int64
 	appliedSeq  atomic.Int64
@@ -332,7 +338,7 @@ func (s *Syncer) listen(ctx context.Context) {
 
 // session runs one listener connection until it fails.
 func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duration) error {
-	pcfg, err := pgconn.ParseConfig(s.cfg.Store.ConnString())
+	pcfg, err := s.feedConnConfig()
 	if err != nil {
 		return err
 	}
@@ -358,6 +364,9 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 		return err
 	}
 	s.streaming(first, backoff)
+	start := time.Now()
+	sentAtStart := s.hbSent.Load()
+	var lastPing time.Time
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		err := conn.WaitForNotification(wctx)
@@ -371,10 +380,62 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 		if conn.IsClosed() {
 			return errors.New("listener connection closed")
 		}
-		if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
-			return fmt.Errorf("no heartbeat for %s", since.Round(time.Millisecond))
+		heardOwn := s.hbHeard.Load() > start.UnixNano()
+		switch {
+		case !heardOwn && s.hbSent.Load()-sentAtStart >= 2 && time.Since(start) > s.cfg.HeartbeatTimeout:
+			// Our own heartbeats were committed, yet none came back on this connection since
+			// LISTEN: notifications are not delivered to it. Reconnecting would not help; stay
+			// connected, let the change-log poll keep the registries in step, and say why.
+			if s.State() != StateDegraded {
+				s.reason.Store(degradedReason)
+				s.state.Store(StateDegraded)
+				s.log.Warn().Str("reason", degradedReason).Msg("change feed degraded: LISTEN does not receive notifications")
+			}
+			// the connection may still die: check it is alive, at the heartbeat's pace
+			if time.Since(lastPing) >= s.cfg.HeartbeatInterval {
+				lastPing = time.Now()
+				pctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatTimeout)
+				_, err := conn.Exec(pctx, "SELECT 1").ReadAll()
+				cancel()
+				if err != nil {
+					return fmt.Errorf("degraded listener connection: %w", err)
+				}
+			}
+		case heardOwn && s.State() == StateDegraded:
+			s.state.Store(StateStreaming)
+			s.log.Info().Msg("listener hears its own heartbeat again: streaming")
+		case s.State() != StateDegraded:
+			if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
+				return fmt.Errorf("no heartbeat for %s", since.Round(time.Millisecond))
+			}
 		}
 	}
+}
+
+// degradedReason is Stats.Reason in StateDegraded.
+const degradedReason = "the change feed's LISTEN connection never hears its own heartbeat NOTIFY: notifications are not delivered to it, " +
+	"as happens through PgBouncer in transaction pooling mode (pool_mode = transaction); set --listen-database-url " +
+	"(GATEWAY_LISTEN_DATABASE_URL) to a direct or session-pooled connection. Meanwhile the change-log poll keeps this replica in sync"
+
+// feedConnConfig is the connection config of the change feed's own connection: ListenURL, or
+// the pool's connection string, without the pgx/pgxpool-only settings (pgconn would send
+// them to the server as run-time parameters, which it refuses).
+func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
+	url := s.cfg.ListenURL
+	if url == "" {
+		url = s.cfg.Store.ConnString()
+	}
+	pcfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("listen database url: %w", err)
+	}
+	for k := range pcfg.RuntimeParams {
+		switch {
+		case k == "default_query_exec_mode", k == "statement_cache_capacity", k == "description_cache_capacity", strings.HasPrefix(k, "pool_"):
+			delete(pcfg.RuntimeParams, k)
+		}
+	}
+	return pcfg, nil
 }
 
 // requestCatchUp has the applier read the change log since the watermark and waits for it.
@@ -383,11 +444,19 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 // committed after it is streamed: nothing falls between the two.
 func (s *Syncer) requestCatchUp(ctx context.Context, first bool) error {
 	s.state.Store(StateCatchingUp)
-	done := make(chan error, 1)
 	mode := catchUpReconnect
 	if first {
 		mode = catchUpStart
 	}
+	if err := s.runCatchUp(ctx, mode); err != nil {
+		return fmt.Errorf("catch-up: %w", err)
+	}
+	return nil
+}
+
+// runCatchUp has the applier run one catch-up pass in mode and waits for its outcome.
+func (s *Syncer) runCatchUp(ctx context.Context, mode catchUpMode) error {
+	done := make(chan error, 1)
 	select {
 	case s.catchUp <- catchUpReq{done: done, mode: mode}:
 	case <-ctx.Done():
@@ -395,10 +464,7 @@ func (s *Syncer) requestCatchUp(ctx context.Context, first bool) error {
 	}
 	select {
 	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("catch-up: %w", err)
-		}
-		return nil
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -422,6 +488,7 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 	if n.Channel == s.hbChan {
 		now := time.Now()
 		s.lastHB.Store(now.UnixNano())
+		s.hbHeard.Store(now.UnixNano())
 		if s.heardToken(n.Payload) {
 			return
 		}
@@ -487,6 +554,8 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 			}
 			if err != nil && ctx.Err() == nil {
 				s.log.Debug().Err(err).Msg("heartbeat failed")
+			} else if err == nil {
+				s.hbSent.Add(1)
 			}
 			cancel()
 		}
@@ -520,14 +589,14 @@ func (s *Syncer) apply(ctx context.Context) {
 			}
 			s.applyEvents(ctx, batch)
 		case <-poll.C:
-			if s.State() != StateStreaming {
+			if st := s.State(); st != StateStreaming && st != StateDegraded {
 				continue
 			}
 			s.poll(ctx)
 		case <-s.kick:
 			// notifications were dropped, or re-reads are pending: repair now, not at the
 			// next tick; while (re)connecting, the catch-up will do it, try again later
-			if s.State() == StateStreaming {
+			if st := s.State(); st == StateStreaming || st == StateDegraded {
 				s.poll(ctx)
 			} else {
 				time.AfterFunc(100*time.Millisecond, s.kickNow)
@@ -733,6 +802,10 @@ const (
 	// catchUpPoll: routine poll or dropped notifications; leave changes younger than
 	// PollGrace to their notification, count the rest as repaired gaps.
 	catchUpPoll
+	// catchUpDegraded: the poll (or a barrier) while notifications do not arrive at all
+	// (StateDegraded): apply everything, no grace (no notification is on its way), count
+	// nothing (it is the expected path, not a gap).
+	catchUpDegraded
 )
 
 // poll runs a routine change-log catch-up (also after dropped notifications).
@@ -741,6 +814,8 @@ func (s *Syncer) poll(ctx context.Context) {
 	mode := catchUpPoll
 	if force {
 		mode = catchUpReconnect
+	} else if s.State() == StateDegraded {
+		mode = catchUpDegraded
 	}
 	if err := s.catchUpNow(ctx, mode); err != nil {
 		s.needCatchUp.Store(force)
@@ -830,8 +905,8 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 		}
 		gaps += n
 	}
-	if mode == catchUpStart {
-		gaps = 0 // committed between the initial load and LISTEN: expected, not a gap
+	if mode == catchUpStart || mode == catchUpDegraded {
+		gaps = 0 // committed between the initial load and LISTEN, or polled while degraded: expected, not a gap
 	}
 	if gaps > 0 {
 		s.gaps.Add(int64(gaps))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -138,6 +139,7 @@ type Store struct {
 	// opTimeout bounds every operation whose ctx has no sooner deadline, so a frozen or
 	// half-open database fails a call with ErrUnavailable instead of hanging it.
 	opTimeout time.Duration
+	pooler    bool // see BehindPooler
 }
 
 // DefaultOpTimeout bounds one store operation (a transaction counts as one).
@@ -152,6 +154,16 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // Open builds a pool from a libpq URL or DSN (pgxpool.ParseConfig) and pings it.
+//
+// Query mode: pgx's default caches named prepared statements per connection, which a pooler
+// in transaction pooling mode breaks (PgBouncer 1.18 hands each transaction any server
+// connection: SQLSTATE 42P05 "prepared statement … already exists" or 26000 "… does not
+// exist"). A default_query_exec_mode in the URL is honoured as pgx parses it; without one,
+// Open asks the server which port it listens on, and when that is not the port dialed (a
+// pooler or proxy is in the path, e.g. PgBouncer on 6432 in front of 5432) it reopens the pool
+// with cache_describe: the unnamed statement only, parsed again in each execution's round trip,
+// which needs no server-side state between transactions. BehindPooler reports the outcome.
+//
 // Errors: ErrUnavailable (wrapped with the cause) when the database cannot be reached.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -162,6 +174,34 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		cfg.MaxConns = 8
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &Store{pool: pool, opTimeout: DefaultOpTimeout}
+	if strings.Contains(url, "default_query_exec_mode") {
+		return st, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var port string
+	if err := pool.QueryRow(pctx, "SELECT current_setting('port')", pgx.QueryExecModeSimpleProtocol).Scan(&port); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", mapErr(err))
+	}
+	if port == strconv.Itoa(int(cfg.ConnConfig.Port)) {
+		return st, nil
+	}
+	pool.Close()
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	if st.pool, err = openPool(ctx, cfg); err != nil {
+		return nil, err
+	}
+	st.pooler = true
+	return st, nil
+}
+
+func openPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", mapErr(err))
@@ -172,8 +212,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect: %w", mapErr(err))
 	}
-	return &Store{pool: pool, opTimeout: DefaultOpTimeout}, nil
+	return pool, nil
 }
+
+// BehindPooler reports whether Open found a pooler or proxy between the pool and Postgres
+// (and so runs in cache_describe query mode).
+func (s *Store) BehindPooler() bool { return s.pooler }
 
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
@@ -246,45 +290,52 @@ func containsFold(s, sub string) bool {
 }
 
 // Migrate applies every embedded migration not yet applied, in order, each in its own
-// transaction, under a session advisory lock so replicas starting together do not race
-// (PostgreSQL docs 9.27.10 "Advisory Lock Functions").
+// transaction that first takes a transaction-level advisory lock (PostgreSQL docs 9.27.10
+// "Advisory Lock Functions", pg_advisory_xact_lock), so replicas starting together do not race.
+// A transaction-level lock, unlike a session one, also holds through a pooler in transaction
+// pooling mode (PgBouncer), where consecutive statements outside a transaction may run on
+// different server connections.
 func (s *Store) Migrate(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", mapErr(err))
-	}
-	defer conn.Release()
 	h := fnv.New64a()
 	h.Write([]byte("lockstep.migrate"))
 	lockID := int64(h.Sum64() >> 1)
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
-		return fmt.Errorf("migrate: advisory lock: %w", mapErr(err))
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockID) //nolint:errcheck
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS gateway;
-		CREATE TABLE IF NOT EXISTS gateway.schema_migrations (
-			version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return fmt.Errorf("migrate: bookkeeping table: %w", mapErr(err))
+	locked := func(f func(tx pgx.Tx) error) error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID); err != nil {
+				return fmt.Errorf("advisory lock: %w", err)
+			}
+			return f(tx)
+		})
 	}
 	applied := map[int]bool{}
-	rows, err := conn.Query(ctx, "SELECT version FROM gateway.schema_migrations")
+	err := locked(func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS gateway;
+			CREATE TABLE IF NOT EXISTS gateway.schema_migrations (
+				version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("bookkeeping table: %w", err)
+		}
+		rows, err := tx.Query(ctx, "SELECT version FROM gateway.schema_migrations")
+		if err != nil {
+			return err
+		}
+		vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		for _, v := range vs {
+			applied[v] = true
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", mapErr(err))
 	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return fmt.Errorf("migrate: %w", err)
-		}
-		applied[v] = true
-	}
-	rows.Close()
 	for _, m := range migrations.All() {
 		if applied[m.Version] {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		err := locked(func(tx pgx.Tx) error {
+			var done bool // applied by another replica while this one waited for the lock
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM gateway.schema_migrations WHERE version = $1)", m.Version).Scan(&done); err != nil || done {
+				return err
+			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
