@@ -3,7 +3,6 @@ package itest
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,102 +56,94 @@ func browser(t *testing.T) context.Context {
 
 // The status page (API.md GET /ui) in a real browser against two replicas: it loads from the
 // gateway alone, asks for the master key, then shows both replicas with their lag, the
-// registries and the read-through counters, refreshed live. A screenshot is saved.
+// registries and the read-through counters, refreshed live. A screenshot is saved
+// (LOCKSTEP_SCREENSHOT_DIR keeps it; the path is logged).
 func TestStatusPageInChromium(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
 	ctx := browser(t)
 
-	// make the counters move: a model on A, a read-through miss on B
-	st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "ui-model", "model_info": map[string]any{"id": "ui-model-1"},
+	// make the counters move: a model on B, a read-through miss on A
+	st, b := p.B.Do(t, "POST", "/model/new", map[string]any{"model_name": "ui-model", "model_info": map[string]any{"id": "ui-model-1"},
 		"litellm_params": map[string]any{"model": "openai/ui-model", "mock_response": "hi"}})
 	require.Equal(t, 200, st, "%s", b)
-	st, _ = p.B.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "ui-unknown", "messages": []any{}})
+	st, _ = p.A.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "ui-unknown", "messages": []any{}})
 	require.Equal(t, 400, st)
+	Eventually(t, "A applied B's model", func() bool {
+		return p.A.SyncLag(t)["registries"].(map[string]any)["models"].(map[string]any)["count"].(float64) >= 1
+	})
 
-	// /sync/cluster shows every replica; where it does not exist yet the page shows this
-	// replica only, so each replica's own page is checked.
-	st, _ = p.A.Do(t, "GET", "/sync/cluster", nil)
-	clusterView := st == http.StatusOK
-	require.Contains(t, []int{http.StatusOK, http.StatusNotFound}, st)
-
-	pages := []*Gateway{p.A}
-	if !clusterView {
-		pages = append(pages, p.B)
+	text := func(css string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(css)))
+		require.NoError(t, err, css)
+		return v
 	}
-	for _, g := range pages {
-		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(g.URL+"/ui"), chromedp.WaitVisible(chromedp.ID("key"))))
-		loginVisible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("login").hidden && document.getElementById("status").hidden`))
-		require.NoError(t, err)
-		require.True(t, loginVisible, "the page asks for the key before showing anything")
+	g := p.A
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(g.URL+"/ui"), chromedp.WaitVisible(chromedp.ID("key"))))
+	loginVisible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("login").hidden && document.getElementById("status").hidden`))
+	require.NoError(t, err)
+	require.True(t, loginVisible, "the page asks for the key before showing anything")
 
-		// a wrong key is refused with the gateway's message
-		require.NoError(t, chromedp.Do(ctx,
-			chromedp.SendKeys(chromedp.ID("key"), "sk-wrong"),
-			chromedp.Click(chromedp.ID("connect")),
-			chromedp.WaitVisible(chromedp.ID("error")),
-		))
-		errText, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("error")))
-		require.NoError(t, err)
-		require.Contains(t, errText, "401")
+	// a wrong key is refused with the gateway's message
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("key"), "sk-wrong"),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("error")),
+	))
+	errText, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("error")))
+	require.NoError(t, err)
+	require.Contains(t, errText, "401")
 
-		require.NoError(t, chromedp.Do(ctx,
-			chromedp.SendKeys(chromedp.ID("key"), MasterKey),
-			chromedp.Click(chromedp.ID("connect")),
-			chromedp.WaitVisible(chromedp.ID("status")),
-		))
-		want := []string{g.ReplicaID}
-		if clusterView {
-			want = []string{p.A.ReplicaID, p.B.ReplicaID}
-		}
-		for _, id := range want {
-			// the replica's row, with a numeric lag once the replica has applied a change
-			sel := chromedp.CSS(fmt.Sprintf(`#replicas tr[data-replica-id=%q] td.lag-p50`, id))
-			require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(sel)))
-			lag, err := chromedp.Run(ctx, chromedp.Text(sel))
-			require.NoError(t, err)
-			require.Regexp(t, `^[0-9]+(\.[0-9]+)?$`, lag, "replica %s lag p50", id)
-		}
-		text := func(css string) string {
-			t.Helper()
-			v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(css)))
-			require.NoError(t, err, css)
-			return v
-		}
-		require.Equal(t, "streaming", text(`#self dd[data-field="state"]`))
-		models := text(`#registries tr[data-registry="models"] td:nth-child(2)`)
-		require.NotEqual(t, "0", models, "ui-model on %s", g.ReplicaID)
-		if g == p.B {
-			require.NotEqual(t, "0", text(`#registries tr[data-registry="models"] td:nth-child(3)`), "B's read-through of ui-unknown is counted")
-		}
-		url, err := chromedp.Run(ctx, chromedp.Location())
-		require.NoError(t, err)
-		require.NotContains(t, url, MasterKey, "the key never goes into the URL")
-		stored, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem("lockstep.masterKey") || ""`))
-		require.NoError(t, err)
-		require.Equal(t, MasterKey, stored, "the key is kept in sessionStorage")
-
-		// refreshed live: a model created now is counted without reloading the page
-		id := "ui-live-" + g.ReplicaID
-		st, b = p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": id, "model_info": map[string]any{"id": id},
-			"litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"}})
-		require.Equal(t, 200, st, "%s", b)
-		_, err = chromedp.Run(ctx, chromedp.Poll[bool](
-			fmt.Sprintf(`document.querySelector('#registries tr[data-registry="models"] td:nth-child(2)').textContent !== %q`, models),
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("key"), MasterKey),
+		chromedp.Click(chromedp.ID("connect")),
+		chromedp.WaitVisible(chromedp.ID("status")),
+	))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#cluster-source`))))
+	require.Equal(t, "(GET /sync/cluster)", text(`#cluster-source`), "the page shows the cluster view")
+	for _, id := range []string{p.A.ReplicaID, p.B.ReplicaID} {
+		// the replica's row, with a numeric lag once the replica has applied a change
+		css := fmt.Sprintf(`#replicas tr[data-replica-id=%q] td.lag-p50`, id)
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](
+			fmt.Sprintf(`(() => { const td = document.querySelector(%q); return !!td && /^[0-9]+(\.[0-9]+)?$/.test(td.textContent); })()`, css),
 			chromedp.WithPollingTimeout(60*time.Second)))
-		require.NoError(t, err, "the registries table refreshes without a reload")
-
-		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		dir := os.Getenv("LOCKSTEP_SCREENSHOT_DIR") // keep the screenshots; default: the test's temp dir
-		if dir == "" {
-			dir = t.TempDir()
-		}
-		path := filepath.Join(dir, "status-"+g.ReplicaID+".png")
-		require.NoError(t, os.WriteFile(path, shot, 0o644))
-		t.Logf("screenshot of %s/ui: %s (%d bytes)", g.URL, path, len(shot))
-
-		// forget the key before the next replica's page
-		require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("forget")), chromedp.WaitVisible(chromedp.ID("key"))))
+		require.NoError(t, err, "replica %s with a numeric lag p50 in the replicas table", id)
 	}
+	require.Equal(t, "streaming", text(`#self dd[data-field="state"]`))
+	models := text(`#registries tr[data-registry="models"] td:nth-child(2)`)
+	require.NotEqual(t, "0", models, "ui-model on %s", g.ReplicaID)
+	require.NotEqual(t, "0", text(`#registries tr[data-registry="models"] td:nth-child(3)`), "A's read-through of ui-unknown is counted")
+	url, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.NotContains(t, url, MasterKey, "the key never goes into the URL")
+	stored, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem("lockstep.masterKey") || ""`))
+	require.NoError(t, err)
+	require.Equal(t, MasterKey, stored, "the key is kept in sessionStorage")
+
+	// refreshed live: a model created now is counted without reloading the page
+	id := "ui-live-" + g.ReplicaID
+	st, b = p.B.Do(t, "POST", "/model/new", map[string]any{"model_name": id, "model_info": map[string]any{"id": id},
+		"litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"}})
+	require.Equal(t, 200, st, "%s", b)
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](
+		fmt.Sprintf(`document.querySelector('#registries tr[data-registry="models"] td:nth-child(2)').textContent !== %q`, models),
+		chromedp.WithPollingTimeout(60*time.Second)))
+	require.NoError(t, err, "the registries table refreshes without a reload")
+
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	dir := os.Getenv("LOCKSTEP_SCREENSHOT_DIR") // keep the screenshots; default: the test's temp dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, "status-"+g.ReplicaID+".png")
+	require.NoError(t, os.WriteFile(path, shot, 0o644))
+	t.Logf("screenshot of %s/ui: %s (%d bytes)", g.URL, path, len(shot))
+
+	// forgetting the key returns to the form and clears it
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("forget")), chromedp.WaitVisible(chromedp.ID("key"))))
+	stored, err = chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem("lockstep.masterKey") || ""`))
+	require.NoError(t, err)
+	require.Empty(t, stored)
 }
