@@ -20,6 +20,7 @@ import (
 
 	"lockstep/itest/fakeupstream"
 	"lockstep/itest/pgtest"
+	"lockstep/pkg/pgcluster"
 )
 
 // runGateway runs the binary to completion and returns its exit code and output.
@@ -158,6 +159,7 @@ func TestDevCommand(t *testing.T) {
 	var key, dbURL string
 	var cmd *exec.Cmd
 	var stdout io.ReadCloser
+	var out strings.Builder
 	for attempt := 0; attempt < 5 && key == ""; attempt++ {
 		base = freePortPair(t)
 		cmd = exec.Command(gatewayBinary(t), "dev", "--replicas", "2", "--base-port", fmt.Sprint(base))
@@ -168,7 +170,7 @@ func TestDevCommand(t *testing.T) {
 		require.NoError(t, cmd.Start())
 		c := cmd
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-		var out strings.Builder
+		out.Reset()
 		sc := bufio.NewScanner(stdout)
 		keyRe := regexp.MustCompile(`master key:\s+(\S+)`)
 		dbRe := regexp.MustCompile(`database:\s+(\S+)`)
@@ -198,11 +200,60 @@ func TestDevCommand(t *testing.T) {
 	b := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", base+1)}
 	st, body := b.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("mock-gpt", "hi", false))
 	require.Equal(t, 200, st, "%s", body)
-	st, body = a.DoKey(t, key, "POST", "/model/new", map[string]any{"model_name": "my-model", "litellm_params": map[string]any{"model": "openai/my-model", "mock_response": "hi from my-model"}})
-	require.Equal(t, 200, st, "%s", body)
-	st, body = b.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("my-model", "hello", false))
-	require.Equal(t, 200, st, "%s", body)
-	require.Contains(t, string(body), "hi from my-model")
+
+	// The printed walk-through is the README's, command for command, and every command works
+	// as printed, run by a shell after the printed export line.
+	printed := out.String()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	section := string(readme)[strings.Index(string(readme), "## Walk-through"):]
+	end := strings.Index(section, "`gateway dev` prints these same commands")
+	require.Positive(t, end, "the README's walk-through ends with the line naming this test")
+	section = section[:end]
+	devCmds, readmeCmds := shellCommands(printed), shellCommands(section)
+	require.NotEmpty(t, devCmds, "dev printed no walk-through: %s", printed)
+	normalized := func(cs []shellCommand) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.norm)
+		}
+		return out
+	}
+	require.Equal(t, normalized(readmeCmds), normalized(devCmds), "gateway dev prints the README's walk-through")
+	export := regexp.MustCompile(`(?m)^\s*(export A=.*)$`).FindStringSubmatch(printed)
+	require.NotNil(t, export, "dev printed the export line")
+	binDir, err := pgcluster.BinDir() // psql lives next to the server binaries
+	require.NoError(t, err)
+	run := func(c shellCommand) string {
+		sh := exec.Command("bash", "-c", export[1]+"\n"+c.raw)
+		sh.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
+		b, err := sh.CombinedOutput()
+		require.NoError(t, err, "%s\n%s", c.raw, b)
+		return string(b)
+	}
+	// what each step answers, in the README's order
+	want := []struct{ cmd, out string }{
+		{"/model/new", `"model_id":"my-model-1"`},
+		{"/v1/chat/completions", "hi from my-model"},
+		{`"stream":true`, "data: [DONE]"},
+		{"/sync/lag", `"replica_id":"replica-2"`},
+		{"/sync/cluster", `"replica_id":"replica-1"`},
+		{"INSERT INTO gateway.models", "INSERT 0 1"},
+		{"from-psql", "written with psql"},
+		{"/model/delete", "Model: my-model-1 deleted successfully"},
+		{"/v1/chat/completions", "Invalid model name passed in model=my-model"},
+	}
+	require.Len(t, devCmds, len(want), "one expectation per walk-through command")
+	for i, c := range devCmds {
+		require.Contains(t, c.norm, want[i].cmd, "step %d", i+1)
+		if i == len(want)-1 {
+			// B refuses the deleted model once the change is applied there (a poll, not a sleep)
+			Eventually(t, "B refuses the deleted model", func() bool { return strings.Contains(run(c), want[i].out) })
+			continue
+		}
+		got := run(c)
+		require.Contains(t, got, want[i].out, "step %d: %s", i+1, c.raw)
+	}
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	done := make(chan error, 1)
@@ -213,6 +264,30 @@ func TestDevCommand(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("dev did not stop on Ctrl-C")
 	}
-	_, err := http.Get(a.URL + "/health/liveliness")
+	_, err = http.Get(a.URL + "/health/liveliness")
 	require.Error(t, err, "replica still running after Ctrl-C")
+}
+
+// shellCommand is one curl or psql command from a walk-through: raw as printed (continuation
+// lines kept), norm with continuations joined and whitespace collapsed (for comparing).
+type shellCommand struct{ raw, norm string }
+
+// shellCommands returns the curl and psql commands of text in order.
+func shellCommands(text string) []shellCommand {
+	var out []shellCommand
+	var raw []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if len(raw) == 0 && !strings.HasPrefix(l, "curl ") && !strings.HasPrefix(l, "psql ") {
+			continue
+		}
+		raw = append(raw, l)
+		if strings.HasSuffix(l, `\`) {
+			continue
+		}
+		joined := strings.Join(raw, "\n")
+		out = append(out, shellCommand{raw: joined, norm: strings.Join(strings.Fields(strings.ReplaceAll(joined, "\\\n", " ")), " ")})
+		raw = nil
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -122,19 +123,15 @@ lockstep dev is up: %d replicas sharing one Postgres.
   master key:  %s
   database:    %s
   mock model:  mock-gpt
+  status page: %s/ui
 
 In another shell:
   export A=%s B=%s KEY=%s DATABASE_URL='%s'
 
-Try it: create a model on one replica and call it on the other at once:
-  curl -s $A/model/new -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-    -d '{"model_name":"my-model","litellm_params":{"model":"openai/my-model","mock_response":"hi from my-model"}}'
-  curl -s $B/v1/chat/completions -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-    -d '{"model":"my-model","messages":[{"role":"user","content":"hello"}]}'
-  curl -s $B/sync/lag -H "Authorization: Bearer $KEY"
-
+Walk-through (the README's): create a model on replica A and call it on replica B at once:
+%s
 Ctrl-C stops the replicas and removes the database.
-`, *n, urls, master, dbURL, urls[0], urls[len(urls)-1], master, dbURL)
+`, *n, urls, master, dbURL, urls[0], urls[0], urls[len(urls)-1], master, dbURL, indent(walkthrough, "  "))
 	select {
 	case <-ctx.Done():
 		fmt.Println("\nstopping…")
@@ -142,6 +139,40 @@ Ctrl-C stops the replicas and removes the database.
 	case err := <-exited:
 		return fmt.Errorf("dev: a replica exited: %v", err)
 	}
+}
+
+// walkthrough is the README's "Walk-through" section, command for command: dev prints it
+// after the export line that sets A, B, KEY and DATABASE_URL. itest TestDevCommand checks that
+// the README has the same commands and runs each printed command against the dev setup.
+const walkthrough = `# create on A, call on B at once (no sleep)
+curl -s $A/model/new -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d '{"model_name":"my-model","model_info":{"id":"my-model-1"},"litellm_params":{"model":"openai/my-model","mock_response":"hi from my-model"}}'
+curl -s $B/v1/chat/completions -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d '{"model":"my-model","messages":[{"role":"user","content":"hello"}]}'
+# streaming ("stream": true → SSE, flushed chunk by chunk)
+curl -sN $B/v1/chat/completions -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d '{"model":"my-model","stream":true,"messages":[{"role":"user","content":"hello"}]}'
+# how far behind is B? and the whole cluster at a glance (or open $A/ui in a browser)
+curl -s $B/sync/lag -H "Authorization: Bearer $KEY"
+curl -s $B/sync/cluster -H "Authorization: Bearer $KEY"
+# a write from any tool propagates too
+psql "$DATABASE_URL" -c "INSERT INTO gateway.models (model_id, model_name, litellm_params) \
+  VALUES ('m-psql', 'from-psql', '{\"model\":\"openai/x\",\"mock_response\":\"written with psql\"}')"
+curl -s $B/v1/chat/completions -H "Authorization: Bearer $KEY" -d '{"model":"from-psql","messages":[]}'
+# delete on A: B refuses the model as soon as the change is applied
+curl -s $A/model/delete -H "Authorization: Bearer $KEY" -d '{"id":"my-model-1"}'
+curl -s $B/v1/chat/completions -H "Authorization: Bearer $KEY" -d '{"model":"my-model","messages":[]}'
+`
+
+// indent prefixes every non-empty line of s with p.
+func indent(s, p string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			lines[i] = p + l
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 func portFree(port int) error {
