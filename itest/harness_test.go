@@ -74,6 +74,18 @@ type Gateway struct {
 	ReplicaID string
 	cmd       *exec.Cmd
 	t         testing.TB
+	abandoned *atomic.Bool // set by Kill: the cleanup no longer expects a clean exit
+}
+
+// Kill SIGKILLs the replica (a crash: nothing is given back or flushed) and waits until it is
+// gone.
+func (g *Gateway) Kill(t testing.TB) {
+	t.Helper()
+	g.abandoned.Store(true)
+	require.NoError(t, g.cmd.Process.Kill())
+	for g.cmd.ProcessState == nil && syscall.Kill(g.cmd.Process.Pid, 0) == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // GatewayOpts tweak a replica.
@@ -139,10 +151,10 @@ func startGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts, retry bo
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
-	g := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", port), ReplicaID: replicaID, cmd: cmd, t: t}
+	var abandoned atomic.Bool
+	g := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", port), ReplicaID: replicaID, cmd: cmd, t: t, abandoned: &abandoned}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	var abandoned atomic.Bool
 	t.Cleanup(func() {
 		if abandoned.Load() {
 			return

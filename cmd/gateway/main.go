@@ -26,11 +26,13 @@ import (
 	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
+	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
 
@@ -238,10 +240,27 @@ func serve(ctx context.Context, args []string) error {
 		view.Start(ctx)
 		defer view.Stop()
 	}
+	var limiter *limits.Limiter
+	var tracker *spend.Tracker
+	if st != nil {
+		knobs, err := governanceKnobs()
+		if err != nil {
+			return err
+		}
+		limiter = limits.New(limits.Config{Store: st, ReplicaID: replicaID, Window: knobs.window, SlotTTL: knobs.slotTTL,
+			Log: log.With().Str("component", "limits").Logger()})
+		_ = limiter.Start(ctx)
+		defer limiter.Stop()
+		tracker = spend.New(spend.Config{Store: st, ReplicaID: replicaID, FlushEvery: knobs.spendFlush,
+			Log: log.With().Str("component", "spend").Logger()})
+		_ = tracker.Start(ctx)
+		defer tracker.Stop()
+	}
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
+		Limiter: limiter, Spend: tracker,
 	})
 	if master == "" {
 		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
@@ -390,4 +409,32 @@ func migrate(ctx context.Context, args []string) error {
 	}
 	fmt.Println("migrations applied")
 	return nil
+}
+
+// knobs are the governance test knobs read from the environment (documented as test knobs:
+// production keeps the defaults).
+type knobs struct {
+	window     time.Duration // GATEWAY_LIMIT_WINDOW: rate-limit window length (default 1m)
+	slotTTL    time.Duration // GATEWAY_LIMIT_SLOT_TTL: parallel-slot lease lifetime (default 10s)
+	spendFlush time.Duration // GATEWAY_SPEND_FLUSH: longest wait of a spend log (default 200ms, at most 1s)
+}
+
+func governanceKnobs() (knobs, error) {
+	var k knobs
+	for _, v := range []struct {
+		env string
+		dst *time.Duration
+		max time.Duration
+	}{{"GATEWAY_LIMIT_WINDOW", &k.window, 24 * time.Hour}, {"GATEWAY_LIMIT_SLOT_TTL", &k.slotTTL, time.Hour}, {"GATEWAY_SPEND_FLUSH", &k.spendFlush, time.Second}} {
+		raw := os.Getenv(v.env)
+		if raw == "" {
+			continue
+		}
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 100*time.Millisecond || d > v.max {
+			return k, fmt.Errorf("%s: want a duration from 100ms to %s (a test knob), got %q", v.env, v.max, raw)
+		}
+		*v.dst = d
+	}
+	return k, nil
 }

@@ -95,6 +95,7 @@ type config struct {
 	embedDims  int
 	errorBody  string
 	cutAfter   int
+	latency    time.Duration
 }
 
 // Option configures a [Server].
@@ -127,6 +128,10 @@ func WithToolCalls() Option { return func(c *config) { c.toolCalls = true } }
 // aborted without the terminal event, as when an upstream dies mid-stream.
 func WithStreamCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
 
+// WithLatency holds every request for d before answering (after recording it), so tests can
+// observe how many calls are in flight at once (see [Server.MaxConcurrent]).
+func WithLatency(d time.Duration) Option { return func(c *config) { c.latency = d } }
+
 // WithEmbeddingDims sets the default embedding vector length (default 8); a request's
 // "dimensions" wins.
 func WithEmbeddingDims(n int) Option { return func(c *config) { c.embedDims = max(n, 1) } }
@@ -142,6 +147,8 @@ type Server struct {
 	seq      atomic.Int64
 	failNext atomic.Int64 // requests left to fail with failCode
 	failCode atomic.Int64
+	inflight atomic.Int64
+	maxIn    atomic.Int64
 
 	mu   sync.Mutex
 	reqs []Request
@@ -193,6 +200,10 @@ func (s *Server) FailNext(n, code int) {
 	s.failNext.Store(int64(n))
 }
 
+// MaxConcurrent is the most requests the fake was serving at once since it started (or the
+// last [Server.Reset]).
+func (s *Server) MaxConcurrent() int { return int(s.maxIn.Load()) }
+
 // Requests returns a copy of every request received so far, oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -220,6 +231,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	s.reqs = nil
 	s.mu.Unlock()
+	s.maxIn.Store(0)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -231,6 +243,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Time: time.Now()})
 	s.mu.Unlock()
+	cur := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	for m := s.maxIn.Load(); cur > m && !s.maxIn.CompareAndSwap(m, cur); m = s.maxIn.Load() {
+	}
+	if s.cfg.latency > 0 {
+		select {
+		case <-time.After(s.cfg.latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if s.native != nil {
 		s.native(w, r, body)
 		return

@@ -91,7 +91,9 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	handler  http.Handler
+
+	budgetRejections prometheus.Counter
+	handler          http.Handler
 	// syncTokenTimeouts counts requests refused because their sync token's write was not
 	// applied here within 2 s.
 	syncTokenTimeouts prometheus.Counter
@@ -103,7 +105,8 @@ func newMetrics(s *Server) *metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lockstep_http_requests_total", Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockstep_http_request_duration_seconds", Help: "HTTP request duration by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"route"})
 	m.syncTokenTimeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_sync_token_timeouts_total", Help: "Requests refused (503) because the write their x-lockstep-sync-token names was not applied here within 2 s."})
-	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s})
+	m.budgetRejections = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_budget_rejections_total", Help: "Calls refused because the key's spend reached max_budget (or its spend could not be read)."})
+	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s}, &governanceCollector{s: s}, m.budgetRejections)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }
@@ -177,5 +180,49 @@ func (sc *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for reg, n := range r.Registries {
 		ch <- prometheus.MustNewConstMetric(descReg, prometheus.GaugeValue, float64(n.Count), reg)
+	}
+}
+
+// governanceCollector exports the limiter's and the spend tracker's counters at scrape time.
+type governanceCollector struct{ s *Server }
+
+var (
+	descLimitAdmitted = prometheus.NewDesc("lockstep_limit_admitted_total", "Calls of keys with limits admitted.", nil, nil)
+	descLimitRejected = prometheus.NewDesc("lockstep_limit_rejections_total", "Calls refused by a key limit, by reason (requests, tokens, max_parallel_requests, db_unavailable).", []string{"reason"}, nil)
+	descLeaseRT       = prometheus.NewDesc("lockstep_limit_lease_round_trips_total", "Database round trips taken to lease rate-limit units or parallel slots, by kind (rpm, tpm, slots).", []string{"kind"}, nil)
+	descLeaseErrors   = prometheus.NewDesc("lockstep_limit_lease_errors_total", "Lease round trips that failed (database unreachable).", nil, nil)
+	descSpend         = prometheus.NewDesc("lockstep_spend_usd_total", "Spend recorded on this replica (USD), by model group.", []string{"model"}, nil)
+	descSpendLogs     = prometheus.NewDesc("lockstep_spend_logs_total", "Spend logs by outcome (recorded, flushed, dropped).", []string{"outcome"}, nil)
+	descSpendFlushes  = prometheus.NewDesc("lockstep_spend_flushes_total", "Spend flush round trips by outcome (ok, error).", []string{"outcome"}, nil)
+)
+
+func (gc *governanceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLimitAdmitted, descLimitRejected, descLeaseRT, descLeaseErrors, descSpend, descSpendLogs, descSpendFlushes} {
+		ch <- d
+	}
+}
+
+func (gc *governanceCollector) Collect(ch chan<- prometheus.Metric) {
+	if l := gc.s.Limiter; l != nil {
+		st := l.Stats()
+		ch <- prometheus.MustNewConstMetric(descLimitAdmitted, prometheus.CounterValue, float64(st.Admitted))
+		for reason, n := range st.Rejected {
+			ch <- prometheus.MustNewConstMetric(descLimitRejected, prometheus.CounterValue, float64(n), reason)
+		}
+		for kind, n := range st.RoundTrips {
+			ch <- prometheus.MustNewConstMetric(descLeaseRT, prometheus.CounterValue, float64(n), kind)
+		}
+		ch <- prometheus.MustNewConstMetric(descLeaseErrors, prometheus.CounterValue, float64(st.LeaseErrors))
+	}
+	if t := gc.s.Spend; t != nil {
+		st := t.Stats()
+		for model, usd := range st.SpendByModel {
+			ch <- prometheus.MustNewConstMetric(descSpend, prometheus.CounterValue, usd, model)
+		}
+		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Logged), "recorded")
+		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Flushed), "flushed")
+		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Dropped), "dropped")
+		ch <- prometheus.MustNewConstMetric(descSpendFlushes, prometheus.CounterValue, float64(st.Flushes-st.FlushErrors), "ok")
+		ch <- prometheus.MustNewConstMetric(descSpendFlushes, prometheus.CounterValue, float64(st.FlushErrors), "error")
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,10 +24,12 @@ import (
 	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
+	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
 
@@ -56,6 +60,12 @@ type Deps struct {
 	// Limits is the limits step of the call pipeline (rate limits, budgets; see Admitter);
 	// nil admits every call.
 	Limits Admitter
+	// Limiter enforces keys' rpm_limit, tpm_limit and max_parallel_requests cluster-wide; nil
+	// without a database. With either set and Limits nil, New makes Limits the governance
+	// step (governance.go).
+	Limiter *limits.Limiter
+	// Spend records spend logs and checks key budgets; nil without a database.
+	Spend *spend.Tracker
 }
 
 // Server is one replica's HTTP API.
@@ -68,6 +78,11 @@ type Server struct {
 	// LiteLLM's {"detail": {"error": msg}} envelope to the objects it manages ("guardrails",
 	// "access groups"). Written by New only.
 	detail map[string]string
+	// masterToken is the sha256 of the master key: the api_key of the admin's spend logs.
+	masterToken string
+	// spendPrefix + spendSeq make spend log request ids unique across replicas and restarts.
+	spendPrefix string
+	spendSeq    atomic.Int64
 }
 
 // New builds the server and its routes.
@@ -90,6 +105,13 @@ func New(d Deps) *Server {
 		}
 	}
 	s := &Server{Deps: d, e: echo.New(), detail: map[string]string{}}
+	if d.MasterKey != "" {
+		s.masterToken = keys.Hash(d.MasterKey)
+	}
+	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
+		s.Limits = governance{s}
+	}
+	s.spendPrefix = fmt.Sprintf("%s-%s-", d.ReplicaID, strconv.FormatInt(time.Now().UnixNano(), 36))
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.metrics = newMetrics(s)

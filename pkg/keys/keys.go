@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"lockstep/pkg/limits"
+	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
 
@@ -29,17 +31,33 @@ type Key struct {
 	Metadata json.RawMessage
 	TeamID   string // "": no team (sql/005); the team's models and limits bind the key too
 	UserID   string // "": no internal user
+	// Limits are rpm_limit, tpm_limit and max_parallel_requests (zero value: none).
+	Limits limits.Limits
+	// Budget is max_budget (USD) and budget_duration (zero value: none).
+	Budget spend.Budget
 }
 
 type row struct {
-	Token    string          `json:"token"`
-	KeyAlias *string         `json:"key_alias"`
-	Models   []string        `json:"models"`
-	Blocked  bool            `json:"blocked"`
-	Expires  *time.Time      `json:"expires"`
-	Metadata json.RawMessage `json:"metadata"`
-	TeamID   *string         `json:"team_id"`
-	UserID   *string         `json:"user_id"`
+	Token          string          `json:"token"`
+	KeyAlias       *string         `json:"key_alias"`
+	Models         []string        `json:"models"`
+	Blocked        bool            `json:"blocked"`
+	Expires        *time.Time      `json:"expires"`
+	Metadata       json.RawMessage `json:"metadata"`
+	RPMLimit       *int64          `json:"rpm_limit"`
+	TPMLimit       *int64          `json:"tpm_limit"`
+	MaxParallel    *int64          `json:"max_parallel_requests"`
+	MaxBudget      *float64        `json:"max_budget"`
+	BudgetDuration *string         `json:"budget_duration"`
+	TeamID         *string         `json:"team_id"`
+	UserID         *string         `json:"user_id"`
+}
+
+func limitOf(p *int64) (int64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
 }
 
 // BuildRow builds a Key from a gateway.api_keys row (row_to_json).
@@ -52,6 +70,19 @@ func BuildRow(r store.Row) (*Key, error) {
 		return nil, fmt.Errorf("token: want the lowercase hex sha256 of the key (64 characters [0-9a-f]), got %d characters", len(kr.Token))
 	}
 	k := &Key{Token: kr.Token, Models: kr.Models, Blocked: kr.Blocked, Metadata: kr.Metadata}
+	k.Limits.RPM, k.Limits.HasRPM = limitOf(kr.RPMLimit)
+	k.Limits.TPM, k.Limits.HasTPM = limitOf(kr.TPMLimit)
+	k.Limits.Parallel, k.Limits.HasParallel = limitOf(kr.MaxParallel)
+	if kr.MaxBudget != nil {
+		k.Budget.Max, k.Budget.Has = *kr.MaxBudget, true
+	}
+	if kr.BudgetDuration != nil && *kr.BudgetDuration != "" {
+		d, err := ParseDuration(*kr.BudgetDuration)
+		if err != nil {
+			return nil, fmt.Errorf("budget_duration: %w", err)
+		}
+		k.Budget.Every = d
+	}
 	if kr.KeyAlias != nil {
 		k.Alias = *kr.KeyAlias
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -31,21 +30,7 @@ func listBy(ctx context.Context, q querier, typ ObjectType, column, value string
 
 // Insert is Store.Insert inside the transaction.
 func (t *TxStore) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, error) {
-	ti, err := info(typ)
-	if err != nil {
-		return Row{}, err
-	}
-	cols := vals.sorted()
-	args := make([]any, len(cols))
-	ph := make([]string, len(cols))
-	for i, c := range cols {
-		args[i] = vals[c]
-		ph[i] = fmt.Sprintf("$%d", i+1)
-		cols[i] = pgx.Identifier{c}.Sanitize()
-	}
-	q := fmt.Sprintf("INSERT INTO %s AS t (%s) VALUES (%s) RETURNING t.%s, t.version, row_to_json(t)::text",
-		ti.Table, strings.Join(cols, ", "), strings.Join(ph, ", "), ti.PK)
-	return queryRow(ctx, t.tx, typ, "insert", q, args)
+	return insert(ctx, t.tx, typ, vals)
 }
 
 // GetForUpdate reads one row by primary key and locks it until the transaction ends (a

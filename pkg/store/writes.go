@@ -36,6 +36,10 @@ type querier interface {
 func (s *Store) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	return insert(ctx, s.pool, typ, vals)
+}
+
+func insert(ctx context.Context, q querier, typ ObjectType, vals Values) (Row, error) {
 	ti, err := info(typ)
 	if err != nil {
 		return Row{}, err
@@ -48,9 +52,9 @@ func (s *Store) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, e
 		ph[i] = fmt.Sprintf("$%d", i+1)
 		cols[i] = pgx.Identifier{c}.Sanitize()
 	}
-	q := fmt.Sprintf("INSERT INTO %s AS t (%s) VALUES (%s) RETURNING t.%s, t.version, row_to_json(t)::text",
+	sql := fmt.Sprintf("INSERT INTO %s AS t (%s) VALUES (%s) RETURNING t.%s, t.version, row_to_json(t)::text",
 		ti.Table, strings.Join(cols, ", "), strings.Join(ph, ", "), ti.PK)
-	return queryRow(ctx, s.pool, typ, "insert", q, args)
+	return queryRow(ctx, q, typ, "insert", sql, args)
 }
 
 // Update sets columns of the row with primary key id and returns the new row.

@@ -1,0 +1,301 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the queries of key governance (sql/003_key_governance.sql): rate-limit window
+// leases, parallel-request slot leases, spend logs and per-key spend totals. None of these
+// tables notify: they are written in batches or leased.
+
+// WindowGrant is the outcome of one window lease.
+type WindowGrant struct {
+	Granted     int64     // units granted now (0..want)
+	Used        int64     // units leased in the window by every replica, this grant included
+	WindowStart time.Time // the window the grant belongs to (database clock)
+	DBNow       time.Time // the database clock when the grant was made
+}
+
+// LeaseWindow leases up to want units of a key's limit for the current fixed window of length
+// window on the database clock (kind "rpm" or "tpm"), in one statement: the window row is
+// inserted, or its used count raised by min(want, limit − used) when used < limit. The sum of
+// grants in a window never exceeds the limit in force at each lease, so a lowered limit caps
+// what is outstanding from the next lease on. Errors: ErrUnavailable.
+func (s *Store) LeaseWindow(ctx context.Context, token, kind string, limit, want int64, window time.Duration) (WindowGrant, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var g WindowGrant
+	const q = `
+WITH w AS (
+    SELECT clock_timestamp() AS now,
+           to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $5) * $5 / 1000.0) AS ws
+)
+INSERT INTO gateway.rate_windows AS r (token, kind, window_start, used, last_grant)
+SELECT $1, $2, w.ws, least($4::bigint, $3::bigint), least($4::bigint, $3::bigint) FROM w
+ON CONFLICT (token, kind, window_start) DO UPDATE
+    SET last_grant = least($4::bigint, $3::bigint - r.used),
+        used = r.used + least($4::bigint, $3::bigint - r.used)
+    WHERE r.used < $3::bigint
+RETURNING r.last_grant, r.used, r.window_start, (SELECT now FROM w)`
+	err := s.pool.QueryRow(ctx, q, token, kind, limit, want, window.Milliseconds()).Scan(&g.Granted, &g.Used, &g.WindowStart, &g.DBNow)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// the window exists and is used up: read when it started, to answer Retry-After
+		err = s.pool.QueryRow(ctx, `SELECT r.used, r.window_start, clock_timestamp() FROM gateway.rate_windows r
+			WHERE r.token = $1 AND r.kind = $2
+			  AND r.window_start = to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $3) * $3 / 1000.0)`,
+			token, kind, window.Milliseconds()).Scan(&g.Used, &g.WindowStart, &g.DBNow)
+		if errors.Is(err, pgx.ErrNoRows) { // the window turned meanwhile: nothing granted, try again
+			return WindowGrant{DBNow: time.Now()}, nil
+		}
+	}
+	if err != nil {
+		return WindowGrant{}, fmt.Errorf("lease %s window of key: %w", kind, mapErr(err))
+	}
+	return g, nil
+}
+
+// LeaseSlots sets this replica's parallel-request slots for a key: want > 0 leases up to want
+// more (never letting the live slots of all replicas exceed max), want < 0 gives -want back;
+// either way the lease is renewed for ttl. Returns the replica's slots afterwards.
+// Errors: ErrUnavailable.
+func (s *Store) LeaseSlots(ctx context.Context, token, replica string, want, max int, ttl time.Duration) (int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var held int
+	if err := s.pool.QueryRow(ctx, `SELECT gateway.lease_slots($1, $2, $3, $4, $5)`, token, replica, want, max, ttl.Milliseconds()).Scan(&held); err != nil {
+		return 0, fmt.Errorf("lease parallel slots of key: %w", mapErr(err))
+	}
+	return held, nil
+}
+
+// RenewSlots extends every slot lease of replica by ttl (one statement per replica, whatever
+// the number of keys). Errors: ErrUnavailable.
+func (s *Store) RenewSlots(ctx context.Context, replica string, ttl time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `UPDATE gateway.slot_leases SET expires_at = clock_timestamp() + make_interval(secs => $2 / 1000.0)
+		WHERE replica_id = $1 AND slots > 0`, replica, ttl.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("renew parallel slots: %w", mapErr(err))
+	}
+	return nil
+}
+
+// PruneLimits deletes rate windows that ended more than keep ago and expired empty slot
+// leases. Errors: ErrUnavailable.
+func (s *Store) PruneLimits(ctx context.Context, keep time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM gateway.rate_windows WHERE window_start < clock_timestamp() - make_interval(secs => $1 / 1000.0)`, keep.Milliseconds())
+	b.Queue(`DELETE FROM gateway.slot_leases WHERE expires_at < clock_timestamp() - make_interval(secs => $1 / 1000.0)`, keep.Milliseconds())
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("prune limits: %w", mapErr(err))
+	}
+	return nil
+}
+
+// SpendLog is one gateway.spend_logs row (LiteLLM SpendLogs).
+type SpendLog struct {
+	RequestID        string    `json:"request_id"`
+	APIKey           string    `json:"api_key"` // token
+	CallType         string    `json:"call_type"`
+	Model            string    `json:"model"`
+	ModelID          string    `json:"model_id"`
+	Spend            float64   `json:"spend"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	TotalTokens      int64     `json:"total_tokens"`
+	StartTime        time.Time `json:"startTime"`
+	EndTime          time.Time `json:"endTime"`
+	ReplicaID        string    `json:"replica_id"`
+}
+
+// BudgetReset asks a flush to reset a key's spend to 0 when its budget_reset_at has passed,
+// and to set the next reset Every later (on the database clock).
+type BudgetReset struct {
+	Token string
+	Every time.Duration
+}
+
+// KeySpend is a key's spend total as stored.
+type KeySpend struct {
+	Spend         float64
+	BudgetResetAt *time.Time
+}
+
+// FlushSpend writes a batch of spend logs and adds their spend to the per-key totals, in one
+// implicit transaction (one round trip): first every key in resets whose budget_reset_at has
+// passed is reset to 0 with its next reset set, then logs are inserted (a request id already
+// stored is skipped, so a retried flush counts nothing twice) and summed into key_spend; last
+// the totals of the keys in read are returned (spend 0 once budget_reset_at passed).
+// Errors: ErrUnavailable.
+func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []BudgetReset, read []string) (map[string]KeySpend, time.Time, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	b := &pgx.Batch{}
+	if len(resets) > 0 {
+		toks := make([]string, len(resets))
+		secs := make([]float64, len(resets))
+		for i, r := range resets {
+			toks[i], secs[i] = r.Token, r.Every.Seconds()
+		}
+		b.Queue(`INSERT INTO gateway.key_spend AS s (token, spend, budget_reset_at)
+			SELECT d.token, 0, clock_timestamp() + make_interval(secs => d.secs) FROM unnest($1::text[], $2::float8[]) AS d(token, secs)
+			ON CONFLICT (token) DO UPDATE SET spend = 0, budget_reset_at = EXCLUDED.budget_reset_at, updated_at = now()
+			WHERE s.budget_reset_at IS NULL OR s.budget_reset_at <= clock_timestamp()`, toks, secs)
+	}
+	if len(logs) > 0 {
+		n := len(logs)
+		ids, keys, types, models, mids, reps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		spend := make([]float64, n)
+		pt, ct, tt := make([]int64, n), make([]int64, n), make([]int64, n)
+		st, et := make([]time.Time, n), make([]time.Time, n)
+		for i, l := range logs {
+			ids[i], keys[i], types[i], models[i], mids[i], reps[i] = l.RequestID, l.APIKey, l.CallType, l.Model, l.ModelID, l.ReplicaID
+			spend[i], pt[i], ct[i], tt[i], st[i], et[i] = l.Spend, l.PromptTokens, l.CompletionTokens, l.TotalTokens, l.StartTime, l.EndTime
+		}
+		b.Queue(`WITH ins AS (
+			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
+				completion_tokens, total_tokens, start_time, end_time, replica_id)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::bigint[],
+				$8::bigint[], $9::bigint[], $10::timestamptz[], $11::timestamptz[], $12::text[])
+			ON CONFLICT (request_id) DO NOTHING
+			RETURNING api_key, spend)
+			INSERT INTO gateway.key_spend AS s (token, spend)
+			SELECT api_key, sum(spend) FROM ins GROUP BY api_key
+			ON CONFLICT (token) DO UPDATE SET spend = s.spend + EXCLUDED.spend, updated_at = now()`,
+			ids, keys, types, models, mids, spend, pt, ct, tt, st, et, reps)
+	}
+	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
+		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	for i := 0; i < b.Len()-1; i++ {
+		if _, err := br.Exec(); err != nil {
+			return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
+	}
+	defer rows.Close()
+	out := make(map[string]KeySpend, len(read))
+	var now time.Time
+	for rows.Next() {
+		var tok string
+		var ks KeySpend
+		if err := rows.Scan(&tok, &ks.Spend, &ks.BudgetResetAt, &now); err != nil {
+			return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
+		}
+		out[tok] = ks
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
+	}
+	return out, now, nil
+}
+
+// GetKeySpend reads the spend totals of tokens (spend 0 once budget_reset_at passed); a token
+// without a row is absent from the result. Errors: ErrUnavailable.
+func (s *Store) GetKeySpend(ctx context.Context, tokens []string) (map[string]KeySpend, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at
+		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("read key spend: %w", mapErr(err))
+	}
+	defer rows.Close()
+	out := map[string]KeySpend{}
+	for rows.Next() {
+		var tok string
+		var ks KeySpend
+		if err := rows.Scan(&tok, &ks.Spend, &ks.BudgetResetAt); err != nil {
+			return nil, fmt.Errorf("read key spend: %w", mapErr(err))
+		}
+		out[tok] = ks
+	}
+	return out, mapErr(rows.Err())
+}
+
+// SpendLogs reads spend logs, newest first, optionally of one key (token) and within
+// [start, end) (zero times: unbounded), at most limit rows. Errors: ErrUnavailable.
+func (s *Store) SpendLogs(ctx context.Context, token string, start, end time.Time, limit int) ([]SpendLog, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT request_id, api_key, call_type, model, model_id, spend, prompt_tokens, completion_tokens,
+			total_tokens, start_time, end_time, replica_id FROM gateway.spend_logs
+		WHERE ($1 = '' OR api_key = $1) AND ($2::timestamptz IS NULL OR start_time >= $2) AND ($3::timestamptz IS NULL OR start_time < $3)
+		ORDER BY start_time DESC, request_id LIMIT $4`, token, nullTime(start), nullTime(end), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
+	}
+	defer rows.Close()
+	out := []SpendLog{}
+	for rows.Next() {
+		var l SpendLog
+		if err := rows.Scan(&l.RequestID, &l.APIKey, &l.CallType, &l.Model, &l.ModelID, &l.Spend, &l.PromptTokens, &l.CompletionTokens,
+			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID); err != nil {
+			return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
+		}
+		out = append(out, l)
+	}
+	return out, mapErr(rows.Err())
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ListPage reads one page of rows of typ ordered by created_at (page from 1) and the total
+// row count. Errors: ErrUnavailable.
+func (s *Store) ListPage(ctx context.Context, typ ObjectType, page, size int) ([]Row, int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	ti, err := info(typ)
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+ti.Table).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list %ss: %w", typ, mapErr(err))
+	}
+	rows, err := s.pool.Query(ctx, fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t ORDER BY t.created_at, t.%s LIMIT $1 OFFSET $2",
+		ti.PK, ti.Table, ti.PK), size, (page-1)*size)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list %ss: %w", typ, mapErr(err))
+	}
+	out, err := scanRows(typ, rows)
+	return out, total, err
+}
+
+// SetBudgetReset sets a key's next budget reset to every from now on the database clock (every
+// 0: never), creating its spend row when absent. Errors: ErrUnavailable.
+func (t *TxStore) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
+	var at *time.Time
+	err := t.tx.QueryRow(ctx, `INSERT INTO gateway.key_spend AS s (token, budget_reset_at)
+		VALUES ($1, CASE WHEN $2::float8 > 0 THEN clock_timestamp() + make_interval(secs => $2::float8) END)
+		ON CONFLICT (token) DO UPDATE SET budget_reset_at = EXCLUDED.budget_reset_at, updated_at = now()
+		RETURNING s.budget_reset_at`, token, every.Seconds()).Scan(&at)
+	if err != nil {
+		return nil, fmt.Errorf("set budget reset: %w", mapErr(err))
+	}
+	return at, nil
+}
+
+// MoveKeySpend moves a key's spend row to a new token (key regeneration keeps the spend).
+// Errors: ErrUnavailable.
+func (t *TxStore) MoveKeySpend(ctx context.Context, from, to string) error {
+	_, err := t.tx.Exec(ctx, `UPDATE gateway.key_spend SET token = $2, updated_at = now() WHERE token = $1`, from, to)
+	return mapErr(err)
+}
