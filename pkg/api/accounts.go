@@ -512,7 +512,7 @@ func (s *Server) keysOf(ctx context.Context, column, id string) ([]map[string]an
 	}
 	out := make([]map[string]any, 0, len(rows))
 	for _, r := range rows {
-		m, err := keyResponse(r)
+		m, err := s.keyResponse(r, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -916,7 +916,7 @@ func (s *Server) userNew(c echo.Context) error {
 	}
 	if key != "" {
 		s.applyAccount(store.Key, []store.Row{keyRow}, nil)
-		k, err := keyResponse(keyRow)
+		k, err := s.keyResponse(keyRow, nil)
 		if err != nil {
 			return err
 		}
