@@ -609,6 +609,9 @@ func a2aError(err error, agent *a2a.Agent) error {
 			code = a2a.CodeUnauthorized
 		}
 		return &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
+	case errors.As(err, &ae) && (ae.Status == http.StatusTooManyRequests || ae.Type == "budget_exceeded" || ae.Status == http.StatusServiceUnavailable):
+		// the limits step refused the call: its message, and the status the LLM routes answer
+		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
 	}
 	return err
 }
