@@ -329,3 +329,38 @@ func TestVertexProvider(t *testing.T) {
 	require.Equal(t, 200, st)
 	require.NotContains(t, string(b), "PRIVATE KEY")
 }
+
+// Amazon Bedrock Converse and ConverseStream: the fake verifies each SigV4 signature by
+// signing the received request again with the AWS SDK signer and its own credentials; created
+// on A, used on B at once.
+func TestBedrockProvider(t *testing.T) {
+	t.Parallel()
+	creds := fakeupstream.Bedrock{Region: "eu-central-1", AccessKeyID: "AKIAFAKEGATEWAY01", SecretAccessKey: "fake/secret+key/abcdef0123456789", SessionToken: "fake-session-token-42"}
+	up := fakeupstream.StartBedrock(t, creds)
+	p := StartPair(t, GatewayOpts{})
+	params := map[string]any{"model": "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0", "api_base": up.URL,
+		"aws_region_name": creds.Region, "aws_access_key_id": creds.AccessKeyID, "aws_secret_access_key": creds.SecretAccessKey, "aws_session_token": creds.SessionToken}
+	createModel(t, p.A, "brock", params)
+	exerciseModel(t, p.B, "brock", fakeReply)
+	checkLengthStop(t, p.B, "brock")
+	req, ok := up.LastRequest("/model/anthropic.claude-3-5-haiku-20241022-v1:0/converse-stream")
+	require.True(t, ok, "%+v", up.Requests())
+	require.True(t, strings.HasPrefix(req.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIAFAKEGATEWAY01/"), req.Header.Get("Authorization"))
+	require.Equal(t, creds.SessionToken, req.Header.Get("X-Amz-Security-Token"))
+
+	// A wrong secret: the signature does not verify, and the secret is not in the answer.
+	params["aws_secret_access_key"] = "wrong/secret/key/0000000000"
+	params["max_retries"] = 0
+	createModel(t, p.A, "brock-bad", params)
+	st, b := p.B.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "brock-bad", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+	require.Equal(t, 403, st, "%s", b)
+	require.Contains(t, string(b), "The request signature we calculated does not match")
+	st, b = p.B.Do(t, "GET", "/model/info", nil)
+	require.Equal(t, 200, st)
+	require.NotContains(t, string(b), creds.SecretAccessKey)
+
+	// A model without a region is refused, the field named.
+	st, b = p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "brock-noregion", "litellm_params": map[string]any{"model": "bedrock/x", "api_base": up.URL}})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "aws_region_name")
+}

@@ -90,6 +90,7 @@ func init() {
 	providers["ollama_chat"] = providers["ollama"]
 	providers["gemini"] = providerSpec{wire: wireNative, apiBase: DefaultGeminiAPIBase, keyEnv: "GEMINI_API_KEY", baseEnv: "GEMINI_API_BASE", setup: setupGemini}
 	providers["vertex_ai"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupVertex}
+	providers["bedrock"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupBedrock}
 }
 
 // SupportedProviders lists the accepted litellm_params.model prefixes, sorted (openai and

@@ -30,6 +30,9 @@ func (c *Client) Probe(ctx context.Context, d *Deployment) error {
 	switch d.spec.wire {
 	case wireOpenAI:
 		url = d.APIBase + "/models"
+		if d.Provider == "azure" {
+			url = strings.TrimSuffix(d.APIBase, "/openai") + "/openai/models?api-version=" + d.APIVersion
+		}
 	case wireAnthropic:
 		base := strings.TrimSuffix(strings.TrimSuffix(d.APIBase, "/messages"), "/v1")
 		url = base + "/v1/models"
