@@ -9,6 +9,7 @@ import (
 
 	a2atypes "github.com/a2aproject/a2a-go/a2a"
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 )
 
 // Task retention defaults: tasks created by message/stream are kept in this process's memory
@@ -24,16 +25,19 @@ const (
 const artifactName = "response"
 
 // taskStore holds the tasks created by message/stream (A2A spec §6.1), bounded by count and
-// age. Tasks live in one process: with several replicas behind a load balancer, tasks/get and
-// tasks/cancel find a task only on the replica that streamed it.
+// age, in this process; with shared set (Handler.ShareTasks) it also stores them where every
+// replica finds them (shared.go).
 type taskStore struct {
-	max int
-	ttl time.Duration
-	now func() time.Time
+	max    int
+	ttl    time.Duration
+	now    func() time.Time
+	shared SharedTasks // nil: tasks live in this process only
+	log    zerolog.Logger
 
 	mu    sync.Mutex
 	byID  map[string]*taskEntry
-	order *list.List // of *taskEntry, oldest first
+	order *list.List            // of *taskEntry, oldest first
+	dirty map[string]*taskEntry // changed since last stored (shared only)
 }
 
 // taskEntry is one task. Fields after mu's comment are guarded by taskStore.mu.
@@ -61,6 +65,7 @@ func newTaskStore(max int, ttl time.Duration) *taskStore {
 		now:   time.Now,
 		byID:  make(map[string]*taskEntry),
 		order: list.New(),
+		dirty: make(map[string]*taskEntry),
 	}
 }
 
@@ -89,13 +94,15 @@ func (s *taskStore) create(agentID string, msg *a2atypes.Message, cancel context
 	e.history = []*a2atypes.Message{&stored}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e.elem = s.order.PushBack(e)
 	s.byID[e.id] = e
 	for s.order.Len() > 0 && (s.order.Len() > s.max || s.expired(s.order.Front().Value.(*taskEntry), now)) {
 		s.remove(s.order.Front().Value.(*taskEntry))
 	}
-	return e, e.snapshot(nil)
+	snap := e.snapshot(nil)
+	s.mu.Unlock()
+	s.save(e)
+	return e, snap
 }
 
 func (s *taskStore) expired(e *taskEntry, now time.Time) bool {
@@ -105,6 +112,7 @@ func (s *taskStore) expired(e *taskEntry, now time.Time) bool {
 func (s *taskStore) remove(e *taskEntry) {
 	s.order.Remove(e.elem)
 	delete(s.byID, e.id)
+	delete(s.dirty, e.id)
 }
 
 // lookup returns agentID's task id; a task of another agent is not found.
@@ -121,14 +129,19 @@ func (s *taskStore) lookup(agentID, id string) (*taskEntry, bool) {
 }
 
 // get returns a snapshot of agentID's task id with at most historyLength history messages.
+// A task not held here is read from the shared table (when shared).
 func (s *taskStore) get(agentID, id string, historyLength *int) (*a2atypes.Task, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, ok := s.lookup(agentID, id)
-	if !ok {
+	if ok {
+		defer s.mu.Unlock()
+		return e.snapshot(historyLength), true
+	}
+	s.mu.Unlock()
+	if s.shared == nil {
 		return nil, false
 	}
-	return e.snapshot(historyLength), true
+	return s.getShared(agentID, id, historyLength)
 }
 
 // setWorking moves a submitted task to "working"; it reports false when the task is already
@@ -141,6 +154,7 @@ func (s *taskStore) setWorking(e *taskEntry) (a2atypes.TaskStatus, bool) {
 	}
 	now := s.now()
 	e.status = a2atypes.TaskStatus{State: a2atypes.TaskStateWorking, Timestamp: &now}
+	s.markDirty(e)
 	return e.status, true
 }
 
@@ -154,6 +168,7 @@ func (s *taskStore) appendText(e *taskEntry, delta string) bool {
 	}
 	e.text.WriteString(delta)
 	e.chunks++
+	s.markDirty(e)
 	return true
 }
 
@@ -161,37 +176,53 @@ func (s *taskStore) appendText(e *taskEntry, delta string) bool {
 // the race), and returns the status in effect.
 func (s *taskStore) finish(e *taskEntry, state a2atypes.TaskState, msg *a2atypes.Message) a2atypes.TaskStatus {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !e.status.State.Terminal() {
 		now := s.now()
 		e.status = a2atypes.TaskStatus{State: state, Message: msg, Timestamp: &now}
 	}
-	return e.status
+	status := e.status
+	s.mu.Unlock()
+	s.save(e)
+	return status
 }
 
 // cancel implements tasks/cancel (A2A spec §7.4): a working or submitted task becomes
 // "canceled" and its stream is stopped; a task in a terminal state is not cancelable
 // (-32002, §8.2); an unknown one is -32001.
+// A task not held here is canceled in the shared table (when shared); the replica running it
+// stops its stream when it next polls (shared.go).
 func (s *taskStore) cancel(agentID, id string) (*a2atypes.Task, *Error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, ok := s.lookup(agentID, id)
 	if !ok {
+		s.mu.Unlock()
+		if s.shared != nil {
+			return s.cancelShared(agentID, id)
+		}
 		return nil, taskNotFound(id)
 	}
 	if e.status.State.Terminal() {
-		return nil, &Error{
-			Code:    CodeTaskNotCancelable,
-			Message: "Task cannot be canceled",
-			Data:    map[string]any{"taskId": id, "state": string(e.status.State)},
-		}
+		s.mu.Unlock()
+		return nil, notCancelable(id, string(e.status.State))
 	}
 	now := s.now()
 	e.status = a2atypes.TaskStatus{State: a2atypes.TaskStateCanceled, Timestamp: &now}
 	if e.cancel != nil {
 		e.cancel()
 	}
-	return e.snapshot(nil), nil
+	snap := e.snapshot(nil)
+	s.mu.Unlock()
+	s.save(e)
+	return snap, nil
+}
+
+// notCancelable is the A2A error for a task in a terminal state (-32002, §8.2).
+func notCancelable(id, state string) *Error {
+	return &Error{
+		Code:    CodeTaskNotCancelable,
+		Message: "Task cannot be canceled",
+		Data:    map[string]any{"taskId": id, "state": state},
+	}
 }
 
 func taskNotFound(id string) *Error {

@@ -221,6 +221,9 @@ func (s *Server) routes() {
 // Start serves on addr until ctx is done, then shuts down gracefully: stops accepting,
 // finishes in-flight requests (up to grace), returns.
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) error {
+	if s.Store != nil { // tasks/get and tasks/cancel on every replica
+		s.a2a.ShareTasks(ctx, sharedTasks{st: s.Store, replica: s.ReplicaID})
+	}
 	srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()

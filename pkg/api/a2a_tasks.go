@@ -1,0 +1,52 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"lockstep/pkg/a2a"
+	"lockstep/pkg/store"
+)
+
+// sharedTasks is a2a.SharedTasks over gateway.a2a_tasks (pkg/store).
+type sharedTasks struct {
+	st      *store.Store
+	replica string
+}
+
+var _ a2a.SharedTasks = sharedTasks{}
+
+func (t sharedTasks) SaveTask(ctx context.Context, x a2a.StoredTask) error {
+	return t.st.SaveTask(ctx, store.TaskRow{ID: x.ID, AgentID: x.AgentID, ReplicaID: t.replica, State: x.State, Task: x.Task})
+}
+
+func (t sharedTasks) LoadTask(ctx context.Context, id string) (a2a.StoredTask, bool, error) {
+	r, err := t.st.LoadTask(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return a2a.StoredTask{}, false, nil
+	}
+	if err != nil {
+		return a2a.StoredTask{}, false, err
+	}
+	return a2a.StoredTask{ID: r.ID, AgentID: r.AgentID, State: r.State, Task: r.Task}, true, nil
+}
+
+func (t sharedTasks) CancelTask(ctx context.Context, agentID, id string, status []byte) (a2a.StoredTask, bool, bool, error) {
+	r, canceled, err := t.st.CancelTask(ctx, agentID, id, status)
+	if errors.Is(err, store.ErrNotFound) {
+		return a2a.StoredTask{}, false, false, nil
+	}
+	if err != nil {
+		return a2a.StoredTask{}, false, false, err
+	}
+	return a2a.StoredTask{ID: r.ID, AgentID: r.AgentID, State: r.State, Task: r.Task}, true, canceled, nil
+}
+
+func (t sharedTasks) CancelRequested(ctx context.Context, ids []string) ([]string, error) {
+	return t.st.CancelRequested(ctx, ids)
+}
+
+func (t sharedTasks) PruneTasks(ctx context.Context) error {
+	_, err := t.st.PruneTasks(ctx, a2a.StoredTaskTTL, a2a.MaxStoredTasks)
+	return err
+}
