@@ -228,6 +228,8 @@ type Ticket struct {
 	l        *Limiter
 	lim      Limits
 	reserved int64 // tokens reserved at admission (tpm), settled by Done
+	// remaining requests and tokens at admission (see Status)
+	remRPM, remTPM int64
 }
 
 // Status is what the rate-limit response headers report.
@@ -250,13 +252,15 @@ func (l *Limiter) Admit(ctx context.Context, token string, lim Limits) (Ticket, 
 	ks := l.state(token)
 	t := Ticket{ks: ks, l: l, lim: lim}
 	if lim.HasRPM {
-		if err := l.takeWindow(ctx, ks, &ks.rpm, lim.RPM, 1, KindRequests); err != nil {
+		var err error
+		if t.remRPM, err = l.takeWindow(ctx, ks, &ks.rpm, lim.RPM, 1, KindRequests); err != nil {
 			return Ticket{}, l.count(err)
 		}
 	}
 	if lim.HasTPM {
 		t.reserved = ks.tpm.estimate(lim.TPM)
-		if err := l.takeWindow(ctx, ks, &ks.tpm, lim.TPM, t.reserved, KindTokens); err != nil {
+		var err error
+		if t.remTPM, err = l.takeWindow(ctx, ks, &ks.tpm, lim.TPM, t.reserved, KindTokens); err != nil {
 			if lim.HasRPM {
 				ks.rpm.giveBack(1)
 			}
@@ -313,7 +317,8 @@ func (t Ticket) Done(tokens int64) {
 // Status reports the key's limits and an estimate of what remains in the current window
 // cluster-wide (the limit minus what every replica leased, plus what this replica holds).
 func (t Ticket) Status() Status {
-	return t.l.Status(t.ks.token, t.lim)
+	return Status{LimitRequests: orNone(t.lim.RPM, t.lim.HasRPM), RemainingRequests: t.remRPM,
+		LimitTokens: orNone(t.lim.TPM, t.lim.HasTPM), RemainingTokens: t.remTPM}
 }
 
 // Status is Ticket.Status for a key by token (also for a refused request).
@@ -398,7 +403,8 @@ func (w *window) giveBack(n int64) {
 
 // takeWindow admits one request against a window by taking units from this replica's lease:
 // one request (rpm), or the tokens a call is estimated to use (tpm; settled after the call).
-func (l *Limiter) takeWindow(ctx context.Context, ks *keyState, w *window, limit, units int64, kind string) error {
+// It returns what remains in the window cluster-wide as this replica sees it (see Status).
+func (l *Limiter) takeWindow(ctx context.Context, ks *keyState, w *window, limit, units int64, kind string) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		now := l.clock()
 		w.mu.Lock()
@@ -410,13 +416,14 @@ func (l *Limiter) takeWindow(ctx context.Context, ks *keyState, w *window, limit
 				w.inflight = make(chan struct{})
 				go l.leaseWindow(ks, w, limit, w.inflight)
 			}
+			rem := max(0, limit-w.used+max(w.have, 0))
 			w.mu.Unlock()
-			return nil
+			return rem, nil
 		}
 		if w.leased && w.exhaust && w.have < units {
 			end := w.end
 			w.mu.Unlock()
-			return &LimitError{Kind: kind, Limit: limit, ResetAt: end, RetryAfter: end.Sub(now)}
+			return 0, &LimitError{Kind: kind, Limit: limit, ResetAt: end, RetryAfter: end.Sub(now)}
 		}
 		ch := w.inflight
 		if ch == nil {
@@ -426,7 +433,7 @@ func (l *Limiter) takeWindow(ctx context.Context, ks *keyState, w *window, limit
 				if err == nil {
 					err = errors.New("no lease granted")
 				}
-				return &UnavailableError{Kind: kind, Err: err}
+				return 0, &UnavailableError{Kind: kind, Err: err}
 			}
 			ch = make(chan struct{})
 			w.inflight = ch
@@ -436,14 +443,14 @@ func (l *Limiter) takeWindow(ctx context.Context, ks *keyState, w *window, limit
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		w.mu.Lock()
 		failed := w.lastErr != nil && !w.leased
 		err := w.lastErr
 		w.mu.Unlock()
 		if failed {
-			return &UnavailableError{Kind: kind, Err: err}
+			return 0, &UnavailableError{Kind: kind, Err: err}
 		}
 	}
 }
