@@ -2,6 +2,7 @@ package itest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"lockstep/itest/fakeupstream"
 	"lockstep/itest/pgtest"
+	"lockstep/pkg/pgcluster"
 )
 
 // Key governance (issue 9): limits and budgets hold across three replica processes sharing one
@@ -415,4 +417,50 @@ func TestGovKilledReplicaLeasesExpire(t *testing.T) {
 		return st == 200
 	})
 	t.Logf("limit recovered %v after the kill (slot TTL 2 s)", time.Since(killed))
+}
+
+// With Postgres down, a key without limits is served as before; a limited key uses what its
+// replica already leased, then is refused with 503 naming the cause (fail closed).
+func TestGovDatabaseDownFailsClosedForLimitedKeysOnly(t *testing.T) {
+	t.Parallel()
+	c, err := pgcluster.Start()
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+	db, err := c.CreateDB(context.Background(), "govdown")
+	require.NoError(t, err)
+	a := StartGateway(t, db, "a", GatewayOpts{Env: []string{"GATEWAY_LIMIT_WINDOW=1h"}})
+	govMockModel(t, a, "gov-down", nil)
+	limited, _ := govKey(t, a, map[string]any{"rpm_limit": 160}) // leases of up to 10
+	free, _ := govKey(t, a, map[string]any{})
+	st, _, body := govDo(t, a, limited, "gov-down", "hi")
+	require.Equal(t, 200, st, "%s", body)
+
+	require.NoError(t, c.Restart(func() {
+		Eventually(t, "A notices the outage", func() bool { return a.SyncLag(t)["state"] == "reconnecting" })
+		served := 0
+		var last []byte
+		for range 40 {
+			st, _, body := govDo(t, a, limited, "gov-down", "hi")
+			if st == 200 {
+				served++
+				continue
+			}
+			require.Equal(t, 503, st, "%s", body)
+			last = body
+			break
+		}
+		require.NotNil(t, last, "a limited key must be refused once its lease is used up")
+		require.LessOrEqual(t, served, 11, "served beyond what the replica held")
+		typ, msg := agOpenAIError(t, last)
+		require.Equal(t, "service_unavailable", typ)
+		require.Contains(t, msg, "database unavailable: the requests limit of this key is held in Postgres, which is unreachable")
+		for range 20 {
+			st, _, body := govDo(t, a, free, "gov-down", "hi")
+			require.Equal(t, 200, st, "a key without limits is unaffected: %s", body)
+		}
+	}))
+	Eventually(t, "the limited key is served again", func() bool {
+		st, _, _ := govDo(t, a, limited, "gov-down", "hi")
+		return st == 200
+	})
 }
