@@ -489,17 +489,19 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 }
 
 func (s *Server) lookupKey(ctx context.Context, token string) (*keys.Key, error) {
-	invalid := authErr(http.StatusUnauthorized, "Authentication Error, Invalid proxy server token passed. Received API key does not exist or was deleted.")
+	invalid := func() error {
+		return authErr(http.StatusUnauthorized, "Authentication Error, Invalid proxy server token passed. Received API key does not exist or was deleted.")
+	}
 	if s.Keys == nil {
-		return nil, invalid
+		return nil, invalid()
 	}
 	e, ok := s.Keys.Load().ByID(token)
 	if !ok {
 		if s.Keys.Resolve(ctx, token) != nil {
-			return nil, invalid
+			return nil, invalid()
 		}
 		if e, ok = s.Keys.Load().ByID(token); !ok {
-			return nil, invalid
+			return nil, invalid()
 		}
 	}
 	if why := e.Value.Usable(time.Now()); why != "" {

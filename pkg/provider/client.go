@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,7 @@ var errTruncated = errors.New("upstream stream ended before completion")
 // Client calls upstreams. It is safe for concurrent use; share one per process.
 type Client struct {
 	hc *http.Client
+	t  *http.Transport // hc's transport, called directly on the hot path (see roundTrip)
 }
 
 // NewClient returns a client with a pooled transport (keep-alives, 256 idle connections per
@@ -108,7 +110,35 @@ func NewClient() *Client {
 	t.MaxIdleConnsPerHost = 256
 	t.IdleConnTimeout = 90 * time.Second
 	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	return &Client{hc: &http.Client{Transport: t}}
+	return &Client{hc: &http.Client{Transport: t}, t: t}
+}
+
+// roundTrip sends an upstream request. http.Client.Do costs, per call, a copy of the
+// headers (kept for redirects), the redirect loop and its bookkeeping; an upstream LLM API
+// answers its POSTs without redirects, so the pooled transport is called directly and the
+// client is only used where it does more: an api_base with user:password (the client sends
+// them as basic auth) and a redirect answer (the client follows it as it always did, the
+// body re-sent from body). Transport errors are wrapped as the client wraps them
+// (*url.Error: Post "<url, password masked>": <cause>), so messages do not change.
+func (c *Client) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
+	if req.URL.User != nil {
+		return c.hc.Do(req)
+	}
+	resp, err := c.t.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if resp.Header.Get("Location") == "" {
+			return resp, nil // as http.Client: no Location, the 3xx is the answer
+		}
+		resp.Body.Close()
+		again := req.Clone(req.Context())
+		again.Body = io.NopCloser(bytes.NewReader(body))
+		return c.hc.Do(again)
+	}
+	return resp, nil
 }
 
 // CloseIdleConnections closes idle upstream connections (on shutdown).
@@ -238,7 +268,7 @@ func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool
 			return nil, err
 		}
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.roundTrip(req, body)
 	if err != nil {
 		return nil, err
 	}

@@ -222,8 +222,11 @@ func (d *Deployment) redactBytes(b []byte) []byte {
 // sk-..."), and those texts reach any caller of the model. Other errors are returned as is
 // (the provider returns only *UpstreamError or the caller's context error).
 func (d *Deployment) redactErr(err error) error {
+	if err == nil || len(d.secrets) == 0 {
+		return err // before ue exists: its address escapes, so declaring it allocates
+	}
 	var ue *UpstreamError
-	if err == nil || len(d.secrets) == 0 || !errors.As(err, &ue) {
+	if !errors.As(err, &ue) {
 		return err
 	}
 	msg, body := d.Redact(ue.Message), d.redactBytes(ue.Body)
