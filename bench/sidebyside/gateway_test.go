@@ -175,22 +175,39 @@ func (g *gateway) setup(up *upstreamProcess) error {
 	return nil
 }
 
-// mallocs reads go_memstats_mallocs_total (cumulative heap allocations of the process) from
-// /metrics.
-func (g *gateway) mallocs() (float64, error) {
+// counters reads, from /metrics, go_memstats_mallocs_total (cumulative heap allocations of
+// the process) and process_cpu_seconds_total (user + system CPU time).
+func (g *gateway) counters() (mallocs, cpu float64, err error) {
 	resp, err := http.Get(g.URL + "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	found := 0
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+			mallocs, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			found++
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total "); ok {
+			cpu, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			found++
+		}
+		if err != nil {
+			return 0, 0, err
 		}
 	}
-	return 0, fmt.Errorf("/metrics has no go_memstats_mallocs_total")
+	if found != 2 {
+		return 0, 0, fmt.Errorf("/metrics lacks go_memstats_mallocs_total or process_cpu_seconds_total")
+	}
+	return mallocs, cpu, nil
+}
+
+func (g *gateway) mallocs() (float64, error) {
+	m, _, err := g.counters()
+	return m, err
 }
 
 // scrapeCost is how many allocations one /metrics scrape itself adds to the mallocs figure

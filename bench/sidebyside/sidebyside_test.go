@@ -136,7 +136,8 @@ type sample struct {
 	errs      int
 	firstErr  string
 	mallocs   float64 // gateway process allocations during the cell (scrapes subtracted)
-	calls     int     // calls the mallocs figure covers
+	cpu       float64 // gateway process CPU seconds during the cell
+	calls     int     // calls the mallocs and cpu figures cover
 }
 
 // drive runs clients closed-loop workers (each sends its next call when the previous answer
@@ -234,8 +235,9 @@ func envInt(name string, def int) int {
 // same closed-loop HTTP client, alternating between the paths round by round, at 1 and 32
 // clients, for chat, streamed chat (time to first byte), Anthropic messages translated to an
 // OpenAI chat upstream, and embeddings. It prints p50/p99/rps for each path, the p50 the
-// gateway adds, its rps as a share of direct, and the gateway process's heap allocations per
-// proxied call (go_memstats_mallocs_total delta over the calls), against the targets of
+// gateway adds, its rps as a share of direct, and the gateway process's heap allocations and
+// CPU time per proxied call (go_memstats_mallocs_total and process_cpu_seconds_total deltas
+// over the calls; the CPU figure is the one least disturbed by a loaded machine), against the targets of
 // issue 11 (1 client: +60 µs p50; 32 clients: 45 % of direct rps; 60 allocations per call;
 // streamed: +100 µs to first byte). Figures are printed, never asserted.
 //
@@ -381,15 +383,16 @@ func sideBySide(b *testing.B) {
 						results[k] = &sample{}
 					}
 					s := results[k]
-					var m0 float64
+					var m0, c0 float64
 					if t.gw != nil {
-						m0, _ = t.gw.mallocs()
+						m0, c0, _ = t.gw.counters()
 					}
 					n0 := len(s.lat) + s.errs
 					drive(t, t.spec(w), c, dur/time.Duration(rounds), s)
 					if t.gw != nil {
-						if m1, err := t.gw.mallocs(); err == nil && m0 > 0 {
+						if m1, c1, err := t.gw.counters(); err == nil && m0 > 0 {
 							s.mallocs += m1 - m0 - scrape[t]
+							s.cpu += c1 - c0
 							s.calls += len(s.lat) + s.errs - n0
 						}
 					}
@@ -401,7 +404,7 @@ func sideBySide(b *testing.B) {
 	fmt.Printf("\nside by side: zero-latency fake OpenAI upstream on loopback; %d gateway replica(s) as processes on Postgres, called with a virtual key, log level %s; closed-loop clients; %d rounds, %v per cell and path; %d CPUs; %s\n",
 		len(bins), logLevel, rounds, dur, numCPU(), time.Since(began).Round(time.Second))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tpath\tp50 µs\tp99 µs\trps\tadded p50 µs\trps vs direct\tallocs/call\terrors\t")
+	fmt.Fprintln(tw, "workload\tclients\tpath\tp50 µs\tp99 µs\trps\tadded p50 µs\trps vs direct\tallocs/call\tcpu µs/call\terrors\t")
 	for _, w := range wls {
 		for _, c := range clientCounts {
 			d := results[key{w.name, c, targets[0]}]
@@ -409,19 +412,20 @@ func sideBySide(b *testing.B) {
 			for _, t := range targets {
 				s := results[key{w.name, c, t}]
 				p50, p99 := s.figures(w.stream)
-				added, ratio, allocs := "", "", ""
+				added, ratio, allocs, cpu := "", "", "", ""
 				if t.gw != nil {
 					added = fmt.Sprintf("%+.0f", us(p50)-us(dp50))
 					ratio = fmt.Sprintf("%.1f %%", 100*s.rps()/d.rps())
 					if s.calls > 0 {
 						allocs = fmt.Sprintf("%.0f", s.mallocs/float64(s.calls))
+						cpu = fmt.Sprintf("%.0f", 1e6*s.cpu/float64(s.calls))
 					}
 				}
 				label := w.name
 				if w.stream {
 					label += " (ttfb)"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%d\t\n", label, c, t.name, us(p50), us(p99), s.rps(), added, ratio, allocs, s.errs)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%d\t\n", label, c, t.name, us(p50), us(p99), s.rps(), added, ratio, allocs, cpu, s.errs)
 				if s.firstErr != "" {
 					defer fmt.Printf("  %s %s %d clients: first error: %.300s\n", t.name, w.name, c, s.firstErr)
 				}
