@@ -2,8 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -84,10 +82,9 @@ func (s *Server) lagReport() LagReport {
 func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.lagReport()) }
 
 type metrics struct {
-	// counters caches resolved series so the request path does a lock-free sync.Map read
-	// instead of the vector's locked label lookup.
-	counters sync.Map // route|method|status → prometheus.Counter
-	hists    sync.Map // route → prometheus.Observer
+	// series caches the resolved series: the request path does a lock-free map read
+	// instead of the vectors' locked label lookups.
+	series seriesCache
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -115,17 +112,8 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	key := route + "|" + method + "|" + strconv.Itoa(status)
-	c, ok := m.counters.Load(key)
-	if !ok {
-		c, _ = m.counters.LoadOrStore(key, m.requests.WithLabelValues(route, method, strconv.Itoa(status)))
-	}
-	c.(prometheus.Counter).Inc()
-	h, ok := m.hists.Load(route)
-	if !ok {
-		h, _ = m.hists.LoadOrStore(route, m.latency.WithLabelValues(route))
-	}
-	h.(prometheus.Observer).Observe(d.Seconds())
+	m.series.counter(m.requests, seriesKey{route, method, status}).Inc()
+	m.series.hist(m.latency, route).Observe(d.Seconds())
 }
 
 func (s *Server) serveMetrics(c echo.Context) error {
