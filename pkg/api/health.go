@@ -84,7 +84,7 @@ func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.
 type metrics struct {
 	// series caches the resolved series: the request path does a lock-free map read
 	// instead of the vectors' locked label lookups.
-	series seriesCache
+	series   seriesCache
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
