@@ -65,6 +65,7 @@ func main() {
 	default:
 		err = fmt.Errorf("unknown command %q (want serve, migrate or dev)", os.Args[1])
 	}
+	logOut.Flush()
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
@@ -149,13 +150,16 @@ func firstNonEmpty(v ...string) string {
 	return ""
 }
 
+// logOut buffers the log (see bufferedLog); main flushes it before exiting.
+var logOut = newBufferedLog(os.Stderr)
+
 func newLogger(format string) zerolog.Logger {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
-	var w io.Writer = os.Stderr
+	var w io.Writer = logOut
 	if format == "console" {
 		fi, err := os.Stderr.Stat()
 		tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
-		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !tty}
+		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !tty} // for people: unbuffered
 	}
 	lvl := zerolog.InfoLevel
 	if l, err := zerolog.ParseLevel(os.Getenv("GATEWAY_LOG_LEVEL")); err == nil && os.Getenv("GATEWAY_LOG_LEVEL") != "" {
