@@ -328,7 +328,7 @@ func groupNotFound(group string) *Error {
 	return detailErr(http.StatusNotFound, "Access group '%s' not found", group)
 }
 
-// groupParam is the {group} path segment, percent-decoded (unescapePathParams).
+// groupParam is the {group} path segment, percent-decoded (unescapeParams).
 func groupParam(c echo.Context) (string, error) {
 	g := c.Param("group")
 	if strings.TrimSpace(g) == "" {

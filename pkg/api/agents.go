@@ -41,7 +41,7 @@ func (s *Server) agentRoutes() {
 	for _, card := range []string{"agent-card.json", "agent.json"} {
 		e.GET("/a2a/:agent/.well-known/"+card, s.agentCard, s.auth(anyKey))
 	}
-	e.POST("/a2a/:agent", s.agentRPC, s.auth(anyKey))
+	e.POST("/a2a/:agent", s.auth(anyKey)(s.agentRPC)) // auth applied once (see routes)
 }
 
 // BuildAgentRow builds an agent from a gateway.agents row.
@@ -439,7 +439,7 @@ func (s *Server) agentRPC(c echo.Context) error {
 	return nil
 }
 
-// agentParam is the {id_or_name} path segment, percent-decoded (unescapePathParams).
+// agentParam is the {id_or_name} path segment, percent-decoded (unescapeParams).
 func agentParam(c echo.Context) string { return c.Param("agent") }
 
 // requestBaseURL is the base URL the caller reached this gateway at, "scheme://host", for the

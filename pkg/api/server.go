@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/rs/zerolog"
 
 	"lockstep/pkg/a2a"
@@ -117,15 +116,7 @@ func New(d Deps) *Server {
 	s.metrics = newMetrics(s)
 	s.a2a = a2a.NewHandler(agentResolver{s}, agentCompleter{s}, d.Log)
 
-	s.e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{TargetHeader: "x-request-id"}))
-	s.e.Use(s.accessLog)
-	s.e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-		zerolog.Ctx(c.Request().Context()).Error().Err(err).Bytes("stack", stack).Msg("panic")
-		return err
-	}}))
-	s.e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", d.MaxBodyBytes)))
-	s.e.Use(unescapePathParams)
-	s.e.Use(s.honourSyncToken)
+	s.e.Use(s.front) // request id, access log, metrics, recovery, body limit, path parameters, sync token
 	s.routes()
 	return s
 }
@@ -139,29 +130,26 @@ func isNil(r registry.Info) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// unescapePathParams percent-decodes the path parameters (":id", ":agent", ":g", ...). echo
+// unescapeParams percent-decodes the path parameters (":id", ":agent", ":g", ...). echo
 // matches on the raw path when the request has one (an escaped "/" as in "a%2Fb" makes
 // URL.RawPath non-empty) and then leaves the parameters escaped; without a RawPath they are
 // already decoded. A parameter that is not valid percent-encoding is kept as sent.
-func unescapePathParams(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Request().URL.RawPath == "" {
-			return next(c)
-		}
-		vals := c.ParamValues()
-		if len(vals) == 0 {
-			return next(c)
-		}
-		out := make([]string, len(vals))
-		for i, v := range vals {
-			out[i] = v
-			if u, err := url.PathUnescape(v); err == nil {
-				out[i] = u
-			}
-		}
-		c.SetParamValues(out...)
-		return next(c)
+func unescapeParams(c echo.Context) {
+	if c.Request().URL.RawPath == "" {
+		return
 	}
+	vals := c.ParamValues()
+	if len(vals) == 0 {
+		return
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = v
+		if u, err := url.PathUnescape(v); err == nil {
+			out[i] = u
+		}
+	}
+	c.SetParamValues(out...)
 }
 
 // Handler returns the HTTP handler.
@@ -204,9 +192,11 @@ func (s *Server) routes() {
 
 	// LLM routes
 	for _, f := range provider.Formats {
-		h := s.llm(f)
-		e.POST(f.Path(), h, s.auth(anyKey))
-		e.POST("/v1"+f.Path(), h, s.auth(anyKey))
+		// auth applied here, once, not as route middleware: echo applies route middleware
+		// anew for every request (a closure each time)
+		h := s.auth(anyKey)(s.llm(f))
+		e.POST(f.Path(), h)
+		e.POST("/v1"+f.Path(), h)
 	}
 	s.azureRoutes()
 
@@ -237,29 +227,6 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 	err := srv.Shutdown(sctx)
 	s.Client.CloseIdleConnections()
 	return err
-}
-
-func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		req := c.Request()
-		rid := c.Response().Header().Get(echo.HeaderXRequestID)
-		l := s.Log.With().Str("request_id", rid).Logger()
-		c.SetRequest(req.WithContext(l.WithContext(req.Context())))
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
-		status := c.Response().Status
-		s.metrics.observe(c.Path(), req.Method, status, time.Since(start))
-		ev := l.Info()
-		if status >= 500 {
-			ev = l.Warn()
-		}
-		ev.Str("method", req.Method).Str("path", req.URL.Path).Int("status", status).
-			Dur("duration", time.Since(start)).Int64("bytes_out", c.Response().Size).Msg("request")
-		return nil
-	}
 }
 
 // --- errors ----------------------------------------------------------------------------------

@@ -47,28 +47,26 @@ func (s *Server) issuesSyncToken(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// honourSyncToken holds a request carrying a sync token until this replica has applied every
+// awaitSyncToken holds a request carrying a sync token until this replica has applied every
 // change committed before the request arrived (a notification barrier), for at most 2 s; then
 // 503 "replica <id> has not applied the requested write yet" in the route's envelope. While
 // the change feed is reconnecting the barrier fails at once; it is retried until the bound.
 // Runs before auth, so a key written on another replica is usable with its token.
-func (s *Server) honourSyncToken(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s.Syncer == nil || c.Request().Header.Get(SyncTokenHeader) == "" {
-			return next(c)
+func (s *Server) awaitSyncToken(c echo.Context) error {
+	if s.Syncer == nil || c.Request().Header.Get(SyncTokenHeader) == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), syncTokenWait)
+	defer cancel()
+	for {
+		if s.Syncer.Barrier(ctx) == nil {
+			return nil
 		}
-		ctx, cancel := context.WithTimeout(c.Request().Context(), syncTokenWait)
-		defer cancel()
-		for {
-			if s.Syncer.Barrier(ctx) == nil {
-				return next(c)
-			}
-			select {
-			case <-ctx.Done():
-				s.metrics.syncTokenTimeouts.Inc()
-				return errf(http.StatusServiceUnavailable, "service_unavailable", "replica %s has not applied the requested write yet", s.ReplicaID)
-			case <-time.After(25 * time.Millisecond):
-			}
+		select {
+		case <-ctx.Done():
+			s.metrics.syncTokenTimeouts.Inc()
+			return errf(http.StatusServiceUnavailable, "service_unavailable", "replica %s has not applied the requested write yet", s.ReplicaID)
+		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }

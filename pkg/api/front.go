@@ -1,0 +1,165 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+)
+
+// front is the one middleware every request passes (registered first with e.Use). It does,
+// in this order, what five middlewares did: the request id (x-request-id: the client's, else
+// a new one, echoed in the answer), the access log and request metrics, panic recovery, the
+// body limit and path parameter unescaping. One middleware instead of a chain because echo
+// builds the chain anew for each request (a closure per middleware per request).
+func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		rid := req.Header.Get(echo.HeaderXRequestID)
+		if rid == "" {
+			rid = newRequestID()
+		}
+		rc := &requestContext{Context: req.Context(), base: &s.Log}
+		rc.rid[0] = rid
+		c.Response().Header()[echo.HeaderXRequestID] = rc.rid[:]
+		c.SetRequest(req.WithContext(rc))
+		if err := s.serveRecovering(c, next); err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		s.metrics.observe(c.Path(), req.Method, status, time.Since(start))
+		ev := s.Log.Info()
+		if status >= 500 {
+			ev = s.Log.Warn()
+		}
+		ev.Str("request_id", rid).Str("method", req.Method).Str("path", req.URL.Path).Int("status", status).
+			Dur("duration", time.Since(start)).Int64("bytes_out", c.Response().Size).Msg("request")
+		return nil
+	}
+}
+
+// serveRecovering runs the rest of the request (body limit, path parameters, sync token,
+// next); a panic is logged with its stack and returned as the error (a 500 naming the request
+// id), except http.ErrAbortHandler, which net/http uses to abort a response on purpose.
+func (s *Server) serveRecovering(c echo.Context, next echo.HandlerFunc) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			e, ok := r.(error)
+			if !ok {
+				e = fmt.Errorf("%v", r)
+			}
+			stack := make([]byte, 4<<10)
+			stack = stack[:runtime.Stack(stack, false)]
+			zerolog.Ctx(c.Request().Context()).Error().Err(e).Bytes("stack", stack).Msg("panic")
+			err = e
+		}
+	}()
+	req := c.Request()
+	if req.ContentLength > s.MaxBodyBytes {
+		return echo.ErrStatusRequestEntityTooLarge
+	}
+	lr := limitedReaders.Get().(*limitedReader)
+	lr.reset(req.Body, s.MaxBodyBytes)
+	defer limitedReaders.Put(lr)
+	req.Body = lr
+	unescapeParams(c)
+	if err := s.awaitSyncToken(c); err != nil {
+		return err
+	}
+	return next(c)
+}
+
+// limitedReader fails a body read past the limit with 413 (echo.ErrStatusRequestEntityTooLarge),
+// for bodies without a Content-Length or with a wrong one. Pooled: one per request in flight.
+type limitedReader struct {
+	io.ReadCloser
+	limit, read int64
+}
+
+var limitedReaders = sync.Pool{New: func() any { return &limitedReader{} }}
+
+func (r *limitedReader) reset(body io.ReadCloser, limit int64) {
+	r.ReadCloser, r.limit, r.read = body, limit, 0
+}
+
+func (r *limitedReader) Read(b []byte) (int, error) {
+	n, err := r.ReadCloser.Read(b)
+	r.read += int64(n)
+	if r.read > r.limit {
+		return n, echo.ErrStatusRequestEntityTooLarge
+	}
+	return n, err
+}
+
+// newRequestID returns 32 random characters [0-9A-Za-z], the shape of echo's request ids,
+// from the runtime's ChaCha8 generator (lock-free; request ids name requests, they are not
+// secrets).
+func newRequestID() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	var b [32]byte
+	for i := 0; i < len(b); {
+		r := rand.Uint64()
+		for j := 0; j < 10 && i < len(b); j++ { // 10 × 6 bits of each 64
+			b[i] = alphabet[int(r&63)%len(alphabet)]
+			r >>= 6
+			i++
+		}
+	}
+	return string(b[:])
+}
+
+// requestContext is the request's context: its parent plus the request id. Code that logs
+// with zerolog.Ctx(ctx) gets a logger carrying "request_id", built on first use: most
+// requests log nothing but their access line, which front writes itself.
+type requestContext struct {
+	context.Context
+	base *zerolog.Logger
+	rid  [1]string // the id; also the x-request-id header value (a slice of it, no copy)
+	log  atomic.Pointer[zerolog.Logger]
+}
+
+// zerologKey is the key zerolog.Ctx looks its logger up under (zerolog's unexported
+// ctxKey{}), learned once by asking zerolog.Ctx on a context that records the key.
+var zerologKey = func() any {
+	p := &keyProbe{Context: context.Background()}
+	zerolog.Ctx(p)
+	return p.key
+}()
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(k any) any { p.key = k; return nil }
+
+// Value answers zerolog's key with the request's logger, anything else from the parent.
+func (rc *requestContext) Value(k any) any {
+	if k == zerologKey && zerologKey != nil {
+		return rc.logger()
+	}
+	return rc.Context.Value(k)
+}
+
+func (rc *requestContext) logger() *zerolog.Logger {
+	if l := rc.log.Load(); l != nil {
+		return l
+	}
+	l := rc.base.With().Str("request_id", rc.rid[0]).Logger()
+	if rc.log.CompareAndSwap(nil, &l) {
+		return &l
+	}
+	return rc.log.Load()
+}
