@@ -190,6 +190,22 @@ func TestAccountRoutes(t *testing.T) {
 	st, body = p.B.Do(t, "GET", "/customer/info?end_user_id=customer-1", nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.EqualValues(t, 10, JSON(t, body)["litellm_budget_table"].(map[string]any)["rpm_limit"])
+	// a blocked end user (the body's "user") is refused on every replica
+	chatAs := func(g *Gateway, user string) int {
+		st, _ := g.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "acc-m", "user": user,
+			"messages": []map[string]any{{"role": "user", "content": "hi"}}})
+		return st
+	}
+	require.Equal(t, 200, chatAs(p.A, "customer-1"))
+	st, body = p.A.Do(t, "POST", "/customer/block", map[string]any{"user_ids": []string{"customer-1"}})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, 403, chatAs(p.A, "customer-1"))
+	Eventually(t, "B refuses the blocked end user", func() bool { return chatAs(p.B, "customer-1") == 403 })
+	require.Equal(t, 200, chatAs(p.B, "customer-2"), "an unknown end user is served")
+	st, body = p.B.Do(t, "POST", "/end_user/unblock", map[string]any{"user_ids": []string{"customer-1"}})
+	require.Equal(t, 200, st, "%s", body)
+	Eventually(t, "A serves the unblocked end user", func() bool { return chatAs(p.A, "customer-1") == 200 })
+
 	st, body = p.A.Do(t, "POST", "/customer/new", map[string]any{"alias": "no id"})
 	require.Equal(t, 400, st, "%s", body)
 	require.Equal(t, "user_id is required", agDetail(t, body))

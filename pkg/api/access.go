@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 )
@@ -142,4 +145,28 @@ func lookupAccount[T any](ctx context.Context, reg *registry.Registry[T], id str
 		return e.Value, true
 	}
 	return zero, false
+}
+
+// endUser reads the end user a call is made for: the request body's "user" field (LiteLLM's
+// customer id, the OpenAI "user" parameter), looked up in the end users registry as this
+// replica holds it. It never reads Postgres on the request path: clients send arbitrary "user"
+// values (the OpenAI SDKs pass them through), and most name no end user, so a read-through or
+// barrier per call would tax every such request; an end user written anywhere is applied here
+// by the change feed within milliseconds. An end user that does not exist is not an error
+// (LiteLLM tracks its spend all the same); a blocked one is refused: 403
+// `End user <id> is blocked.`.
+func (s *Server) endUser(_ context.Context, body []byte) (string, *accounts.EndUser, error) {
+	u := gjson.GetBytes(body, "user")
+	if u.Type != gjson.String || u.Str == "" || s.EndUsers == nil {
+		return "", nil, nil
+	}
+	e, ok := s.EndUsers.Load().ByID(u.Str)
+	if !ok {
+		return u.Str, nil, nil
+	}
+	eu := e.Value
+	if eu.Blocked {
+		return "", nil, errf(http.StatusForbidden, "permission_error", "End user %s is blocked.", u.Str)
+	}
+	return u.Str, eu, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
@@ -72,6 +73,15 @@ type CallInfo struct {
 	// Header is the response header (nil when the route cannot send headers, e.g. an A2A
 	// stream already started): the step may set x-ratelimit-* here.
 	Header http.Header
+	// Team, User and Organization are the key's team, internal user and organization (the
+	// team's, else the user's); nil when it has none. Their budgets and limits apply too.
+	Team         *accounts.Team
+	User         *accounts.User
+	Organization *accounts.Organization
+	// EndUserID is the request body's "user" (LiteLLM's customer id; "" when absent), EndUser
+	// its gateway.end_users row (nil when none exists: its spend is still tracked).
+	EndUserID string
+	EndUser   *accounts.EndUser
 }
 
 // Outcome is how an admitted call ended.
@@ -141,9 +151,14 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 	if t, err = s.checkAccess(ctx, sp.who, sp.model, t); err != nil {
 		return ctx, nil, err
 	}
+	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
+		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
+	if ci.EndUserID, ci.EndUser, err = s.endUser(ctx, sp.body); err != nil {
+		return ctx, nil, err
+	}
 	c := &call{s: s, f: sp.format, target: t, body: sp.body}
 	if s.Limits != nil {
-		tk, err := s.Limits.Admit(ctx, CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header})
+		tk, err := s.Limits.Admit(ctx, ci)
 		if err != nil {
 			return ctx, nil, err
 		}
