@@ -88,6 +88,15 @@ ALTER TABLE gateway.api_keys ADD COLUMN IF NOT EXISTS user_id text;
 CREATE INDEX IF NOT EXISTS api_keys_team_id_idx ON gateway.api_keys (team_id);
 CREATE INDEX IF NOT EXISTS api_keys_user_id_idx ON gateway.api_keys (user_id);
 
+-- Spend logs name the key's user, team and organization and the request's end user (LiteLLM
+-- SpendLogs user, team_id, organization_id, end_user); their spend totals live in
+-- gateway.key_spend (003) under the tokens "user:<id>", "team:<id>", "organization:<id>" and
+-- "end_user:<id>", and their rate limits in gateway.rate_windows / slot_leases likewise.
+ALTER TABLE gateway.spend_logs ADD COLUMN IF NOT EXISTS user_id text NOT NULL DEFAULT '';
+ALTER TABLE gateway.spend_logs ADD COLUMN IF NOT EXISTS team_id text NOT NULL DEFAULT '';
+ALTER TABLE gateway.spend_logs ADD COLUMN IF NOT EXISTS organization_id text NOT NULL DEFAULT '';
+ALTER TABLE gateway.spend_logs ADD COLUMN IF NOT EXISTS end_user text NOT NULL DEFAULT '';
+
 -- Attach the registry triggers of 001_registry.sql to a table: one call per registry table.
 CREATE OR REPLACE FUNCTION gateway.registry_attach(tbl text, typ text, pk text) RETURNS void
 LANGUAGE plpgsql AS $$

@@ -16,6 +16,8 @@ import (
 	"fmt"
 
 	"lockstep/pkg/keys"
+	"lockstep/pkg/limits"
+	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
 
@@ -27,11 +29,40 @@ type Limits struct {
 	TPMLimit       *int64   `json:"tpm_limit"`       // tokens per minute
 	RPMLimit       *int64   `json:"rpm_limit"`       // requests per minute
 	MaxParallel    *int64   `json:"max_parallel_requests"`
+
+	rate   limits.Limits // built by finish
+	budget spend.Budget
 }
 
-// Limited reports whether any limit is set.
-func (l *Limits) Limited() bool {
-	return l.MaxBudget != nil || l.TPMLimit != nil || l.RPMLimit != nil || l.MaxParallel != nil
+// RateLimits are the rpm, tpm and parallel limits as the limiter takes them.
+func (l *Limits) RateLimits() limits.Limits { return l.rate }
+
+// Budget is max_budget and budget_duration as the spend tracker takes them.
+func (l *Limits) Budget() spend.Budget { return l.budget }
+
+// finish builds the limiter's and the spend tracker's views; a bad budget_duration refuses the
+// row (the serving version, if any, stays).
+func (l *Limits) finish() error {
+	set := func(p *int64) (int64, bool) {
+		if p == nil {
+			return 0, false
+		}
+		return *p, true
+	}
+	l.rate.RPM, l.rate.HasRPM = set(l.RPMLimit)
+	l.rate.TPM, l.rate.HasTPM = set(l.TPMLimit)
+	l.rate.Parallel, l.rate.HasParallel = set(l.MaxParallel)
+	if l.MaxBudget != nil {
+		l.budget.Max, l.budget.Has = *l.MaxBudget, true
+	}
+	if l.BudgetDuration != nil && *l.BudgetDuration != "" {
+		d, err := keys.ParseDuration(*l.BudgetDuration)
+		if err != nil {
+			return fmt.Errorf("budget_duration: %w", err)
+		}
+		l.budget.Every = d
+	}
+	return nil
 }
 
 // Member is one team member (LiteLLM "Member").
@@ -87,7 +118,7 @@ type EndUser struct {
 	Limits
 }
 
-func build[T any](r store.Row, what string, id func(*T) string) (*T, error) {
+func build[T any](r store.Row, what string, id func(*T) string, lim func(*T) *Limits) (*T, error) {
 	v := new(T)
 	if err := json.Unmarshal(r.Data, v); err != nil {
 		return nil, fmt.Errorf("%s row: %w", what, err)
@@ -95,13 +126,16 @@ func build[T any](r store.Row, what string, id func(*T) string) (*T, error) {
 	if id(v) == "" {
 		return nil, fmt.Errorf("%s row: empty id", what)
 	}
+	if err := lim(v).finish(); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", what, id(v), err)
+	}
 	return v, nil
 }
 
 // BuildTeamRow builds a Team from a gateway.teams row (row_to_json). A member whose role is
 // not admin or user refuses the row (the serving version, if any, stays).
 func BuildTeamRow(r store.Row) (*Team, error) {
-	t, err := build(r, "team", func(t *Team) string { return t.ID })
+	t, err := build(r, "team", func(t *Team) string { return t.ID }, func(t *Team) *Limits { return &t.Limits })
 	if err != nil {
 		return nil, err
 	}
@@ -115,17 +149,17 @@ func BuildTeamRow(r store.Row) (*Team, error) {
 
 // BuildUserRow builds a User from a gateway.users row.
 func BuildUserRow(r store.Row) (*User, error) {
-	return build(r, "user", func(u *User) string { return u.ID })
+	return build(r, "user", func(u *User) string { return u.ID }, func(u *User) *Limits { return &u.Limits })
 }
 
 // BuildOrganizationRow builds an Organization from a gateway.organizations row.
 func BuildOrganizationRow(r store.Row) (*Organization, error) {
-	return build(r, "organization", func(o *Organization) string { return o.ID })
+	return build(r, "organization", func(o *Organization) string { return o.ID }, func(o *Organization) *Limits { return &o.Limits })
 }
 
 // BuildEndUserRow builds an EndUser from a gateway.end_users row.
 func BuildEndUserRow(r store.Row) (*EndUser, error) {
-	return build(r, "end user", func(e *EndUser) string { return e.ID })
+	return build(r, "end user", func(e *EndUser) string { return e.ID }, func(e *EndUser) *Limits { return &e.Limits })
 }
 
 // CanUse reports whether the team's models list allows model group name (whose deployments

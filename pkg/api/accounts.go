@@ -137,13 +137,10 @@ func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 	}
 	delete(m, "version")
 	if _, ok := m["spend"]; !ok {
-		m["spend"] = s.accountSpend(r.Type, r.ID)
+		m["spend"] = s.accountSpend(context.Background(), r.Type, r.ID)
 	}
 	return m, nil
 }
-
-// accountSpend is the spend recorded for an account (USD).
-func (s *Server) accountSpend(typ store.ObjectType, id string) float64 { return 0 }
 
 func (s *Server) accountValues(ctx context.Context, k accountKind, body map[string]json.RawMessage) (store.Values, error) {
 	vals, err := columnValues(body, k.cols)
@@ -884,10 +881,11 @@ func (s *Server) userNew(c echo.Context) error {
 			return nil
 		}
 		key = keys.Generate()
-		vals := store.Values{"token": keys.Hash(key), "user_id": row.ID, "models": strs(body, "models")}
-		if vals["models"] == nil {
-			vals["models"] = []string{}
+		models := strs(body, "models")
+		if models == nil {
+			models = []string{}
 		}
+		vals := store.Values{"token": keys.Hash(key), "user_id": row.ID, "models": models}
 		if a := str(body, "key_alias"); a != "" {
 			vals["key_alias"] = a
 		}

@@ -34,6 +34,10 @@ type govCall struct {
 	model    string
 	start    time.Time
 	done     atomic.Bool
+	// owners are the call's user, team, organization and end user (owners.go); ownerTickets
+	// their rate-limit admissions.
+	owners       []owner
+	ownerTickets []limits.Ticket
 }
 
 // Admit runs the budget and limit checks for a call, and sets the rate-limit headers of a
@@ -54,13 +58,25 @@ func (g governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 	case s.MasterKey != "":
 		gc.token = s.masterToken
 	}
+	gc.owners = callOwners(ci)
 	if k == nil {
+		if err := s.ownerBudgets(ctx, h, gc.owners); err != nil {
+			return nil, err
+		}
+		var err error
+		if gc.ownerTickets, err = s.ownerLimits(ctx, h, gc.owners); err != nil {
+			return nil, err
+		}
 		return gc, nil
 	}
 	if k.Budget.Has && s.Spend != nil {
 		if err := s.Spend.Check(ctx, k.Token, k.Budget); err != nil {
 			return nil, s.govError(h, k, err)
 		}
+	}
+	// the owners' budgets (user, team, organization, end user) before any lease is taken
+	if err := s.ownerBudgets(ctx, h, gc.owners); err != nil {
+		return nil, err
 	}
 	if k.Limits.Any() {
 		if s.Limiter == nil {
@@ -73,6 +89,13 @@ func (g governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 		}
 		gc.ticket, gc.limited = t, true
 		setRateHeaders(h, t.Status())
+	}
+	var err error
+	if gc.ownerTickets, err = s.ownerLimits(ctx, h, gc.owners); err != nil {
+		if gc.limited {
+			gc.ticket.Done(0)
+		}
+		return nil, err
 	}
 	return gc, nil
 }
@@ -131,12 +154,27 @@ func (g *govCall) Done(o Outcome) {
 	if g.limited {
 		g.ticket.Done(total)
 	}
-	if g.s.Spend == nil || g.token == "" {
+	for _, t := range g.ownerTickets {
+		t.Done(total)
+	}
+	if g.s.Spend == nil || (g.token == "" && len(g.owners) == 0) {
 		return
 	}
 	l := store.SpendLog{RequestID: g.s.nextSpendID(), APIKey: g.token, CallType: g.callType, Model: g.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
 		StartTime: g.start, EndTime: time.Now(), ReplicaID: g.s.ReplicaID}
+	for _, ow := range g.owners {
+		switch ow.kind {
+		case "user":
+			l.User = ow.id
+		case "team":
+			l.TeamID = ow.id
+		case "organization":
+			l.OrganizationID = ow.id
+		case "end_user":
+			l.EndUser = ow.id
+		}
+	}
 	if d := o.Deployment; d != nil {
 		l.ModelID = d.ModelID
 		l.Spend = spend.Cost(d.ModelInfo, o.Usage.PromptTokens, o.Usage.CompletionTokens)

@@ -268,7 +268,8 @@ func (t *Tracker) refresh(ctx context.Context, token string) error {
 }
 
 // Record adds one call's spend log (its Spend already priced) to the next batch, and its spend
-// to the key's unflushed total at once.
+// to the unflushed totals of the key and of its owners (user, team, organization, end user;
+// store.SpendLog.Tokens) at once.
 func (t *Tracker) Record(l store.SpendLog) {
 	t.logged.Add(1)
 	if l.Spend != 0 {
@@ -277,10 +278,12 @@ func (t *Tracker) Record(l store.SpendLog) {
 			v, _ = t.byModel.LoadOrStore(l.Model, new(atomic.Uint64))
 		}
 		addFloat(v.(*atomic.Uint64), l.Spend)
-		kb := t.state(l.APIKey)
-		kb.mu.Lock()
-		kb.unflushed += l.Spend
-		kb.mu.Unlock()
+		for _, tok := range l.Tokens() {
+			kb := t.state(tok)
+			kb.mu.Lock()
+			kb.unflushed += l.Spend
+			kb.mu.Unlock()
+		}
 	}
 	t.mu.Lock()
 	if len(t.buf) >= t.cfg.MaxBuffer {
@@ -412,7 +415,9 @@ func (t *Tracker) Flush(ctx context.Context) error {
 func (t *Tracker) apply(got map[string]store.KeySpend, dbNow, sent time.Time, read []string, batch []store.SpendLog) {
 	perKey := map[string]float64{}
 	for _, l := range batch {
-		perKey[l.APIKey] += l.Spend
+		for _, tok := range l.Tokens() {
+			perKey[tok] += l.Spend
+		}
 	}
 	touched := map[string]bool{}
 	for tok := range perKey {

@@ -114,6 +114,32 @@ type SpendLog struct {
 	StartTime        time.Time `json:"startTime"`
 	EndTime          time.Time `json:"endTime"`
 	ReplicaID        string    `json:"replica_id"`
+	// The key's internal user, team and organization and the request's end user ("" when
+	// none; LiteLLM SpendLogs user, team_id, organization_id, end_user): the call's spend also
+	// counts toward each of their totals (see OwnerToken).
+	User           string `json:"user"`
+	TeamID         string `json:"team_id"`
+	OrganizationID string `json:"organization_id"`
+	EndUser        string `json:"end_user"`
+}
+
+// OwnerToken is the gateway.key_spend (and rate-limit lease) token under which the spend and
+// limits of a user, team, organization or end user are kept: "<kind>:<id>", never a key's
+// token (64 hex characters). kind is "user", "team", "organization" or "end_user".
+func OwnerToken(kind, id string) string { return kind + ":" + id }
+
+// Tokens are the key_spend tokens a spend log counts toward: its key's and its owners'.
+func (l SpendLog) Tokens() []string {
+	out := make([]string, 0, 5)
+	if l.APIKey != "" {
+		out = append(out, l.APIKey)
+	}
+	for _, o := range [...]struct{ kind, id string }{{"user", l.User}, {"team", l.TeamID}, {"organization", l.OrganizationID}, {"end_user", l.EndUser}} {
+		if o.id != "" {
+			out = append(out, OwnerToken(o.kind, o.id))
+		}
+	}
+	return out
 }
 
 // BudgetReset asks a flush to reset a key's spend to 0 when its budget_reset_at has passed,
@@ -153,24 +179,34 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 	if len(logs) > 0 {
 		n := len(logs)
 		ids, keys, types, models, mids, reps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		users, teams, orgs, ends := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		spend := make([]float64, n)
 		pt, ct, tt := make([]int64, n), make([]int64, n), make([]int64, n)
 		st, et := make([]time.Time, n), make([]time.Time, n)
 		for i, l := range logs {
 			ids[i], keys[i], types[i], models[i], mids[i], reps[i] = l.RequestID, l.APIKey, l.CallType, l.Model, l.ModelID, l.ReplicaID
 			spend[i], pt[i], ct[i], tt[i], st[i], et[i] = l.Spend, l.PromptTokens, l.CompletionTokens, l.TotalTokens, l.StartTime, l.EndTime
+			users[i], teams[i], orgs[i], ends[i] = l.User, l.TeamID, l.OrganizationID, l.EndUser
 		}
+		// the key's total and its owners' ("<kind>:<id>", sql/005) from the logs actually
+		// inserted: a retried batch counts nothing twice
 		b.Queue(`WITH ins AS (
 			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
-				completion_tokens, total_tokens, start_time, end_time, replica_id)
+				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::bigint[],
-				$8::bigint[], $9::bigint[], $10::timestamptz[], $11::timestamptz[], $12::text[])
+				$8::bigint[], $9::bigint[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
 			ON CONFLICT (request_id) DO NOTHING
-			RETURNING api_key, spend)
+			RETURNING api_key, spend, user_id, team_id, organization_id, end_user),
+			tot AS (
+				SELECT api_key AS token, spend FROM ins WHERE api_key <> ''
+				UNION ALL SELECT 'user:' || user_id, spend FROM ins WHERE user_id <> ''
+				UNION ALL SELECT 'team:' || team_id, spend FROM ins WHERE team_id <> ''
+				UNION ALL SELECT 'organization:' || organization_id, spend FROM ins WHERE organization_id <> ''
+				UNION ALL SELECT 'end_user:' || end_user, spend FROM ins WHERE end_user <> '')
 			INSERT INTO gateway.key_spend AS s (token, spend)
-			SELECT api_key, sum(spend) FROM ins GROUP BY api_key
+			SELECT token, sum(spend) FROM tot GROUP BY token
 			ON CONFLICT (token) DO UPDATE SET spend = s.spend + EXCLUDED.spend, updated_at = now()`,
-			ids, keys, types, models, mids, spend, pt, ct, tt, st, et, reps)
+			ids, keys, types, models, mids, spend, pt, ct, tt, st, et, reps, users, teams, orgs, ends)
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
@@ -231,7 +267,7 @@ func (s *Store) SpendLogs(ctx context.Context, token string, start, end time.Tim
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT request_id, api_key, call_type, model, model_id, spend, prompt_tokens, completion_tokens,
-			total_tokens, start_time, end_time, replica_id FROM gateway.spend_logs
+			total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user FROM gateway.spend_logs
 		WHERE ($1 = '' OR api_key = $1) AND ($2::timestamptz IS NULL OR start_time >= $2) AND ($3::timestamptz IS NULL OR start_time < $3)
 		ORDER BY start_time DESC, request_id LIMIT $4`, token, nullTime(start), nullTime(end), limit)
 	if err != nil {
@@ -242,7 +278,7 @@ func (s *Store) SpendLogs(ctx context.Context, token string, start, end time.Tim
 	for rows.Next() {
 		var l SpendLog
 		if err := rows.Scan(&l.RequestID, &l.APIKey, &l.CallType, &l.Model, &l.ModelID, &l.Spend, &l.PromptTokens, &l.CompletionTokens,
-			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID); err != nil {
+			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID, &l.User, &l.TeamID, &l.OrganizationID, &l.EndUser); err != nil {
 			return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
 		}
 		out = append(out, l)

@@ -1,0 +1,146 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"lockstep/pkg/limits"
+	"lockstep/pkg/spend"
+	"lockstep/pkg/store"
+)
+
+// owner is one account a call counts toward besides its key: the key's internal user, team and
+// organization, and the request's end user. Each may carry a budget and rate limits (sql/005),
+// kept cluster-wide exactly as a key's: spend in gateway.key_spend and leases in
+// gateway.rate_windows / slot_leases, under the token store.OwnerToken(kind, id).
+type owner struct {
+	kind  string // "user", "team", "organization", "end_user"
+	label string // in messages: "User", "Team", "Organization", "End User"
+	id    string
+	lim   limits.Limits
+	bud   spend.Budget
+}
+
+func (o owner) token() string { return store.OwnerToken(o.kind, o.id) }
+
+// callOwners lists a call's owners in the order LiteLLM checks them after the key (its
+// common_checks: user, team, organization, then the end user). An end user without a
+// gateway.end_users row has no limits; its spend is tracked all the same.
+func callOwners(ci CallInfo) []owner {
+	var out []owner
+	if u := ci.User; u != nil {
+		out = append(out, owner{kind: "user", label: "User", id: u.ID, lim: u.RateLimits(), bud: u.Budget()})
+	}
+	if t := ci.Team; t != nil {
+		out = append(out, owner{kind: "team", label: "Team", id: t.ID, lim: t.RateLimits(), bud: t.Budget()})
+	}
+	if o := ci.Organization; o != nil {
+		out = append(out, owner{kind: "organization", label: "Organization", id: o.ID, lim: o.RateLimits(), bud: o.Budget()})
+	}
+	if ci.EndUserID != "" {
+		eo := owner{kind: "end_user", label: "End User", id: ci.EndUserID}
+		if e := ci.EndUser; e != nil {
+			eo.lim, eo.bud = e.RateLimits(), e.Budget()
+		}
+		out = append(out, eo)
+	}
+	return out
+}
+
+// ownerBudgets refuses the call when an owner's spend reached its max_budget: 400
+// budget_exceeded `Budget has been exceeded! <Owner>=<id> Current cost: <spend>, Max budget: <max>`
+// (LiteLLM's team text, for every level).
+func (s *Server) ownerBudgets(ctx context.Context, h http.Header, owners []owner) error {
+	if s.Spend == nil {
+		return nil
+	}
+	for _, o := range owners {
+		if !o.bud.Has {
+			continue
+		}
+		if err := s.Spend.Check(ctx, o.token(), o.bud); err != nil {
+			return s.ownerError(h, o, err)
+		}
+	}
+	return nil
+}
+
+// ownerLimits takes a rate-limit admission for every limited owner; on a refusal it gives back
+// what it took and answers 429 (Retry-After) `Rate limit exceeded for <kind>: <id>. Limit type:
+// <type>. Current limit: <n>, Remaining: 0. Limit resets at: <time>`.
+func (s *Server) ownerLimits(ctx context.Context, h http.Header, owners []owner) ([]limits.Ticket, error) {
+	var taken []limits.Ticket
+	for _, o := range owners {
+		if !o.lim.Any() {
+			continue
+		}
+		var err error
+		if s.Limiter == nil {
+			err = &limits.UnavailableError{Kind: limits.KindRequests, Err: errors.New("no database configured")}
+		} else {
+			var t limits.Ticket
+			if t, err = s.Limiter.Admit(ctx, o.token(), o.lim); err == nil {
+				taken = append(taken, t)
+				continue
+			}
+		}
+		for _, t := range taken {
+			t.Done(0)
+		}
+		return nil, s.ownerError(h, o, err)
+	}
+	return taken, nil
+}
+
+// ownerError maps a refusal at an owner's level to its API error (govError's, naming the owner).
+func (s *Server) ownerError(h http.Header, o owner, err error) error {
+	var le *limits.LimitError
+	var be *spend.BudgetError
+	switch {
+	case errors.As(err, &le):
+		secs := int64(math.Ceil(le.RetryAfter.Seconds()))
+		if secs < 1 {
+			secs = 1
+		}
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+		reset := le.ResetAt
+		if reset.IsZero() {
+			reset = time.Now().Add(time.Duration(secs) * time.Second)
+		}
+		return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: fmt.Sprintf(
+			"Rate limit exceeded for %s: %s. Limit type: %s. Current limit: %d, Remaining: 0. Limit resets at: %s",
+			o.kind, o.id, le.Kind, le.Limit, reset.UTC().Format("2006-01-02 15:04:05 UTC"))}
+	case errors.As(err, &be):
+		s.metrics.budgetRejections.Inc()
+		return &Error{Status: http.StatusBadRequest, Type: "budget_exceeded", Message: fmt.Sprintf(
+			"Budget has been exceeded! %s=%s Current cost: %s, Max budget: %s", o.label, o.id, spend.PyFloat(be.Spend), spend.PyFloat(be.Max))}
+	}
+	return s.govError(h, nil, err)
+}
+
+// accountSpend is an account's spend (USD) in its current budget period: this replica's view
+// when it has one (cluster total plus unflushed), else the cluster total in gateway.key_spend;
+// 0 when nothing was spent or spend is not tracked here.
+func (s *Server) accountSpend(ctx context.Context, typ store.ObjectType, id string) float64 {
+	kind := map[store.ObjectType]string{store.User: "user", store.Team: "team", store.Organization: "organization", store.EndUser: "end_user"}[typ]
+	if kind == "" || s.Spend == nil {
+		return 0
+	}
+	tok := store.OwnerToken(kind, id)
+	if v, _, ok := s.Spend.Spend(tok); ok {
+		return v
+	}
+	if s.Store == nil {
+		return 0
+	}
+	got, err := s.Store.GetKeySpend(ctx, []string{tok})
+	if err != nil {
+		return 0
+	}
+	return got[tok].Spend + s.Spend.Unflushed(tok)
+}
