@@ -109,7 +109,9 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 	}
 	d.APIBase = strings.TrimRight(base, "/")
 	d.Model = strings.TrimPrefix(d.Model, "converse/")
-	prefix := d.APIBase + "/model/" + url.PathEscape(d.Model)
+	// The model id is one path segment with ":" escaped too, as the AWS SDKs send it
+	// ("anthropic.claude-3-haiku-20240307-v1%3A0").
+	prefix := d.APIBase + "/model/" + strings.ReplaceAll(url.PathEscape(d.Model), ":", "%3A")
 	d.native = bedrockAPI{}
 	d.urls[formatNative] = prefix + "/converse"
 	d.streamURL = prefix + "/converse-stream"

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -76,10 +77,17 @@ type edit struct {
 	text       string
 }
 
-// applyEdits applies edits (sorted by start, not overlapping) in one copy. No edits → body.
+// applyEdits applies edits (not overlapping; in any order: they are sorted by start here, as
+// walkers may visit a body's members in another order than they are written, e.g. a Responses
+// request's "instructions" before an earlier "input") in one copy. No edits → body.
 func applyEdits(body []byte, edits []edit) []byte {
 	if len(edits) == 0 {
 		return body
+	}
+	cmp := func(a, b edit) int { return a.start - b.start }
+	if !slices.IsSortedFunc(edits, cmp) {
+		edits = slices.Clone(edits)
+		slices.SortFunc(edits, cmp)
 	}
 	n := len(body)
 	for _, e := range edits {
