@@ -557,6 +557,20 @@ var ErrNotFound = errors.New("not found")
 // feed installs it on every sink it is given). Resolve uses it to make a miss authoritative.
 func (r *Registry[T]) SetBarrier(fn func(context.Context) error) { r.barrier.Store(&fn) }
 
+// Barrier waits (at most MissBarrierTimeout) until the registry holds every change committed
+// before the call (the change feed's notification barrier, shared by concurrent callers); nil
+// at once when no barrier is installed. For lookups that a one-name read-through cannot settle
+// (a wildcard model group matching a name, pkg/router).
+func (r *Registry[T]) Barrier(ctx context.Context) error {
+	b := r.barrier.Load()
+	if b == nil {
+		return nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, r.opts.MissBarrierTimeout)
+	defer cancel()
+	return (*b)(bctx)
+}
+
 // Resolve runs a read-through for a missed name: it loads the rows for name from Postgres and
 // applies them (version-guarded), so the caller's next lookup sees them. Outcome per
 // readthrough.Group.Do:

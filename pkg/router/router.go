@@ -150,9 +150,16 @@ func (r *Router) Group(ctx context.Context, name string) ([]*registry.Entry[*Dep
 	if g := r.Lookup(name); len(g) > 0 {
 		return g, nil
 	}
-	_ = r.models.Resolve(ctx, name) // read-through, then the barrier: the miss is authoritative
+	_ = r.models.Resolve(ctx, name) // read-through of the exact name
 	if g := r.Lookup(name); len(g) > 0 {
 		return g, nil // the exact group (read through), or a wildcard group the feed applied meanwhile
+	}
+	// a one-name read-through cannot find a wildcard group written elsewhere and not applied
+	// here yet: the notification barrier (one shared round trip) makes the miss authoritative
+	if r.models.Barrier(ctx) == nil {
+		if g := r.Lookup(name); len(g) > 0 {
+			return g, nil
+		}
 	}
 	return nil, ErrUnknownModel
 }
