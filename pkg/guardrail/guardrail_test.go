@@ -138,3 +138,26 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// SafeCut moves a cut back to before any match that spans it, so a streamed answer released
+// piece by piece never splits a value a MASK rule would replace.
+func TestSafeCut(t *testing.T) {
+	t.Parallel()
+	g, err := Compile("g", []byte(`{"guardrail":"litellm_content_filter","mode":"post_call","patterns":[{"pattern_type":"prebuilt","pattern_name":"email","action":"MASK"}],"blocked_words":[{"keyword":"alpha bravo","action":"MASK"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "mail bob@example.com and alpha bravo now"
+	at := strings.Index(text, "bob")
+	for _, tc := range []struct{ cut, want int }{
+		{0, 0}, {3, 3}, {at, at}, {at + 3, at}, {at + 16, at + 16},
+		{strings.Index(text, "bravo"), strings.Index(text, "alpha")}, {len(text), len(text)},
+	} {
+		if got := g.SafeCut(text, tc.cut); got != tc.want {
+			t.Errorf("SafeCut(%d) = %d, want %d", tc.cut, got, tc.want)
+		}
+	}
+	if !g.Masks() {
+		t.Error("Masks() = false for a guardrail with MASK rules")
+	}
+}

@@ -364,3 +364,46 @@ func BenchmarkStreamFrames(b *testing.B) {
 	b.Run("passthrough", func(b *testing.B) { run(b, false) })
 	b.Run("chat_to_messages", func(b *testing.B) { run(b, true) })
 }
+
+// MapResponseText and MapStreamText visit every answer text: every choice, tool-call
+// arguments (masked inside, still valid JSON) and every frame that repeats the text.
+func TestMapAnswerText(t *testing.T) {
+	t.Parallel()
+	mask := func(t Text) (string, error) { return strings.ReplaceAll(t.Value, "secret", "[X]"), nil }
+	body := []byte(`{"choices":[{"index":0,"message":{"content":"a secret"}},{"index":1,"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{\"k\":\"the secret\",\"n\":1}"}}]}}]}`)
+	out, err := MapResponseText(FormatChat, body, mask)
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "secret")
+	args := gjson.GetBytes(out, "choices.1.message.tool_calls.0.function.arguments").Str
+	require.JSONEq(t, `{"k":"the [X]","n":1}`, args)
+
+	frames := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"a secret\"}\n\n" +
+		"event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\",\"text\":\"a secret\"}\n\n" +
+		"event: response.content_part.done\ndata: {\"type\":\"response.content_part.done\",\"part\":{\"type\":\"output_text\",\"text\":\"a secret\"}}\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"a secret\"}]}}\n\n" +
+		"event: response.function_call_arguments.done\ndata: {\"type\":\"response.function_call_arguments.done\",\"arguments\":\"{\\\"k\\\":\\\"secret\\\"}\"}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"a secret\"}]},{\"type\":\"function_call\",\"arguments\":\"{\\\"k\\\":\\\"secret\\\"}\"}]}}\n\n"
+	var deltas []Text
+	got, err := MapStreamText(FormatResponses, []byte(frames), func(t Text) (string, error) {
+		if t.Delta {
+			deltas = append(deltas, t)
+		}
+		return mask(t)
+	})
+	require.NoError(t, err)
+	require.NotContains(t, string(got), "secret", "%s", got)
+	require.Equal(t, 6, strings.Count(string(got), "event: "))
+	require.Len(t, deltas, 1)
+	require.Equal(t, "item 0 part 0", deltas[0].Channel)
+	require.True(t, deltas[0].Answer)
+
+	// chat: every choice index, tool-call argument fragments on their own channel
+	chat := "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"x\",\"tool_calls\":[{\"index\":2,\"function\":{\"arguments\":\"{\\\"a\"}}]}}]}\n\ndata: [DONE]\n\n"
+	var chans []string
+	_, err = MapStreamText(FormatChat, []byte(chat), func(t Text) (string, error) {
+		chans = append(chans, t.Channel)
+		return t.Value, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"choice 1", "choice 1 tool 2"}, chans)
+}
