@@ -562,6 +562,7 @@ type slots struct {
 	inflight int       // calls running on this replica
 	expires  time.Time // local clock (conservative): held slots count until then
 	pending  chan struct{}
+	denied   bool // the last acquire granted nothing: the key's slots are all held cluster-wide
 	lastErr  error
 	errAt    time.Time
 }
@@ -578,7 +579,9 @@ func slotChunk(max int) int {
 func (l *Limiter) takeSlot(ctx context.Context, ks *keyState, maxSlots int) error {
 	s := &ks.slots
 	tried := false
-	for range 4 {
+	// A waiter whose lease was granted may see another waiter take the slot first; it then
+	// leases again. It is refused only when an acquire granted nothing (all slots are held).
+	for range 16 {
 		now := l.clock()
 		s.mu.Lock()
 		s.max = maxSlots
@@ -592,7 +595,7 @@ func (l *Limiter) takeSlot(ctx context.Context, ks *keyState, maxSlots int) erro
 		}
 		ch := s.pending
 		if ch == nil {
-			if tried || s.lastErr != nil && now.Sub(s.errAt) < errRetryWindow {
+			if tried && s.denied || s.lastErr != nil && now.Sub(s.errAt) < errRetryWindow {
 				err := s.lastErr
 				s.mu.Unlock()
 				if err != nil {
@@ -635,6 +638,9 @@ func (l *Limiter) leaseSlots(ks *keyState, want, maxSlots int, ch chan struct{})
 		l.cfg.Log.Warn().Err(err).Msg("parallel-slot lease failed")
 	} else {
 		s.lastErr = nil
+		if want > 0 {
+			s.denied = held <= s.held
+		}
 		s.held, s.expires = held, sent.Add(l.cfg.SlotTTL)
 	}
 	s.pending = nil

@@ -329,3 +329,37 @@ func BenchmarkAdmit(b *testing.B) {
 	st := l.Stats()
 	b.ReportMetric(float64(st.RoundTrips["rpm"])/float64(max(st.Admitted, 1)), "roundtrips/op")
 }
+
+// Concurrent calls under a free max_parallel_requests all get a slot: a waiter whose lease
+// another waiter took first leases again instead of being refused (the CI failure of
+// TestGovKilledReplicaLeasesExpire: 2 concurrent calls, max 2, one refused with 429).
+func TestConcurrentWaitersUnderFreeSlotsAreAdmitted(t *testing.T) {
+	t.Parallel()
+	_, ls := setup(t, 1, limits.Config{SlotTTL: 10 * time.Second})
+	for round := range 30 {
+		n := 2 + round%7 // max ≤ 8: leases of one slot, the race is widest
+		lim := limits.Limits{Parallel: int64(n), HasParallel: true}
+		token := "tok-race-" + string(rune('a'+round))
+		var wg sync.WaitGroup
+		tickets := make(chan limits.Ticket, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tk, err := ls[0].Admit(context.Background(), token, lim)
+				if err != nil {
+					t.Errorf("round %d: %d concurrent calls under max %d: %v", round, n, n, err)
+					return
+				}
+				tickets <- tk
+			}()
+		}
+		wg.Wait()
+		close(tickets)
+		_, err := ls[0].Admit(context.Background(), token, lim)
+		require.Error(t, err, "one more than max_parallel_requests must be refused")
+		for tk := range tickets {
+			tk.Done(0)
+		}
+	}
+}
