@@ -150,6 +150,9 @@ func TestPgBouncerWithoutListenURLDegrades(t *testing.T) {
 	require.Equal(t, 200, st)
 	require.Contains(t, string(b), "transaction pooling")
 	require.Equal(t, "degraded", g.SyncLag(t)["state"], "stays degraded: no reconnect loop")
+	st, b = g.Do(t, "GET", "/health/readiness", nil)
+	require.Equal(t, 200, st)
+	require.Equal(t, "connected", JSON(t, b)["db"], "degraded still holds a working connection")
 }
 
 // TestPgBouncerWithDirectListenURLStreams: the same pool through PgBouncer with

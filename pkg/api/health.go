@@ -38,11 +38,11 @@ func (s *Server) readiness(c echo.Context) error {
 	return c.JSON(http.StatusOK, body)
 }
 
-// dbStatus is readiness' "db": "connected" while the change feed is streaming or catching
-// up (it holds a working connection), else "disconnected" (reconnecting after an outage, or
-// not started).
+// dbStatus is readiness' "db": "connected" while the change feed is streaming, catching up or
+// degraded (it holds a working connection; degraded only lacks notifications), else
+// "disconnected" (reconnecting after an outage, or not started).
 func dbStatus(st notify.State) string {
-	if st == notify.StateStreaming || st == notify.StateCatchingUp {
+	if st == notify.StateStreaming || st == notify.StateCatchingUp || st == notify.StateDegraded {
 		return "connected"
 	}
 	return "disconnected"
