@@ -111,6 +111,24 @@ func setRateHeaders(h http.Header, st limits.Status) {
 	}
 }
 
+// rateLimitError is the 429 of a limit reached by subject (api_key, user, team, organization,
+// end_user) id, with Retry-After in whole seconds (at least 1). The text is LiteLLM's
+// parallel_request_limiter_v3 one.
+func rateLimitError(h http.Header, subject, id string, le *limits.LimitError) error {
+	secs := int64(math.Ceil(le.RetryAfter.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	reset := le.ResetAt
+	if reset.IsZero() {
+		reset = time.Now().Add(time.Duration(secs) * time.Second)
+	}
+	return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: fmt.Sprintf(
+		"Rate limit exceeded for %s: %s. Limit type: %s. Current limit: %d, Remaining: 0. Limit resets at: %s",
+		subject, id, le.Kind, le.Limit, reset.UTC().Format("2006-01-02 15:04:05 UTC"))}
+}
+
 // govError maps a limits or spend refusal to its API error, counting it.
 func (s *Server) govError(h http.Header, k *keys.Key, err error) error {
 	var le *limits.LimitError
@@ -119,19 +137,7 @@ func (s *Server) govError(h http.Header, k *keys.Key, err error) error {
 	var su *spend.UnavailableError
 	switch {
 	case errors.As(err, &le):
-		secs := int64(math.Ceil(le.RetryAfter.Seconds()))
-		if secs < 1 {
-			secs = 1
-		}
-		h.Set("Retry-After", strconv.FormatInt(secs, 10))
-		reset := le.ResetAt
-		if reset.IsZero() {
-			reset = time.Now().Add(time.Duration(secs) * time.Second)
-		}
-		// LiteLLM's parallel_request_limiter_v3 text
-		return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: fmt.Sprintf(
-			"Rate limit exceeded for api_key: %s. Limit type: %s. Current limit: %d, Remaining: 0. Limit resets at: %s",
-			k.Token, le.Kind, le.Limit, reset.UTC().Format("2006-01-02 15:04:05 UTC"))}
+		return rateLimitError(h, "api_key", k.Token, le)
 	case errors.As(err, &be):
 		s.metrics.budgetRejections.Inc()
 		return &Error{Status: http.StatusBadRequest, Type: "budget_exceeded", Message: be.Error()}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
-	"time"
 
 	"lockstep/pkg/limits"
 	"lockstep/pkg/spend"
@@ -103,18 +100,7 @@ func (s *Server) ownerError(h http.Header, o owner, err error) error {
 	var be *spend.BudgetError
 	switch {
 	case errors.As(err, &le):
-		secs := int64(math.Ceil(le.RetryAfter.Seconds()))
-		if secs < 1 {
-			secs = 1
-		}
-		h.Set("Retry-After", strconv.FormatInt(secs, 10))
-		reset := le.ResetAt
-		if reset.IsZero() {
-			reset = time.Now().Add(time.Duration(secs) * time.Second)
-		}
-		return &Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: fmt.Sprintf(
-			"Rate limit exceeded for %s: %s. Limit type: %s. Current limit: %d, Remaining: 0. Limit resets at: %s",
-			o.kind, o.id, le.Kind, le.Limit, reset.UTC().Format("2006-01-02 15:04:05 UTC"))}
+		return rateLimitError(h, o.kind, o.id, le)
 	case errors.As(err, &be):
 		s.metrics.budgetRejections.Inc()
 		return &Error{Status: http.StatusBadRequest, Type: "budget_exceeded", Message: fmt.Sprintf(
