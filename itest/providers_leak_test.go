@@ -60,6 +60,9 @@ func plRoutes(llm bool, passthrough bool) []plRoute {
 			plRoute{"/v1/audio/speech", false, func(m, s string, _ bool) map[string]any {
 				return map[string]any{"model": m, "input": s, "voice": "alloy"}
 			}},
+			plRoute{"/v1/moderations", false, func(m, s string, _ bool) map[string]any {
+				return map[string]any{"model": m, "input": []any{s, map[string]any{"type": "text", "text": s}}}
+			}},
 		)
 	}
 	return out
@@ -122,8 +125,8 @@ func TestProvidersNeverLeak(t *testing.T) {
 	for name, m := range models {
 		for _, rt := range plRoutes(true, m.passthrough) {
 			for _, stream := range []bool{false, true} {
-				if stream && !rt.stream {
-					continue
+				if (stream && !rt.stream) || (rt.path == "/v1/moderations" && name == "l-az") {
+					continue // Azure OpenAI serves no moderations (a 400 naming the provider)
 				}
 				for _, action := range []string{"mask", "block"} {
 					t.Run(fmt.Sprintf("pre_call%s/%s/stream=%v/%s", rt.path, name, stream, action), func(t *testing.T) {
@@ -148,8 +151,8 @@ func TestProvidersNeverLeak(t *testing.T) {
 						}
 					})
 					t.Run(fmt.Sprintf("post_call%s/%s/stream=%v/%s", rt.path, name, stream, action), func(t *testing.T) {
-						if rt.path == "/v1/audio/speech" {
-							t.Skip("speech answers audio bytes: no text to check")
+						if rt.path == "/v1/audio/speech" || rt.path == "/v1/moderations" {
+							t.Skip("speech answers audio bytes, moderations scores: no text to check")
 						}
 						body := rt.body(name, plTrigger+" please", stream)
 						body["guardrails"] = []string{"pl-post_call-" + action}
@@ -176,20 +179,20 @@ func TestProvidersNeverLeak(t *testing.T) {
 		}
 	}
 
-	// Transcriptions: a multipart body cannot name guardrails, so a default_on one applies
-	// (created on B, which applies its own write before answering); the transcript (the fake
-	// echoes the audio bytes) is masked before the client sees it.
-	g := createGuardrail(t, p.B, "pl-default-mask", contentFilter("post_call", map[string]any{"default_on": true, "patterns": []any{prebuilt("email", "MASK")}}))
-	require.NotEmpty(t, g)
-	for _, name := range []string{"l-oa", "l-az"} {
+	// Transcriptions (multipart): the "prompt" field is a text (pre_call), the transcript —
+	// the fake transcribes the audio bytes — is one (post_call), as JSON or as plain text; the
+	// guardrails are named in a "guardrails" form field.
+	transcribe := func(g *Gateway, fields map[string]string, file string) (int, []byte) {
 		var buf bytes.Buffer
 		mw := multipart.NewWriter(&buf)
-		require.NoError(t, mw.WriteField("model", name))
+		for k, v := range fields {
+			require.NoError(t, mw.WriteField(k, v))
+		}
 		fw, err := mw.CreateFormFile("file", "a.wav")
 		require.NoError(t, err)
-		_, _ = io.WriteString(fw, plText)
+		_, _ = io.WriteString(fw, file)
 		require.NoError(t, mw.Close())
-		req, err := http.NewRequest("POST", p.B.URL+"/v1/audio/transcriptions", &buf)
+		req, err := http.NewRequest("POST", g.URL+"/v1/audio/transcriptions", &buf)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+MasterKey)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -197,7 +200,54 @@ func TestProvidersNeverLeak(t *testing.T) {
 		require.NoError(t, err)
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		return resp.StatusCode, out
+	}
+	for _, name := range []string{"l-oa", "l-az"} {
+		up := models[name].up
+		for _, action := range []string{"mask", "block"} {
+			t.Run("pre_call/v1/audio/transcriptions/"+name+"/"+action, func(t *testing.T) {
+				up.Reset()
+				st, out := transcribe(gateways[n%2], map[string]string{"model": name, "prompt": plText, "guardrails": `["pl-pre_call-` + action + `"]`}, "audio")
+				n++
+				reqs := requests(up)
+				for _, r := range reqs {
+					require.NotContains(t, string(r), plSecret, "the upstream received the secret")
+					require.NotContains(t, string(r), "pl-pre_call-", "the guardrails field went upstream")
+				}
+				if action == "mask" {
+					require.Equal(t, 200, st, "%s", out)
+					require.Len(t, reqs, 1)
+					require.Contains(t, string(reqs[0]), "REDACTED")
+				} else {
+					require.Equal(t, 400, st, "%s", out)
+					require.Contains(t, string(out), "Content blocked: ")
+					require.Empty(t, reqs)
+				}
+			})
+			for _, rf := range []string{"json", "text"} {
+				t.Run("post_call/v1/audio/transcriptions/"+name+"/"+rf+"/"+action, func(t *testing.T) {
+					st, out := transcribe(gateways[n%2], map[string]string{"model": name, "response_format": rf, "guardrails": "pl-post_call-" + action}, plText)
+					n++
+					require.NotContains(t, string(out), plSecret, "the client received the secret")
+					if action == "mask" {
+						require.Equal(t, 200, st, "%s", out)
+						require.Contains(t, string(out), "REDACTED", "%s", out)
+					} else {
+						require.Equal(t, 400, st, "%s", out)
+						require.Contains(t, string(out), "Content blocked: ")
+					}
+				})
+			}
+		}
+	}
+
+	// A default_on guardrail applies to a transcription that names none (created on B, which
+	// applies its own write before answering).
+	g := createGuardrail(t, p.B, "pl-default-mask", contentFilter("post_call", map[string]any{"default_on": true, "patterns": []any{prebuilt("email", "MASK")}}))
+	require.NotEmpty(t, g)
+	for _, name := range []string{"l-oa", "l-az"} {
+		st, out := transcribe(p.B, map[string]string{"model": name}, plText)
+		require.Equal(t, 200, st, "%s", out)
 		require.NotContains(t, string(out), plSecret, "the client received the secret")
 		require.Contains(t, string(out), "REDACTED", "%s", out)
 	}

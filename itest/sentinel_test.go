@@ -1,7 +1,10 @@
 package itest
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"strings"
 	"testing"
 
@@ -46,6 +49,77 @@ type location struct {
 	path   string // "" for A2A
 	stream bool   // the location can be streamed
 	body   func(model, text string, stream bool) map[string]any
+	// form, for a multipart route (transcriptions), gives the form fields and the audio file
+	// bytes instead of body; the guardrails go in a "guardrails" field.
+	form func(text string) (fields map[string]string, file string)
+	// openaiOnly: the route is served by OpenAI-compatible upstreams only (passthrough).
+	openaiOnly bool
+}
+
+// multipartRequest is a multipart/form-data body: fields, then the audio file.
+func multipartRequest(t *testing.T, fields map[string]string, file string) []byte {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for k, v := range fields {
+		require.NoError(t, mw.WriteField(k, v))
+	}
+	fw, err := mw.CreateFormFile("file", "speech.wav")
+	require.NoError(t, err)
+	_, _ = io.WriteString(fw, file)
+	require.NoError(t, mw.Close())
+	return buf.Bytes()
+}
+
+// passthroughPreLocations are the request text locations of the passthrough routes:
+// completions and images prompt, moderations and speech input, the transcription prompt.
+func passthroughPreLocations() []location {
+	simple := func(name, path, field string, stream bool, val func(s string) any, extra map[string]any) location {
+		return location{name: name, path: path, stream: stream, openaiOnly: true, body: func(model, s string, st bool) map[string]any {
+			b := map[string]any{"model": model, field: val(s)}
+			if stream {
+				b["stream"] = st
+			}
+			for k, v := range extra {
+				b[k] = v
+			}
+			return b
+		}}
+	}
+	str := func(s string) any { return s }
+	return []location{
+		simple("completions/prompt string", "/v1/completions", "prompt", true, str, nil),
+		simple("completions/prompt array", "/v1/completions", "prompt", true, func(s string) any { return []any{"hi", s} }, nil),
+		simple("images/prompt", "/v1/images/generations", "prompt", false, str, nil),
+		simple("moderations/input string", "/v1/moderations", "input", false, str, nil),
+		simple("moderations/input array", "/v1/moderations", "input", false, func(s string) any { return []any{"hi", s} }, nil),
+		simple("moderations/input text object", "/v1/moderations", "input", false, func(s string) any {
+			return []any{map[string]any{"type": "text", "text": s}}
+		}, nil),
+		simple("speech/input", "/v1/audio/speech", "input", false, str, map[string]any{"voice": "alloy"}),
+		{name: "transcriptions/prompt", path: "/v1/audio/transcriptions", openaiOnly: true, form: func(s string) (map[string]string, string) {
+			return map[string]string{"prompt": s, "language": "en"}, "RIFF audio"
+		}},
+	}
+}
+
+// passthroughPostLocations ask for the sentinel in the answer texts of the passthrough
+// routes: completions choices[].text, images revised_prompt, and the transcript (json,
+// verbose_json, text and srt; the fake transcribes the audio bytes, here the sentinel).
+func passthroughPostLocations() []location {
+	ask := leakMe + " " + sentinel
+	out := []location{
+		{name: "completions/choices text", path: "/v1/completions", stream: true, openaiOnly: true, body: func(model, _ string, st bool) map[string]any {
+			return map[string]any{"model": model, "stream": st, "prompt": ask}
+		}},
+		{name: "images/revised_prompt", path: "/v1/images/generations", openaiOnly: true, body: func(model, _ string, _ bool) map[string]any {
+			return map[string]any{"model": model, "prompt": ask}
+		}},
+	}
+	for _, rf := range []string{"json", "verbose_json", "text", "srt"} {
+		out = append(out, location{name: "transcriptions/text " + rf, path: "/v1/audio/transcriptions", openaiOnly: true,
+			form: func(string) (map[string]string, string) { return map[string]string{"response_format": rf}, sentinel }})
+	}
+	return out
 }
 
 func userMsgs(text string) []any { return []any{map[string]any{"role": "user", "content": text}} }
@@ -86,7 +160,7 @@ func preLocations() []location {
 		}}
 	}
 	args := func(s string) string { return fmt.Sprintf(`{"to": %q, "nested": {"list": [%q]}}`, s, s) }
-	return []location{
+	return append([]location{
 		chat("user string", userMsgs),
 		chat("user text part", func(s string) []any {
 			return []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": s}}}}
@@ -145,7 +219,7 @@ func preLocations() []location {
 			return map[string]any{"model": model, "input": []any{"hi", s}}
 		}},
 		{name: "a2a/text part", stream: true, body: func(_, s string, _ bool) map[string]any { return nil }},
-	}
+	}, passthroughPreLocations()...)
 }
 
 // postLocations asks the model for the sentinel in every answer text location.
@@ -177,7 +251,7 @@ func postLocations() []location {
 			}})
 		}
 	}
-	return append(out, location{name: "a2a/reply", stream: true})
+	return append(append(out, location{name: "a2a/reply", stream: true}), passthroughPostLocations()...)
 }
 
 func TestSentinelNeverLeaks(t *testing.T) {
@@ -221,6 +295,12 @@ func TestSentinelNeverLeaks(t *testing.T) {
 			req["method"] = method
 			return rpc(t, g, "agent-"+guard+"-"+model, req)
 		}
+		if loc.form != nil {
+			fields, file := loc.form(text)
+			fields["model"] = model
+			fields["guardrails"] = `["` + guard + `"]`
+			return g.Do(t, "POST", loc.path, multipartRequest(t, fields, file))
+		}
 		body := loc.body(model, text, stream)
 		body["guardrails"] = []string{guard}
 		return g.Do(t, "POST", loc.path, body)
@@ -228,8 +308,8 @@ func TestSentinelNeverLeaks(t *testing.T) {
 
 	for _, loc := range preLocations() {
 		for _, model := range []string{"oa", "an"} {
-			if strings.HasPrefix(loc.name, "embeddings") && model == "an" {
-				continue // Anthropic serves no embeddings
+			if (loc.openaiOnly || strings.HasPrefix(loc.name, "embeddings")) && model == "an" {
+				continue // Anthropic serves no embeddings and no passthrough route
 			}
 			for _, stream := range []bool{false, true} {
 				if stream && !loc.stream {
@@ -273,7 +353,13 @@ func TestSentinelNeverLeaks(t *testing.T) {
 
 	for _, loc := range postLocations() {
 		for _, model := range []string{"oa", "an"} {
+			if loc.openaiOnly && model == "an" {
+				continue
+			}
 			for _, stream := range []bool{false, true} {
+				if stream && !loc.stream {
+					continue
+				}
 				for _, action := range []string{"mask", "block"} {
 					guard := "post_call-" + action
 					t.Run(fmt.Sprintf("post_call/%s/%s/stream=%v/%s", loc.name, model, stream, action), func(t *testing.T) {

@@ -105,7 +105,9 @@ func (s *Server) speech(w http.ResponseWriter, in ReplyInput) {
 }
 
 // transcriptions reads a multipart/form-data body with "file" and "model" and answers
-// {"text": "transcript of <file name>: <file bytes>"}.
+// {"text": "transcript of <file name> by <model>: <file bytes>"} (response_format json, the
+// default), with segments and words (verbose_json), or that text as text/plain (text, srt,
+// vtt: the text as one cue).
 func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request, body []byte) {
 	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || params["boundary"] == "" {
@@ -113,7 +115,7 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	var model, name string
+	var model, name, format string
 	var file []byte
 	for {
 		p, err := mr.NextPart()
@@ -130,6 +132,8 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request, body []b
 			model = string(v)
 		case "file":
 			name, file = p.FileName(), v
+		case "response_format":
+			format = string(v)
 		}
 	}
 	if model == "" || file == nil {
@@ -137,5 +141,26 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	text := fmt.Sprintf("transcript of %s by %s: %s", name, model, file)
+	switch format {
+	case "text", "srt", "vtt":
+		out := text + "\n"
+		if format == "srt" {
+			out = "1\n00:00:00,000 --> 00:00:01,000\n" + out
+		} else if format == "vtt" {
+			out = "WEBVTT\n\n00:00:00.000 --> 00:00:01.000\n" + out
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, out)
+		return
+	case "verbose_json":
+		words := []any{}
+		for i, wd := range strings.Fields(text) {
+			words = append(words, map[string]any{"word": wd, "start": float64(i) * 0.5, "end": float64(i)*0.5 + 0.4})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"task": "transcribe", "language": "english", "duration": 1.0, "text": text,
+			"segments": []any{map[string]any{"id": 0, "seek": 0, "start": 0.0, "end": 1.0, "text": text}}, "words": words,
+			"usage": map[string]any{"type": "duration", "seconds": 1}})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"text": text, "usage": map[string]any{"type": "tokens", "input_tokens": len(file), "output_tokens": tokens(text), "total_tokens": len(file) + tokens(text)}})
 }

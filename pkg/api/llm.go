@@ -82,7 +82,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			return invalidModel(f, "")
 		}
 		stream := f.Streams() && provider.StreamRequested(body)
-		ctx, call, err := s.startCall(ctx, callSpec{
+		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
 			header: c.Response().Header(),
 			resolve: func(ctx context.Context) (target, error) {
@@ -93,7 +93,11 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 				return target{group: group}, err
 			},
 			guardrails: s.requestGuardrails,
-		})
+		}
+		if f.Multipart() {
+			spec.guardrails = s.multipartGuardrails
+		}
+		ctx, call, err := s.startCall(ctx, spec)
 		if err != nil {
 			return err
 		}
@@ -174,18 +178,11 @@ func streamCheckWindow(text string, added int) string {
 // the ones named in "guardrails" or "metadata.guardrails" (LiteLLM). The names are removed
 // from the body before it goes upstream. An unknown name (after read-through) is a 404.
 func (s *Server) requestGuardrails(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
-	snap := s.Guardrails.Load()
-	defaults := snap.ByName(DefaultOnName)
+	defaults := s.Guardrails.Load().ByName(DefaultOnName)
 	top := gjson.GetBytes(body, "guardrails")
 	meta := gjson.GetBytes(body, "metadata.guardrails")
 	if len(defaults) == 0 && !top.Exists() && !meta.Exists() {
 		return nil, body, nil // hot path: nothing to do
-	}
-	var gs []*guardrail.Guardrail
-	seen := map[string]bool{}
-	for _, e := range defaults {
-		gs = append(gs, e.Value)
-		seen[e.Value.Name] = true
 	}
 	var names []string
 	for _, r := range []gjson.Result{top, meta} {
@@ -206,18 +203,10 @@ func (s *Server) requestGuardrails(ctx context.Context, body []byte) ([]*guardra
 			names = append(names, name)
 		}
 	}
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		g, err := s.guardrailByName(ctx, n)
-		if err != nil {
-			return nil, nil, err
-		}
-		seen[n] = true
-		gs = append(gs, g)
+	gs, err := s.namedGuardrails(ctx, names)
+	if err != nil {
+		return nil, nil, err
 	}
-	var err error
 	if top.Exists() {
 		if body, err = sjson.DeleteBytes(body, "guardrails"); err != nil {
 			return nil, nil, err
@@ -229,6 +218,47 @@ func (s *Server) requestGuardrails(ctx context.Context, body []byte) ([]*guardra
 		}
 	}
 	return gs, body, nil
+}
+
+// multipartGuardrails is requestGuardrails for a multipart/form-data request (audio
+// transcriptions): every default_on guardrail plus the ones named in "guardrails" form fields
+// (a JSON array of names or a comma-separated list), which are removed from the body.
+func (s *Server) multipartGuardrails(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
+	names, found, out, err := provider.MultipartGuardrails(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found && len(s.Guardrails.Load().ByName(DefaultOnName)) == 0 {
+		return nil, body, nil
+	}
+	gs, err := s.namedGuardrails(ctx, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return gs, out, nil
+}
+
+// namedGuardrails is every default_on guardrail plus the named ones (read-through on a miss;
+// an unknown name is a 404), each once.
+func (s *Server) namedGuardrails(ctx context.Context, names []string) ([]*guardrail.Guardrail, error) {
+	var gs []*guardrail.Guardrail
+	seen := map[string]bool{}
+	for _, e := range s.Guardrails.Load().ByName(DefaultOnName) {
+		gs = append(gs, e.Value)
+		seen[e.Value.Name] = true
+	}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		g, err := s.guardrailByName(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		seen[n] = true
+		gs = append(gs, g)
+	}
+	return gs, nil
 }
 
 func guardrailNotFound(name string) *Error {

@@ -466,6 +466,9 @@ func answerTextView(f Format, body []byte) string {
 	case FormatCompletions:
 		return j.Get("choices.0.text").Str
 	case FormatTranscriptions:
+		if !j.IsObject() { // response_format text, srt, vtt
+			return string(body)
+		}
 		return j.Get("text").Str
 	}
 	return ""

@@ -29,7 +29,8 @@ import (
 //	embeddings, moderations, speech: input (a string, the strings of an array, or the
 //	            "text" of moderation input objects; token arrays carry no text)
 //	completions, images: prompt (a string or the strings of an array)
-//	transcriptions: none (the body is multipart audio)
+//	transcriptions: the multipart form field "prompt" (the audio file is not text); the body
+//	            is rebuilt with the edited field only, every other part byte for byte
 //
 // Non-streamed answers ([MapResponseText]), every choice:
 //
@@ -39,7 +40,8 @@ import (
 //	            function_call .arguments, custom_tool_call .input
 //	messages:   content[] blocks: text .text, tool_use .input
 //	completions: choices[].text
-//	transcriptions: text (and segments[].text)
+//	transcriptions: text, segments[].text and words[].word (json, verbose_json); the whole
+//	            body when it is not JSON (response_format text, srt, vtt)
 //	images:     data[].revised_prompt
 //	embeddings, moderations, speech: none (vectors, scores, audio)
 //
@@ -102,7 +104,7 @@ type TextFunc func(Text) (string, error)
 // (rewrite) and during_call (check only) guardrails.
 func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 	if in.Multipart() {
-		return body, nil // audio in; the transcription comes back as text
+		return mapMultipartText(body, fn)
 	}
 	if !gjson.ValidBytes(body) {
 		return nil, badRequest("request body is not valid JSON")
@@ -166,9 +168,20 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 
 // MapResponseText rewrites every text of a non-streamed answer in format f (every choice, tool
 // calls included; see the text locations above) through fn. The body itself is returned when
-// nothing changed, or when it is not JSON (nothing to walk); an error from fn is returned as
-// is. Used by post_call guardrails.
+// nothing changed, or when it is not JSON (nothing to walk; but a transcription that is not
+// JSON — response_format text, srt or vtt — is one text); an error from fn is returned as is.
+// Used by post_call guardrails.
 func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
+	if f == FormatTranscriptions && len(body) > 0 && (!gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject()) {
+		out, err := fn(Text{Value: string(body), Answer: true})
+		if err != nil {
+			return nil, err
+		}
+		if out == string(body) {
+			return body, nil
+		}
+		return []byte(out), nil
+	}
 	if !gjson.ValidBytes(body) {
 		return body, nil
 	}
@@ -430,6 +443,10 @@ func (w *walker) response(f Format, root gjson.Result) {
 		w.text(root.Get("text"), true)
 		root.Get("segments").ForEach(func(_, seg gjson.Result) bool {
 			w.text(seg.Get("text"), false)
+			return w.err == nil
+		})
+		root.Get("words").ForEach(func(_, wd gjson.Result) bool {
+			w.text(wd.Get("word"), false)
 			return w.err == nil
 		})
 	case FormatImages:
