@@ -140,6 +140,8 @@ type Vertex struct {
 	mu     sync.Mutex
 	tokens map[string]bool
 	issued int
+	// failTokens token requests left to fail with failTokenCode.
+	failTokens, failTokenCode int
 }
 
 // StartVertex starts a fake Vertex AI: POST
@@ -175,6 +177,14 @@ func (v *Vertex) ServiceAccountJSON() string {
 	return string(b)
 }
 
+// FailTokens makes the next n token requests fail with status code (a JSON OAuth2 error, as
+// Google's endpoint answers when it is unavailable), then issues tokens again.
+func (v *Vertex) FailTokens(n, code int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.failTokens, v.failTokenCode = n, code
+}
+
 // TokensIssued is how many access tokens the token endpoint issued.
 func (v *Vertex) TokensIssued() int {
 	v.mu.Lock()
@@ -184,6 +194,17 @@ func (v *Vertex) TokensIssued() int {
 
 func (v *Vertex) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	if r.URL.Path == "/token" {
+		v.mu.Lock()
+		fail := v.failTokens > 0
+		if fail {
+			v.failTokens--
+		}
+		code := v.failTokenCode
+		v.mu.Unlock()
+		if fail {
+			writeJSON(w, code, map[string]any{"error": "internal_failure", "error_description": "The service is currently unavailable."})
+			return
+		}
 		v.token(w, body)
 		return
 	}

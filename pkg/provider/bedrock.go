@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,7 +77,7 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 		bs.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, session))
 		d.extraSecrets = append(d.extraSecrets, secret, session)
 	} else {
-		bs.lazy = func() (aws.CredentialsProvider, error) {
+		bs.chain = &lazyValue[aws.CredentialsProvider]{find: func() (aws.CredentialsProvider, error) {
 			opts := []func(*config.LoadOptions) error{}
 			if profile != "" {
 				opts = append(opts, config.WithSharedConfigProfile(profile))
@@ -87,8 +86,11 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 			if err != nil {
 				return nil, err
 			}
+			if cfg.Credentials == nil {
+				return nil, errors.New("no credential provider in the AWS configuration")
+			}
 			return cfg.Credentials, nil
-		}
+		}}
 	}
 	if region == "" {
 		if d.MockResponse == nil {
@@ -129,20 +131,22 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 type bedrockSigner struct {
 	signer *v4.Signer
 	region string
-	creds  aws.CredentialsProvider // a CredentialsCache
-	lazy   func() (aws.CredentialsProvider, error)
-	once   sync.Once
-	err    error
+	creds  aws.CredentialsProvider             // static keys (a CredentialsCache); nil with the chain
+	chain  *lazyValue[aws.CredentialsProvider] // the AWS default chain, loaded on first use
 }
 
+// sign signs req. Only successes are cached: the default chain's configuration is loaded
+// again after a failed load (lazyValue), and its CredentialsCache keeps credentials until
+// shortly before they expire and retrieves again after a failed retrieval.
 func (b *bedrockSigner) sign(ctx context.Context, req *http.Request, body []byte) error {
-	if b.lazy != nil {
-		b.once.Do(func() { b.creds, b.err = b.lazy() })
-		if b.err != nil {
-			return &UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: load AWS credentials: " + b.err.Error()}
+	provider := b.creds
+	if b.chain != nil {
+		var err error
+		if provider, err = b.chain.get(); err != nil {
+			return &UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: load AWS credentials: " + err.Error()}
 		}
 	}
-	creds, err := b.creds.Retrieve(ctx)
+	creds, err := provider.Retrieve(ctx)
 	if err != nil {
 		return &UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}

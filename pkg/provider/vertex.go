@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -70,13 +69,13 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 			project = creds.ProjectID
 		}
 	} else if d.MockResponse == nil {
-		vs.lazy = func() (oauth2.TokenSource, error) {
+		vs.adc = &lazyValue[oauth2.TokenSource]{find: func() (oauth2.TokenSource, error) {
 			creds, err := google.FindDefaultCredentials(tokenContext, vertexScope)
 			if err != nil {
 				return nil, err
 			}
 			return creds.TokenSource, nil
-		}
+		}}
 	}
 	if project == "" && d.MockResponse == nil {
 		return errors.New("litellm_params.vertex_project (or VERTEXAI_PROJECT, or project_id in vertex_credentials) is required for provider \"vertex_ai\"")
@@ -119,22 +118,24 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 // tokenContext is the context token sources keep: its HTTP client bounds each token request.
 var tokenContext = context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: 30 * time.Second})
 
-// vertexSigner puts a Google OAuth2 access token on each request.
+// vertexSigner puts a Google OAuth2 access token on each request. Only successes are cached:
+// the token source keeps a token until 10 s before it expires (oauth2.ReuseTokenSource) and
+// fetches again after a failed fetch; Application Default Credentials are looked up again
+// after a failed lookup (lazyValue).
 type vertexSigner struct {
-	ts   oauth2.TokenSource                 // caches and refreshes (oauth2.ReuseTokenSource)
-	lazy func() (oauth2.TokenSource, error) // Application Default Credentials, found on first use
-	once sync.Once
-	err  error
+	ts  oauth2.TokenSource             // vertex_credentials; nil with ADC
+	adc *lazyValue[oauth2.TokenSource] // Application Default Credentials, found on first use
 }
 
 func (v *vertexSigner) sign(_ context.Context, req *http.Request, _ []byte) error {
-	if v.lazy != nil {
-		v.once.Do(func() { v.ts, v.err = v.lazy() })
-		if v.err != nil {
-			return &UpstreamError{Status: 401, Type: "authentication_error", Message: "vertex_ai: no credentials: set litellm_params.vertex_credentials or Application Default Credentials: " + v.err.Error()}
+	ts := v.ts
+	if v.adc != nil {
+		var err error
+		if ts, err = v.adc.get(); err != nil {
+			return &UpstreamError{Status: 401, Type: "authentication_error", Message: "vertex_ai: no credentials: set litellm_params.vertex_credentials or Application Default Credentials: " + err.Error()}
 		}
 	}
-	tok, err := v.ts.Token()
+	tok, err := ts.Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
