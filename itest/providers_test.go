@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"lockstep/itest/fakeupstream"
+	"lockstep/pkg/provider"
 )
 
 // createModel creates a model on g (admin) and fails the test unless it is accepted.
@@ -111,18 +112,39 @@ func fakeReply(s string) string { return "fake reply to: " + s }
 // deployment path, api-version and api-key (or the Entra ID bearer token) as Azure does.
 func TestAzureProvider(t *testing.T) {
 	t.Parallel()
-	az := fakeupstream.StartAzure(t, fakeupstream.Azure{APIVersion: "2024-10-21", APIKey: "az-secret-key-1", ADToken: "ad-token-123456"})
+	az := fakeupstream.StartAzure(t, fakeupstream.Azure{APIVersion: "2025-04-01-preview", AlsoAPIVersions: []string{provider.DefaultAzureAPIVersion},
+		APIKey: "az-secret-key-1", ADToken: "ad-token-123456"})
 	p := StartPair(t, GatewayOpts{})
-	createModel(t, p.A, "az", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "api_key": "az-secret-key-1", "api_version": "2024-10-21"})
+	createModel(t, p.A, "az", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "api_key": "az-secret-key-1", "api_version": "2025-04-01-preview"})
 	exerciseModel(t, p.B, "az", fakeReply)
 	req, ok := az.LastRequest("/openai/deployments/gpt4o-dep/chat/completions")
 	require.True(t, ok, "no request on the Azure deployment path: %+v", az.Requests())
-	require.Equal(t, "api-version=2024-10-21", req.Query)
+	require.Equal(t, "api-version=2025-04-01-preview", req.Query)
 	require.Equal(t, "az-secret-key-1", req.Header.Get("api-key"))
+	// /v1/responses goes to Azure's own Responses API (as LiteLLM sends it), the deployment in
+	// the body, not translated to chat: streamed and not.
+	var rs []fakeupstream.Request
+	for _, r := range az.Requests() {
+		if r.Path == "/openai/responses" {
+			rs = append(rs, r)
+		}
+	}
+	require.Len(t, rs, 2, "one plain and one streamed /v1/responses call: %+v", az.Requests())
+	for _, r := range rs {
+		require.Equal(t, "api-version=2025-04-01-preview", r.Query)
+		require.Equal(t, "gpt4o-dep", gjson.GetBytes(r.Body, "model").Str)
+		require.Equal(t, "az-secret-key-1", r.Header.Get("api-key"))
+	}
 
-	// azure_ad_token as the bearer; the default api-version is the GA one the fake wants.
+	// azure_ad_token as the bearer; the default api-version is the GA one the fake wants, and
+	// responses use LiteLLM's default: the v1 API with api-version=preview.
+	az.Reset()
 	createModel(t, p.A, "az-ad", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "azure_ad_token": "ad-token-123456"})
 	exerciseModel(t, p.B, "az-ad", fakeReply)
+	req, ok = az.LastRequest("/openai/v1/responses")
+	require.True(t, ok, "no request on the v1 Responses API: %+v", az.Requests())
+	require.Equal(t, "api-version=preview", req.Query)
+	require.Equal(t, "Bearer ad-token-123456", req.Header.Get("Authorization"))
 
 	// A wrong key is the upstream's 401, with the key redacted.
 	createModel(t, p.A, "az-bad", map[string]any{"model": "azure/gpt4o-dep", "api_base": az.URL, "api_key": "wrong-key-999", "max_retries": 0})
@@ -156,6 +178,10 @@ func TestAzureProvider(t *testing.T) {
 	require.Len(t, emb.Data, 2)
 	_, ok = az.LastRequest("/openai/deployments/gpt4o-dep/embeddings")
 	require.True(t, ok)
+	// Its Responses API: /openai/responses?api-version=…, the model group in the body.
+	rsp, err := ac.Responses.New(ctx, responses.ResponseNewParams{Model: "az", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("azure sdk responses")}})
+	require.NoError(t, err)
+	require.Equal(t, fakeReply("azure sdk responses"), rsp.OutputText())
 
 	// A wrong gateway key in api-key is refused.
 	bad := openai.NewClient(azure.WithEndpoint(p.B.URL, "2024-10-21"), azure.WithAPIKey("sk-not-a-key"), azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(0))

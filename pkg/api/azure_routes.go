@@ -20,7 +20,13 @@ import (
 // replaces a JSON body's "model" (Azure clients may omit it); a multipart body keeps its own.
 // The credential comes in the api-key header (or Authorization: Bearer), as for every route.
 // Each request is then served by the route's ordinary handler, the same call pipeline.
+// Azure's Responses API has no deployment in the path: POST /openai/responses (and the v1
+// API's /openai/v1/responses) take the model group from the body's "model", as /v1/responses.
 func (s *Server) azureRoutes() {
+	responses := s.llm(provider.FormatResponses)
+	for _, path := range []string{"/openai/responses", "/openai/v1/responses"} {
+		s.e.POST(path, responses, s.auth(anyKey))
+	}
 	for _, f := range []provider.Format{provider.FormatChat, provider.FormatCompletions, provider.FormatEmbeddings,
 		provider.FormatImages, provider.FormatSpeech, provider.FormatTranscriptions} {
 		h := s.llm(f)

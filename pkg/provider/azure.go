@@ -13,16 +13,41 @@ import (
 // https://learn.microsoft.com/azure/ai-services/openai/reference).
 const DefaultAzureAPIVersion = "2024-10-21"
 
+// DefaultAzureResponsesAPIVersion is the api-version of Azure's Responses API when none is
+// configured: "preview", on the v1 path (LiteLLM's AZURE_DEFAULT_RESPONSES_API_VERSION).
+const DefaultAzureResponsesAPIVersion = "preview"
+
+// azureResponsesURL is the Azure OpenAI Responses API endpoint of a resource, as LiteLLM builds
+// it (litellm/llms/azure/responses/transformation.py, BaseAzureLLM._get_base_azure_url):
+// {base}/openai/responses?api-version={version}, on the v1 path
+// ({base}/openai/v1/responses?api-version={version}) for "preview" and "latest"; "v1" is the
+// GA v1 API, which takes no api-version. The deployment goes in the body's "model", not in
+// the path.
+func azureResponsesURL(base, version string) string {
+	switch version {
+	case "v1":
+		return base + "/openai/v1/responses"
+	case "preview", "latest":
+		return base + "/openai/v1/responses?api-version=" + version
+	}
+	return base + "/openai/responses?api-version=" + url.QueryEscape(version)
+}
+
 // setupAzure finishes an azure/<deployment> deployment (LiteLLM's azure provider): the model
 // after "azure/" is the Azure deployment name, each route is
 // {api_base}/openai/deployments/{deployment}/{route}?api-version={api_version}, and the key goes
 // in the api-key header, or litellm_params.azure_ad_token (env AZURE_AD_TOKEN) as
-// "Authorization: Bearer". Azure serves chat, embeddings, completions, images and audio;
-// responses and messages are translated to chat; moderations are not served (400).
+// "Authorization: Bearer". Azure serves chat, embeddings, completions, images and audio, and
+// the Responses API natively (azureResponsesURL; api_version, else "preview"); messages are
+// translated to chat; moderations are not served (400).
 func setupAzure(d *Deployment, p gjson.Result) error {
 	var err error
 	if d.APIVersion, err = paramOrEnv(p, "api_version", "AZURE_API_VERSION"); err != nil {
 		return err
+	}
+	responsesVersion := d.APIVersion
+	if responsesVersion == "" {
+		responsesVersion = DefaultAzureResponsesAPIVersion
 	}
 	if d.APIVersion == "" {
 		d.APIVersion = DefaultAzureAPIVersion
@@ -42,6 +67,8 @@ func setupAzure(d *Deployment, p gjson.Result) error {
 	for _, f := range []Format{FormatChat, FormatEmbeddings, FormatCompletions, FormatImages, FormatSpeech, FormatTranscriptions} {
 		d.urls[f] = prefix + f.Path() + q
 	}
+	d.urls[FormatResponses] = azureResponsesURL(base, responsesVersion)
+	d.spec.responses = true
 	h := d.header.Clone()
 	h.Del("Authorization")
 	h.Del("OpenAI-Organization")

@@ -25,13 +25,31 @@ func TestAzureDeployment(t *testing.T) {
 	require.Empty(t, d.header.Get("Authorization"))
 	require.False(t, d.Supports(FormatModerations))
 	require.True(t, d.Supports(FormatResponses))
-	_, pass, err := plan(d, FormatResponses)
+	up, pass, err := plan(d, FormatResponses)
 	require.NoError(t, err)
-	require.False(t, pass, "Azure responses are translated to chat")
+	require.True(t, pass, "Azure serves the Responses API itself")
+	require.Equal(t, FormatResponses, up)
+	require.Equal(t, "https://r.openai.azure.com/openai/responses?api-version=2025-01-01-preview", d.urls[FormatResponses])
+	out, err := upstreamBody(d, FormatResponses, up, pass, false, []byte(`{"model":"grp","input":"hi"}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"model":"my dep","input":"hi"}`, string(out), "the deployment goes in the body")
+	_, pass, err = plan(d, FormatMessages)
+	require.NoError(t, err)
+	require.False(t, pass, "messages are translated to chat")
+	for version, want := range map[string]string{
+		"preview": "https://r.openai.azure.com/openai/v1/responses?api-version=preview",
+		"latest":  "https://r.openai.azure.com/openai/v1/responses?api-version=latest",
+		"v1":      "https://r.openai.azure.com/openai/v1/responses",
+	} {
+		dv, err := NewDeployment("id", "grp", []byte(`{"model":"azure/dep","api_base":"https://r.openai.azure.com","api_key":"k","api_version":"`+version+`"}`))
+		require.NoError(t, err)
+		require.Equal(t, want, dv.urls[FormatResponses], version)
+	}
 
 	d, err = NewDeployment("id", "grp", []byte(`{"model":"azure/dep","api_base":"https://r.openai.azure.com/openai","azure_ad_token":"Bearer eyJ0eXAiOiJKV1Qi"}`))
 	require.NoError(t, err)
 	require.Equal(t, "https://r.openai.azure.com/openai/deployments/dep/chat/completions?api-version="+DefaultAzureAPIVersion, d.urls[FormatChat])
+	require.Equal(t, "https://r.openai.azure.com/openai/v1/responses?api-version=preview", d.urls[FormatResponses], "no api_version: LiteLLM's default for responses")
 	require.Equal(t, "Bearer eyJ0eXAiOiJKV1Qi", d.header.Get("Authorization"))
 	require.Equal(t, "x ey****V1Qi", d.Redact("x eyJ0eXAiOiJKV1Qi"))
 
