@@ -2,6 +2,7 @@ package itest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -295,9 +296,120 @@ func TestOllamaProvider(t *testing.T) {
 	require.Equal(t, "2", gjsonGet(req.Body, "options.num_predict"))
 
 	// Routes Ollama's native API has no endpoint for: 400 naming the provider.
-	st, b := p.B.Do(t, "POST", "/v1/embeddings", map[string]any{"model": "llama", "input": "x"})
+	st, b := p.B.Do(t, "POST", "/v1/images/generations", map[string]any{"model": "llama", "prompt": "x"})
 	require.Equal(t, 400, st, "%s", b)
-	require.Contains(t, string(b), "/embeddings not supported by provider ollama")
+	require.Contains(t, string(b), "/images/generations not supported by provider ollama")
+}
+
+// Native embeddings behind /v1/embeddings: Gemini embedContent (one input) and
+// batchEmbedContents (several), Ollama /api/embed, Bedrock InvokeModel with Titan (one call per
+// input, SigV4-verified) and Cohere. Created on A, called with the official SDK on B; each
+// vector is exactly what the fake upstream computed for that input, in input order, in float
+// and base64 form, and usage carries the provider's own token count (Gemini reports none).
+func TestNativeEmbeddings(t *testing.T) {
+	t.Parallel()
+	gem := fakeupstream.StartGemini(t, "gem-embed-key")
+	ol := fakeupstream.StartOllama(t)
+	brc := fakeupstream.Bedrock{Region: "eu-west-1", AccessKeyID: "AKIAEMBEDTEST001", SecretAccessKey: "embed/test/secret/001"}
+	br := fakeupstream.StartBedrock(t, brc)
+	p := StartPair(t, GatewayOpts{})
+	aws := map[string]any{"api_base": br.URL, "aws_region_name": brc.Region, "aws_access_key_id": brc.AccessKeyID, "aws_secret_access_key": brc.SecretAccessKey}
+	with := func(m map[string]any, kv ...any) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			out[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i].(string)] = kv[i+1]
+		}
+		return out
+	}
+	createModel(t, p.A, "e-gemini", map[string]any{"model": "gemini/gemini-embedding-001", "api_base": gem.URL, "api_key": "gem-embed-key"})
+	createModel(t, p.A, "e-ollama", map[string]any{"model": "ollama/nomic-embed-text", "api_base": ol.URL})
+	createModel(t, p.A, "e-titan", with(aws, "model", "bedrock/amazon.titan-embed-text-v2:0"))
+	createModel(t, p.A, "e-cohere", with(aws, "model", "bedrock/cohere.embed-english-v3"))
+	createModel(t, p.A, "e-claude", with(aws, "model", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"))
+
+	ctx := context.Background()
+	oa := openai.NewClient(option.WithBaseURL(p.B.URL+"/v1"), option.WithAPIKey(MasterKey), option.WithMaxRetries(0))
+	words := func(s string) int64 { return int64(len(strings.Fields(s))) }
+	inputs := []string{"the first text", "a second one", "third"}
+	for _, tc := range []struct {
+		model  string
+		up     *fakeupstream.Server
+		dims   int // 0: the fake's default (8)
+		tokens func([]string) int64
+	}{
+		{"e-gemini", gem, 16, func([]string) int64 { return 0 }},
+		{"e-ollama", ol, 12, nil},
+		{"e-titan", br, 24, nil},
+		{"e-cohere", br, 0, nil},
+	} {
+		for _, in := range [][]string{inputs[:1], inputs} {
+			params := openai.EmbeddingNewParams{Model: tc.model, Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: in}}
+			if len(in) == 1 {
+				params.Input = openai.EmbeddingNewParamsInputUnion{OfString: openai.String(in[0])}
+			}
+			dims := 8
+			if tc.dims > 0 {
+				dims = tc.dims
+				params.Dimensions = openai.Int(int64(tc.dims))
+			}
+			for _, b64 := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%d inputs/base64=%v", tc.model, len(in), b64)
+				params.EncodingFormat = ""
+				if b64 {
+					params.EncodingFormat = openai.EmbeddingNewParamsEncodingFormatBase64
+				}
+				res, err := oa.Embeddings.New(ctx, params)
+				require.NoError(t, err, name)
+				require.Len(t, res.Data, len(in), name)
+				var want int64
+				for i, text := range in {
+					require.Equal(t, int64(i), res.Data[i].Index, name)
+					require.Equal(t, fakeupstream.Vector(text, dims), res.Data[i].Embedding, name)
+					want += words(text)
+				}
+				if tc.tokens != nil {
+					want = tc.tokens(in)
+				}
+				require.Equal(t, want, res.Usage.PromptTokens, name)
+			}
+		}
+	}
+
+	// What each upstream was sent, in its own wire format.
+	req, ok := gem.LastRequest("/v1beta/models/gemini-embedding-001:batchEmbedContents")
+	require.True(t, ok, "%+v", gem.Requests())
+	require.Equal(t, "models/gemini-embedding-001", gjsonGet(req.Body, "requests.1.model"))
+	require.Equal(t, "a second one", gjsonGet(req.Body, "requests.1.content.parts.0.text"))
+	require.Equal(t, "16", gjsonGet(req.Body, "requests.0.outputDimensionality"))
+	require.Equal(t, "gem-embed-key", req.Header.Get("x-goog-api-key"))
+	_, ok = gem.LastRequest("/v1beta/models/gemini-embedding-001:embedContent")
+	require.True(t, ok)
+	req, ok = ol.LastRequest("/api/embed")
+	require.True(t, ok)
+	require.JSONEq(t, `{"model":"nomic-embed-text","input":["the first text","a second one","third"],"dimensions":12}`, string(req.Body))
+	req, ok = br.LastRequest("/model/cohere.embed-english-v3/invoke")
+	require.True(t, ok, "%+v", br.Requests())
+	require.JSONEq(t, `{"texts":["the first text","a second one","third"],"input_type":"search_document"}`, string(req.Body))
+	titan := 0
+	for _, r := range br.Requests() {
+		if r.Path == "/model/amazon.titan-embed-text-v2:0/invoke" {
+			titan++
+			require.Contains(t, r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential="+brc.AccessKeyID)
+		}
+	}
+	require.Equal(t, 2*(1+len(inputs)), titan, "Titan takes one input per call")
+
+	// Token arrays have no text for a native API; a chat model has no embeddings: 400s naming
+	// the provider.
+	st, b := p.B.Do(t, "POST", "/v1/embeddings", map[string]any{"model": "e-ollama", "input": []any{[]int{1, 2, 3}}})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "token arrays are not supported by provider ollama")
+	st, b = p.B.Do(t, "POST", "/v1/embeddings", map[string]any{"model": "e-claude", "input": "x"})
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), "/embeddings not supported by provider bedrock")
 }
 
 // Google AI Studio's generateContent: created on A, used on B at once; the key travels in

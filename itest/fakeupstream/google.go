@@ -30,6 +30,7 @@ const APIGemini API = "gemini"
 // or key= query parameter; a wrong one is 400 INVALID_ARGUMENT "API key not valid", as Google
 // answers), a JSON body with non-empty "contents" whose roles are "user" or "model", and
 // honours generationConfig.maxOutputTokens by cutting the answer (finishReason MAX_TOKENS).
+// It also serves the embeddings API, :embedContent and :batchEmbedContents (embed_native.go).
 func StartGemini(t testing.TB, apiKey string, opts ...Option) *Server {
 	s := Start(t, opts...)
 	s.native = func(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -58,6 +59,10 @@ func writeGoogleError(w http.ResponseWriter, code int, status, msg string) {
 // gemini serves "{model}:{method}" of the generateContent API.
 func (s *Server) gemini(w http.ResponseWriter, r *http.Request, modelMethod string, body []byte) {
 	model, method, _ := strings.Cut(modelMethod, ":")
+	if method == "embedContent" || method == "batchEmbedContents" {
+		s.geminiEmbed(w, model, method, body)
+		return
+	}
 	stream := method == "streamGenerateContent"
 	if !stream && method != "generateContent" {
 		writeGoogleError(w, http.StatusNotFound, "NOT_FOUND", "method "+method+" not found")

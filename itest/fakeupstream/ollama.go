@@ -18,7 +18,8 @@ const APIOllama API = "ollama"
 // by default as newline-delimited JSON objects, the last one "done": true with done_reason and
 // prompt_eval_count/eval_count; "stream": false gives one object. It checks what Ollama checks:
 // a JSON body with "model" and "messages" (400 {"error": "…"} otherwise), and it honours
-// options.num_predict by cutting the answer to that many words (done_reason "length").
+// options.num_predict by cutting the answer to that many words (done_reason "length"). It also
+// serves POST /api/embed (embed_native.go).
 func StartOllama(t testing.TB, opts ...Option) *Server {
 	s := Start(t, opts...)
 	s.native = s.ollama
@@ -39,6 +40,10 @@ func writeOllamaError(w http.ResponseWriter, code int, msg string) {
 }
 
 func (s *Server) ollama(w http.ResponseWriter, r *http.Request, body []byte) {
+	if r.URL.Path == "/api/embed" && r.Method == http.MethodPost {
+		s.ollamaEmbed(w, body)
+		return
+	}
 	if r.URL.Path != "/api/chat" || r.Method != http.MethodPost {
 		http.NotFound(w, r)
 		return

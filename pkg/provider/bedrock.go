@@ -115,6 +115,7 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 	// ("anthropic.claude-3-haiku-20240307-v1%3A0").
 	prefix := d.APIBase + "/model/" + strings.ReplaceAll(url.PathEscape(d.Model), ":", "%3A")
 	d.native = bedrockAPI{}
+	d.embedder = bedrockEmbedder(d.Model, prefix+"/invoke")
 	d.urls[formatNative] = prefix + "/converse"
 	d.streamURL = prefix + "/converse-stream"
 	h := d.header.Clone()

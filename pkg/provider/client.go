@@ -245,7 +245,13 @@ func (d *Deployment) url(up Format, stream bool) string {
 // and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
 // closed.
 func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(up, stream), bytes.NewReader(body))
+	return c.sendTo(ctx, d, d.url(up, stream), up, body)
+}
+
+// sendTo posts body to u with the deployment's headers and signer (send; native embeddings
+// call their own endpoints).
+func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, up Format, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
@@ -382,6 +388,9 @@ func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) 
 func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
 	if d.MockResponse != nil {
 		return mockDo(d, in, body)
+	}
+	if in == FormatEmbeddings && d.embedder != nil {
+		return c.embed(ctx, d, body)
 	}
 	up, pass, err := plan(d, in)
 	if err != nil {

@@ -157,6 +157,7 @@ type Deployment struct {
 	urls      [numFormats]string // upstream endpoint per format; "" = not served
 	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
 	native    nativeAPI          // wireNative: the request/answer/stream translation
+	embedder  nativeEmbedder     // wireNative: its embeddings API, nil when it has none
 	signer    signer             // nil: the static header is all the authentication
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
@@ -415,7 +416,7 @@ func (d *Deployment) Supports(f Format) bool {
 	case FormatChat, FormatResponses, FormatMessages:
 		return true
 	case FormatEmbeddings:
-		return d.urls[FormatEmbeddings] != ""
+		return d.urls[FormatEmbeddings] != "" || d.embedder != nil
 	}
 	return d.urls[f] != ""
 }

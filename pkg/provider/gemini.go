@@ -28,6 +28,7 @@ func setupGemini(d *Deployment, _ gjson.Result) error {
 	prefix := base + "/v1beta/models/" + url.PathEscape(d.Model)
 	d.urls[formatNative] = prefix + ":generateContent"
 	d.streamURL = prefix + ":streamGenerateContent?alt=sse"
+	d.embedder = geminiEmbed{prefix: prefix, model: "models/" + d.Model}
 	h := d.header.Clone()
 	if d.APIKey != "" {
 		h.Set("x-goog-api-key", d.APIKey)

@@ -21,6 +21,7 @@ var _ nativeAPI = ollamaAPI{}
 func setupOllama(d *Deployment, _ gjson.Result) error {
 	d.native = ollamaAPI{}
 	d.urls[formatNative] = strings.TrimSuffix(d.APIBase, "/api") + "/api/chat"
+	d.embedder = ollamaEmbed{url: strings.TrimSuffix(d.APIBase, "/api") + "/api/embed"}
 	h := d.header.Clone()
 	if d.APIKey != "" {
 		h.Set("Authorization", "Bearer "+d.APIKey)

@@ -273,6 +273,6 @@ func TestOllamaWire(t *testing.T) {
 	require.Contains(t, s, `"finish_reason":"tool_calls"`)
 	require.Contains(t, s, `"prompt_tokens":7,"completion_tokens":3`)
 
-	_, err = c.Do(context.Background(), d, FormatEmbeddings, []byte(`{"model":"grp","input":"x"}`))
-	require.ErrorContains(t, err, "/embeddings not supported by provider ollama")
+	_, err = c.Do(context.Background(), d, FormatImages, []byte(`{"model":"grp","prompt":"x"}`))
+	require.ErrorContains(t, err, "/images/generations not supported by provider ollama")
 }
