@@ -358,7 +358,7 @@ func (s *Server) accessGroupNew(c echo.Context) error {
 		return err
 	}
 	var req accessGroupRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if strings.TrimSpace(req.AccessGroup) == "" {
@@ -387,7 +387,7 @@ func (s *Server) accessGroupUpdate(c echo.Context) error {
 		return err
 	}
 	var req accessGroupRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	sel, err := selectionOf(req)

@@ -160,7 +160,7 @@ func (s *Server) agentNew(c echo.Context) error {
 		return err
 	}
 	var req agentRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	name := ""
@@ -322,7 +322,7 @@ func (s *Server) editableAgent(c echo.Context, id string) (agentRowJSON, error) 
 func (s *Server) agentPut(c echo.Context) error {
 	id := c.Param("id")
 	var req agentRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	cur, err := s.editableAgent(c, id)
@@ -342,7 +342,7 @@ func (s *Server) agentPut(c echo.Context) error {
 func (s *Server) agentPatch(c echo.Context) error {
 	id := c.Param("id")
 	var req agentRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	cur, err := s.editableAgent(c, id)

@@ -163,7 +163,12 @@ type guardrailSpec struct {
 	Params json.RawMessage `json:"litellm_params"`
 	Info   json.RawMessage `json:"guardrail_info"`
 	Status *string         `json:"status"`
-	// DefaultOn is PATCH's shortcut for litellm_params.default_on (LiteLLM PatchGuardrailRequest).
+}
+
+// guardrailPatchSpec is PATCH's guardrail object: a guardrailSpec plus default_on, PATCH's
+// shortcut for litellm_params.default_on (LiteLLM PatchGuardrailRequest).
+type guardrailPatchSpec struct {
+	guardrailSpec
 	DefaultOn *bool `json:"default_on"`
 }
 
@@ -416,13 +421,13 @@ func (s *Server) guardrailPatch(c echo.Context) error {
 		return err
 	}
 	var req struct {
-		guardrailSpec
-		Guardrail *guardrailSpec `json:"guardrail"`
+		guardrailPatchSpec
+		Guardrail *guardrailPatchSpec `json:"guardrail"`
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	patch := req.guardrailSpec
+	patch := req.guardrailPatchSpec
 	if req.Guardrail != nil {
 		patch = *req.Guardrail
 	}
@@ -523,7 +528,7 @@ func (s *Server) applyGuardrail(c echo.Context) error {
 		Name *string `json:"guardrail_name"`
 		Text *string `json:"text"`
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if req.Name == nil || *req.Name == "" {
@@ -546,7 +551,7 @@ func (s *Server) applyGuardrail(c echo.Context) error {
 // decodeGuardrailWrite reads a full guardrail (POST, PUT) from the body; the name is required.
 func decodeGuardrailWrite(c echo.Context) (guardrailWrite, error) {
 	var req guardrailRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return guardrailWrite{}, err
 	}
 	spec, err := specOf(req)

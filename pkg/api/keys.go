@@ -44,9 +44,10 @@ func (o *optional) UnmarshalJSON(b []byte) error {
 
 func (o optional) null() bool { return o.set && bytes.Equal(bytes.TrimSpace(o.raw), []byte("null")) }
 
+// keyRequest is the body of /key/generate and /key/update, and their one list of accepted
+// fields: any other member is a 400 naming it, nothing stored (decodeStrict, API.md "Keys").
 type keyRequest struct {
 	Key      string          `json:"key"` // generate: a custom key; update: the key (or its token hash)
-	NewKey   string          `json:"new_key"`
 	Models   *[]string       `json:"models"`
 	KeyAlias *string         `json:"key_alias"`
 	Duration *string         `json:"duration"`
@@ -244,7 +245,7 @@ func (s *Server) keyGenerate(c echo.Context) error {
 		return err
 	}
 	var req keyRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	vals, budgetSet, every, err := keyValues(req)
@@ -291,7 +292,7 @@ func (s *Server) keyUpdate(c echo.Context) error {
 		return err
 	}
 	var req keyRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if req.Key == "" {
@@ -356,7 +357,7 @@ func (s *Server) keyBlock(blocked bool) echo.HandlerFunc {
 		var req struct {
 			Key string `json:"key"`
 		}
-		if err := decodeJSON(c, &req); err != nil {
+		if err := decodeStrict(c, &req); err != nil {
 			return err
 		}
 		if req.Key == "" {
@@ -378,7 +379,7 @@ func (s *Server) keyRegenerate(c echo.Context) error {
 		NewKey string `json:"new_key"`
 	}
 	if c.Request().ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
+		if err := decodeStrict(c, &req); err != nil {
 			return err
 		}
 	}
@@ -435,7 +436,7 @@ func (s *Server) keyDelete(c echo.Context) error {
 	var req struct {
 		Keys []string `json:"keys"`
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if len(req.Keys) == 0 {

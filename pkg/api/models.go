@@ -56,7 +56,7 @@ func decodeModelRequest(c echo.Context) (modelRequest, error) {
 		ModelInfo     json.RawMessage `json:"model_info"`
 	}
 	var req modelRequest
-	if err := decodeJSON(c, &raw); err != nil {
+	if err := decodeStrict(c, &raw); err != nil {
 		return req, err
 	}
 	if !isNull(raw.ModelName) {
@@ -299,7 +299,7 @@ func (s *Server) modelDelete(c echo.Context) error {
 	var req struct {
 		ID string `json:"id"`
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
 	if req.ID == "" {

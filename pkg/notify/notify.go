@@ -417,23 +417,18 @@ const degradedReason = "the change feed's LISTEN connection never hears its own 
 	"as happens through PgBouncer in transaction pooling mode (pool_mode = transaction); set --listen-database-url " +
 	"(GATEWAY_LISTEN_DATABASE_URL) to a direct or session-pooled connection. Meanwhile the change-log poll keeps this replica in sync"
 
-// feedConnConfig is the connection config of the change feed's own connection: ListenURL, or
-// the pool's connection string, without the pgx/pgxpool-only settings (pgconn would send
-// them to the server as run-time parameters, which it refuses).
+// feedConnConfig is the connection config of the change feed's own connection: ListenURL
+// parsed the way the pool parses its URL (store.ParseConnConfig), or a copy of the pool's own
+// parsed config. Either way the pgx/pgxpool-only settings (pool_max_conns,
+// default_query_exec_mode, ...) are taken out: pgconn would send them to the server as
+// run-time parameters, which it refuses.
 func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
-	url := s.cfg.ListenURL
-	if url == "" {
-		url = s.cfg.Store.ConnString()
+	if s.cfg.ListenURL == "" {
+		return s.cfg.Store.ConnConfig(), nil
 	}
-	pcfg, err := pgconn.ParseConfig(url)
+	pcfg, err := store.ParseConnConfig(s.cfg.ListenURL)
 	if err != nil {
 		return nil, fmt.Errorf("listen database url: %w", err)
-	}
-	for k := range pcfg.RuntimeParams {
-		switch {
-		case k == "default_query_exec_mode", k == "statement_cache_capacity", k == "description_cache_capacity", strings.HasPrefix(k, "pool_"):
-			delete(pcfg.RuntimeParams, k)
-		}
 	}
 	return pcfg, nil
 }

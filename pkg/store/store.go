@@ -222,9 +222,24 @@ func (s *Store) BehindPooler() bool { return s.pooler }
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// ConnString returns the connection string the pool was built from (for the dedicated
-// listener connection, which is never pooled).
-func (s *Store) ConnString() string { return s.pool.Config().ConnString() }
+// ConnConfig returns a copy of the connection settings the pool's connections use, parsed
+// once by pgxpool.ParseConfig, for the connections that are never pooled (the LISTEN change
+// feed, the logical replication stream). Pool and pgx settings in the URL (pool_max_conns,
+// pool_min_conns, default_query_exec_mode, statement_cache_capacity, ...) are already taken
+// out of RuntimeParams, so they never reach the server as session parameters (which it would
+// refuse: FATAL unrecognized configuration parameter). The caller may change the copy.
+func (s *Store) ConnConfig() *pgconn.Config { return s.pool.Config().ConnConfig.Config.Copy() }
+
+// ParseConnConfig parses a libpq URL or DSN the way Open parses the pool's (pgxpool.ParseConfig),
+// for a dedicated connection with a URL of its own (--listen-database-url): pool and pgx
+// settings are taken out of RuntimeParams, as in [Store.ConnConfig].
+func ParseConnConfig(url string) (*pgconn.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return &cfg.ConnConfig.Config, nil
+}
 
 // Ping checks the database answers within ctx.
 func (s *Store) Ping(ctx context.Context) error { return mapErr(s.pool.Ping(ctx)) }

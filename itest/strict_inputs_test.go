@@ -1,0 +1,110 @@
+package itest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"lockstep/itest/fakeupstream"
+)
+
+// Issue 8, input 6: a management route answers a body field it does not know with 400 naming
+// it, in its own envelope, and stores nothing (API.md "Keys": "A field is never accepted and
+// then ignored."). Key limits (rpm_limit, max_budget, ...) are refused until they are enforced.
+// LLM routes still pass unknown fields through to the upstream.
+func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t)
+	p := StartPair(t, GatewayOpts{})
+	g := p.A
+
+	// objects the updates below address
+	st, b := g.Do(t, "POST", "/model/new", map[string]any{"model_name": "m", "model_info": map[string]any{"id": "m-1"},
+		"litellm_params": map[string]any{"model": "openai/gpt-up", "api_base": up.URL + "/v1", "api_key": "sk-x"}})
+	require.Equal(t, 200, st, "%s", b)
+	st, b = g.Do(t, "POST", "/key/generate", map[string]any{"models": []string{"m"}})
+	require.Equal(t, 200, st, "%s", b)
+	key := gjson.GetBytes(b, "key").String()
+	st, b = g.Do(t, "POST", "/guardrails", map[string]any{"guardrail": map[string]any{"guardrail_name": "g1",
+		"litellm_params": contentFilter("pre_call", map[string]any{"blocked_words": []any{word("zzz", "BLOCK")}})}})
+	require.Equal(t, 200, st, "%s", b)
+	gid := gjson.GetBytes(b, "guardrail_id").String()
+	agentID := createAgent(t, g, "ag", map[string]any{"model": "m"})
+	st, b = g.Do(t, "POST", "/access_group/new", map[string]any{"access_group": "grp", "model_names": []string{"m"}})
+	require.Equal(t, 200, st, "%s", b)
+
+	counts := func() map[string]int {
+		out := map[string]int{}
+		for _, tbl := range []string{"models", "api_keys", "guardrails", "agents"} {
+			out[tbl] = agScalar[int](t, p.DB, "SELECT count(*)::int FROM gateway."+tbl)
+		}
+		out["versions"] = agScalar[int](t, p.DB, `SELECT (SELECT coalesce(sum(version),0) FROM gateway.models) + (SELECT coalesce(sum(version),0) FROM gateway.api_keys)
+			+ (SELECT coalesce(sum(version),0) FROM gateway.guardrails) + (SELECT coalesce(sum(version),0) FROM gateway.agents)`)
+		return out
+	}
+	before := counts()
+
+	const (
+		openAI = "openai"
+		detail = "detail"
+	)
+	card := agentCard("ag2")
+	cases := []struct {
+		name, method, path string
+		body               any
+		field, envelope    string
+	}{
+		{"key generate rpm_limit", "POST", "/key/generate", map[string]any{"models": []string{"m"}, "rpm_limit": 1}, "rpm_limit", openAI},
+		{"key generate max_budget", "POST", "/key/generate", map[string]any{"max_budget": 0}, "max_budget", openAI},
+		{"key generate tpm_limit", "POST", "/key/generate", map[string]any{"tpm_limit": 10}, "tpm_limit", openAI},
+		{"key generate max_parallel_requests", "POST", "/key/generate", map[string]any{"max_parallel_requests": 1}, "max_parallel_requests", openAI},
+		{"key generate budget_duration", "POST", "/key/generate", map[string]any{"budget_duration": "1d"}, "budget_duration", openAI},
+		{"key generate custom key", "POST", "/key/generate", map[string]any{"key": "sk-mine-123456"}, "key", openAI},
+		{"key generate case-folded name", "POST", "/key/generate", map[string]any{"Models": []string{"m"}}, "Models", openAI},
+		{"key update", "POST", "/key/update", map[string]any{"key": key, "models": []string{}, "rpm_limit": 5}, "rpm_limit", openAI},
+		{"key delete", "POST", "/key/delete", map[string]any{"keys": []string{key}, "key_aliases": []string{"x"}}, "key_aliases", openAI},
+		{"model new", "POST", "/model/new", map[string]any{"model_name": "m2", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"}, "tpm": 5}, "tpm", openAI},
+		{"model update", "POST", "/model/update", map[string]any{"model_info": map[string]any{"id": "m-1"}, "model_name": "renamed", "extra": true}, "extra", openAI},
+		{"model patch", "PATCH", "/model/m-1/update", map[string]any{"model_name": "renamed", "bogus": 1}, "bogus", openAI},
+		{"model delete", "POST", "/model/delete", map[string]any{"id": "m-1", "force": true}, "force", openAI},
+		{"guardrail create top", "POST", "/guardrails", map[string]any{"guardrail": map[string]any{"guardrail_name": "g2", "litellm_params": contentFilter("pre_call", nil)}, "mode": "x"}, "mode", detail},
+		{"guardrail create nested", "POST", "/guardrails", map[string]any{"guardrail": map[string]any{"guardrail_name": "g2", "litellm_params": contentFilter("pre_call", nil), "default_on": true}}, "guardrail.default_on", detail},
+		{"guardrail put", "PUT", "/guardrails/" + gid, map[string]any{"guardrail": map[string]any{"guardrail_name": "g1", "litellm_params": contentFilter("pre_call", nil), "descripton": "typo"}}, "guardrail.descripton", detail},
+		{"guardrail patch", "PATCH", "/guardrails/" + gid, map[string]any{"default_on": true, "defualt_on": false}, "defualt_on", detail},
+		{"agent new", "POST", "/v1/agents", map[string]any{"agent_name": "ag2", "agent_card_params": card, "litellm_params": map[string]any{"model": "m"}, "tags": []string{"x"}}, "tags", openAI},
+		{"agent patch", "PATCH", "/v1/agents/" + agentID, map[string]any{"agent_name": "ag3", "owner": "me"}, "owner", openAI},
+		{"access group new", "POST", "/access_group/new", map[string]any{"access_group": "grp2", "model_names": []string{"m"}, "description": "d"}, "description", detail},
+		{"access group update", "PUT", "/access_group/grp/update", map[string]any{"model_names": []string{}, "model_id": "m-1"}, "model_id", detail},
+	}
+	for _, c := range cases {
+		st, b := g.Do(t, c.method, c.path, c.body)
+		require.Equal(t, 400, st, "%s: %s", c.name, b)
+		var msg string
+		switch c.envelope {
+		case detail:
+			msg = gjson.GetBytes(b, "detail.error").String()
+		default:
+			msg = gjson.GetBytes(b, "error.message").String()
+			require.Equal(t, "400", gjson.GetBytes(b, "error.code").String(), "%s: %s", c.name, b)
+		}
+		want, _ := json.Marshal(c.field)
+		require.Contains(t, msg, "unknown field "+string(want), "%s: %s", c.name, b)
+	}
+	require.Equal(t, before, counts(), "a refused write stored something")
+
+	// the key still has no limits and still works: nothing was half-applied by /key/update
+	st, b = g.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("m", "hi", false))
+	require.Equal(t, 200, st, "%s", b)
+
+	// LLM routes pass unknown fields through to the upstream
+	up.Reset()
+	body := chatBody("m", "hi", false)
+	body["x_vendor_knob"] = map[string]any{"depth": 3}
+	st, b = p.B.Do(t, "POST", "/v1/chat/completions", body)
+	require.Equal(t, 200, st, "%s", b)
+	got, ok := up.LastRequest("/v1/chat/completions")
+	require.True(t, ok)
+	require.Equal(t, int64(3), gjson.GetBytes(got.Body, "x_vendor_knob.depth").Int(), "%s", got.Body)
+}
