@@ -75,6 +75,7 @@ type Gateway struct {
 	cmd       *exec.Cmd
 	t         testing.TB
 	abandoned *atomic.Bool // set by Kill: the cleanup no longer expects a clean exit
+	logs      *lockedBuffer
 }
 
 // Kill SIGKILLs the replica (a crash: nothing is given back or flushed) and waits until it is
@@ -86,6 +87,13 @@ func (g *Gateway) Kill(t testing.TB) {
 	for g.cmd.ProcessState == nil && syscall.Kill(g.cmd.Process.Pid, 0) == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Log returns what the replica has logged so far.
+func (g *Gateway) Log() string {
+	g.logs.mu.Lock()
+	defer g.logs.mu.Unlock()
+	return g.logs.String()
 }
 
 // GatewayOpts tweak a replica.
@@ -152,7 +160,7 @@ func startGateway(t testing.TB, dbURL, replicaID string, o GatewayOpts, retry bo
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
 	var abandoned atomic.Bool
-	g := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", port), ReplicaID: replicaID, cmd: cmd, t: t, abandoned: &abandoned}
+	g := &Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", port), ReplicaID: replicaID, cmd: cmd, t: t, abandoned: &abandoned, logs: logs}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -109,9 +110,19 @@ func resolveEnv(n *yaml.Node, path string) error {
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			p := n.Content[i].Value
+			k := n.Content[i]
+			p := k.Value
 			if path != "" {
 				p = path + "." + p
+			}
+			// Objects become JSON, whose keys are strings: a scalar key (1, true) is taken as
+			// its text, as LiteLLM's json.dumps does; any other key is an error naming it.
+			switch {
+			case k.Kind == yaml.ScalarNode && k.Tag == "!!merge":
+			case k.Kind == yaml.ScalarNode:
+				k.Tag = "!!str"
+			default:
+				return fmt.Errorf("%s: a mapping key must be a string (line %d)", strings.TrimSuffix(path, "."), k.Line)
 			}
 			if err := resolveEnv(n.Content[i+1], p); err != nil {
 				return err
@@ -191,15 +202,21 @@ func (c *FileConfig) supported() map[store.ObjectType]bool {
 	return out
 }
 
-func toJSON(v any) []byte {
+// toJSON encodes a config object's YAML-decoded value; an error names field (a value JSON
+// cannot hold, such as .nan or .inf).
+func toJSON(field string, v any) ([]byte, error) {
 	if v == nil {
-		return nil
+		return nil, nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(err) // yaml-decoded maps always marshal
+		var ue *json.UnsupportedValueError
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("%s: %s is not a JSON value", field, ue.Str)
+		}
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	return b
+	return b, nil
 }
 
 func cooldown(s RouterSettings) time.Duration {

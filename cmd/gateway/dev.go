@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,12 +22,20 @@ import (
 // dev starts a throwaway local Postgres, N replicas on consecutive ports and a mock model,
 // prints how to use them, and removes everything on Ctrl-C.
 func dev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	n := fs.Int("replicas", 2, "number of replicas")
-	basePort := fs.Int("base-port", 4000, "port of the first replica; the others follow")
-	if err := fs.Parse(args); err != nil {
+	fs := newCommand("dev", "gateway dev [flags]",
+		"Starts a throwaway local Postgres (initdb/postgres from PATH or /usr/lib/postgresql/*/bin),\n"+
+			"N replicas on consecutive ports of 127.0.0.1 and a mock model (mock-gpt), prints the URLs,\n"+
+			"the master key and a sample curl, and removes everything on Ctrl-C.")
+	n := fs.Int("replicas", 2, "number of replicas `N`, 1..32")
+	basePort := fs.Int("base-port", 4000, "`PORT` of the first replica; the others follow")
+	if err := fs.parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return fmt.Errorf("dev: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("dev: unexpected argument %q", fs.Arg(0))
 	}
 	if *n < 1 || *n > 32 {
 		return fmt.Errorf("dev: --replicas: want 1..32, got %d", *n)

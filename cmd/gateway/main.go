@@ -42,6 +42,8 @@ const usage = `usage:
                   [--read-through-budget N] [--listen-database-url URL]
   gateway migrate --database-url URL
   gateway dev     [--replicas 2] [--base-port 4000]
+
+"gateway <command> --help" lists every flag of a command with its env var and default.
 `
 
 func main() {
@@ -71,7 +73,7 @@ func main() {
 			return
 		}
 		fmt.Fprintln(os.Stderr, "gateway:", oneLine(err.Error()))
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -102,21 +104,23 @@ type serveFlags struct {
 
 func parseServe(args []string) (serveFlags, error) {
 	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.config, "config", "", "LiteLLM-style YAML config file")
-	fs.StringVar(&f.addr, "addr", "", "listen address (env GATEWAY_ADDR; default 0.0.0.0:4000)")
-	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres URL (env DATABASE_URL)")
-	fs.StringVar(&f.masterKey, "master-key", "", "admin key (env GATEWAY_MASTER_KEY, LITELLM_MASTER_KEY)")
-	fs.StringVar(&f.replicaID, "replica-id", "", "replica id (env GATEWAY_REPLICA_ID; default hostname-pid)")
-	fs.StringVar(&f.syncSource, "sync-source", "listen", "change source: listen or logical")
-	fs.StringVar(&f.logFormat, "log-format", "json", "json or console")
+	fs := newCommand("serve", "gateway serve [flags]",
+		"Runs one replica: serves the LLM, A2A and management routes from memory, kept in sync with\n"+
+			"Postgres by the change feed. Also read from the environment: GATEWAY_LOG_LEVEL\n"+
+			"(debug, info, warn, error; default info).")
+	fs.StringVar(&f.config, "config", "", "LiteLLM-style YAML config `FILE` (model_list, guardrails, agents, general_settings, router_settings)")
+	fs.StringVar(&f.addr, "addr", "", "`HOST:PORT` to listen on (env GATEWAY_ADDR; default 0.0.0.0:4000, or 127.0.0.1:4000 without a master key; without a master key only a loopback address is accepted)")
+	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres `URL` (env DATABASE_URL; default general_settings.database_url, else none: serve the config file only)")
+	fs.StringVar(&f.masterKey, "master-key", "", "admin `KEY` (env GATEWAY_MASTER_KEY, then LITELLM_MASTER_KEY; default general_settings.master_key, else none: no auth, loopback only)")
+	fs.StringVar(&f.replicaID, "replica-id", "", "replica `ID` shown in /sync/lag and logs (env GATEWAY_REPLICA_ID; default HOSTNAME-PID)")
+	fs.StringVar(&f.syncSource, "sync-source", "listen", "change `SOURCE`: listen for LISTEN/NOTIFY, logical for logical replication")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log `FORMAT`: json or console")
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "do not apply migrations on start")
 	fs.StringVar(&f.listenURL, "listen-database-url", "", "the change feed's own connection (LISTEN or logical replication), for when --database-url goes through PgBouncer in transaction pooling (env GATEWAY_LISTEN_DATABASE_URL; default: --database-url)")
 	fs.StringVar(&f.readThroughBudget, "read-through-budget", "", "read-through DB fetches per 5 s per registry; 0 = none, misses decided by the change feed's barrier alone (env GATEWAY_READ_THROUGH_BUDGET; default 20; a test and operations knob)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(usage)
+			return f, err
 		}
 		return f, fmt.Errorf("serve: %w", err)
 	}
@@ -139,6 +143,23 @@ func parseServe(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: --log-format: %q (want json or console)", f.logFormat)
 	}
 	return f, nil
+}
+
+// listenAddr is the address serve listens on: addr (from --addr or GATEWAY_ADDR) or the
+// default, 0.0.0.0:4000 with a master key and 127.0.0.1:4000 without one. Without a master
+// key every caller is admin, so a non-loopback addr is refused (API.md "Security rules"),
+// exit code 2.
+func listenAddr(addr, master string) (string, error) {
+	if addr == "" {
+		if master == "" {
+			return "127.0.0.1:4000", nil
+		}
+		return "0.0.0.0:4000", nil
+	}
+	if master == "" && !isLoopback(addr) {
+		return "", &exitError{code: 2, err: fmt.Errorf("serve: refusing to listen on %s without a master key (every caller would be admin): set --master-key or GATEWAY_MASTER_KEY, or listen on a loopback address such as 127.0.0.1:4000", addr)}
+	}
+	return addr, nil
 }
 
 func firstNonEmpty(v ...string) string {
@@ -179,9 +200,12 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	addr := firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR"), "0.0.0.0:4000")
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
+	addr, err := listenAddr(firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR")), master)
+	if err != nil {
+		return err
+	}
 	host, _ := os.Hostname()
 	replicaID := firstNonEmpty(f.replicaID, os.Getenv("GATEWAY_REPLICA_ID"), fmt.Sprintf("%s-%d", host, os.Getpid()))
 	log := newLogger(f.logFormat).With().Str("replica_id", replicaID).Logger()
@@ -267,7 +291,7 @@ func serve(ctx context.Context, args []string) error {
 		Limiter: limiter, Spend: tracker,
 	})
 	if master == "" {
-		log.Warn().Msg("no master key set: every caller is admin (set --master-key or GATEWAY_MASTER_KEY)")
+		log.Warn().Str("addr", addr).Msg("no master key set: every caller is admin, so only loopback addresses are served (set --master-key or GATEWAY_MASTER_KEY)")
 	}
 	if st == nil {
 		log.Warn().Msg("no database configured: serving the config file only")
@@ -342,11 +366,11 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 }
 
 // configModelID is LiteLLM-like: model_info.id when given, else a stable hash of the entry.
-func configModelID(i int, m ModelConfig) string {
+func configModelID(i int, m ModelConfig, params []byte) string {
 	if id, ok := m.ModelInfo["id"].(string); ok && id != "" {
 		return id
 	}
-	h := sha256.Sum256(append([]byte(fmt.Sprintf("%d|%s|", i, m.ModelName)), toJSON(m.LitellmParams)...))
+	h := sha256.Sum256(append([]byte(fmt.Sprintf("%d|%s|", i, m.ModelName)), params...))
 	return hex.EncodeToString(h[:16])
 }
 
@@ -361,15 +385,28 @@ type configObjects struct {
 func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 	co := &configObjects{models: map[string]*router.Deployment{}, guardrails: map[string]*guardrail.Guardrail{}, agents: map[string]*a2a.Agent{}}
 	for i, m := range cfg.ModelList {
-		id := configModelID(i, m)
-		d, err := router.Build(id, m.ModelName, toJSON(m.LitellmParams), toJSON(m.ModelInfo))
+		field := fmt.Sprintf("config: model_list[%d]", i)
+		params, err := toJSON(field+".litellm_params", m.LitellmParams)
+		if err != nil {
+			return nil, err
+		}
+		info, err := toJSON(field+".model_info", m.ModelInfo)
+		if err != nil {
+			return nil, err
+		}
+		id := configModelID(i, m, params)
+		d, err := router.Build(id, m.ModelName, params, info)
 		if err != nil {
 			return nil, fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
 		}
 		co.models[id] = d
 	}
 	for i, g := range cfg.Guardrails {
-		compiled, err := guardrail.Compile(g.GuardrailName, toJSON(g.LitellmParams))
+		params, err := toJSON(fmt.Sprintf("config: guardrails[%d].litellm_params", i), g.LitellmParams)
+		if err != nil {
+			return nil, err
+		}
+		compiled, err := guardrail.Compile(g.GuardrailName, params)
 		if err != nil {
 			return nil, fmt.Errorf("config: guardrails[%d] (%s): %w", i, g.GuardrailName, err)
 		}
@@ -377,7 +414,15 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 	}
 	for i, a := range cfg.Agents {
 		id := firstNonEmpty(a.AgentID, a.AgentName)
-		agent, err := a2a.NewAgent(id, a.AgentName, toJSON(a.AgentCardParams), toJSON(a.LitellmParams))
+		card, err := toJSON(fmt.Sprintf("config: agents[%d].agent_card_params", i), a.AgentCardParams)
+		if err != nil {
+			return nil, err
+		}
+		params, err := toJSON(fmt.Sprintf("config: agents[%d].litellm_params", i), a.LitellmParams)
+		if err != nil {
+			return nil, err
+		}
+		agent, err := a2a.NewAgent(id, a.AgentName, card, params)
 		if err != nil {
 			return nil, fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
 		}
@@ -393,11 +438,18 @@ func (co *configObjects) install(r *registries) {
 }
 
 func migrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	url := fs.String("database-url", "", "Postgres URL (env DATABASE_URL)")
-	if err := fs.Parse(args); err != nil {
+	fs := newCommand("migrate", "gateway migrate [flags]",
+		"Applies the SQL migrations (schema gateway) to the database and exits; safe to run again\n"+
+			"and while replicas start (an advisory lock serializes them).")
+	url := fs.String("database-url", "", "Postgres `URL` (env DATABASE_URL; required, no default)")
+	if err := fs.parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("migrate: unexpected argument %q", fs.Arg(0))
 	}
 	u := firstNonEmpty(*url, os.Getenv("DATABASE_URL"))
 	if u == "" {

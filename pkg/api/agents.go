@@ -42,6 +42,7 @@ func (s *Server) agentRoutes() {
 		e.GET("/a2a/:agent/.well-known/"+card, s.agentCard, s.auth(anyKey))
 	}
 	e.POST("/a2a/:agent", s.auth(anyKey)(s.agentRPC)) // auth applied once (see routes)
+	s.markLongRunning("/a2a/:agent")
 }
 
 // BuildAgentRow builds an agent from a gateway.agents row.

@@ -50,5 +50,6 @@ func (s *Server) azureRoutes() {
 			req.ContentLength = int64(len(body))
 			return h(c)
 		}, s.auth(anyKey))
+		s.markLongRunning("/openai/deployments/:model" + f.Path())
 	}
 }

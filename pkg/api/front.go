@@ -36,7 +36,12 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		status := c.Response().Status
-		s.metrics.observe(c.Path(), req.Method, status, time.Since(start))
+		if req.Context().Err() != nil {
+			// the client hung up (net/http cancels the context when the connection closes):
+			// 499, logged at info, never a 5xx (API.md "Security rules")
+			status = StatusClientClosedRequest
+		}
+		s.metrics.observe(c.Path(), metricMethod(req.Method), status, time.Since(start))
 		ev := s.Log.Info()
 		if status >= 500 {
 			ev = s.Log.Warn()
@@ -47,9 +52,14 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// serveRecovering runs the rest of the request (body limit, path parameters, sync token,
-// next); a panic is logged with its stack and returned as the error (a 500 naming the request
-// id), except http.ErrAbortHandler, which net/http uses to abort a response on purpose.
+// serveRecovering runs the rest of the request (body limit, deadlines, path parameters, sync
+// token, next); a panic is logged with its stack and returned as the error (a 500 naming the
+// request id), except http.ErrAbortHandler, which net/http uses to abort a response on purpose.
+//
+// Body limit (API.md "Security rules": "A body over the limit is 413 in the route's envelope,
+// chunked or not"): a Content-Length over MaxBodyBytes is refused at once; a body without one
+// (chunked) fails its read past the limit, and the request is then answered 413 whatever
+// error the handler made of that read ("read body: ...", "malformed JSON body: ...").
 func (s *Server) serveRecovering(c echo.Context, next echo.HandlerFunc) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -74,31 +84,49 @@ func (s *Server) serveRecovering(c echo.Context, next echo.HandlerFunc) (err err
 	lr.reset(req.Body, s.MaxBodyBytes)
 	defer limitedReaders.Put(lr)
 	req.Body = lr
-	unescapeParams(c)
-	if err := s.awaitSyncToken(c); err != nil {
-		return err
+	if s.longRunning[c.Path()] {
+		if d := deadlinesOf(c.Response().Writer); d != nil {
+			_ = d.SetWriteDeadline(time.Time{})
+			lr.conn = d // the read deadline is lifted once the body is read
+		}
 	}
-	return next(c)
+	unescapeParams(c)
+	if err = s.awaitSyncToken(c); err == nil {
+		err = next(c)
+	}
+	if lr.exceeded && err != nil {
+		return errBodyTooLarge
+	}
+	return err
 }
 
-// limitedReader fails a body read past the limit with 413 (echo.ErrStatusRequestEntityTooLarge),
-// for bodies without a Content-Length or with a wrong one. Pooled: one per request in flight.
+// limitedReader fails a body read past the limit with 413 (errBodyTooLarge), for bodies
+// without a Content-Length or with a wrong one, and records that it did (exceeded). On a
+// long-running route it lifts the connection's read deadline once the body is read to its
+// end (see markLongRunning). Pooled: one per request in flight.
 type limitedReader struct {
 	io.ReadCloser
 	limit, read int64
+	exceeded    bool
+	conn        deadliner // non-nil: lift the read deadline at the end of the body
 }
 
 var limitedReaders = sync.Pool{New: func() any { return &limitedReader{} }}
 
 func (r *limitedReader) reset(body io.ReadCloser, limit int64) {
-	r.ReadCloser, r.limit, r.read = body, limit, 0
+	r.ReadCloser, r.limit, r.read, r.exceeded, r.conn = body, limit, 0, false, nil
 }
 
 func (r *limitedReader) Read(b []byte) (int, error) {
 	n, err := r.ReadCloser.Read(b)
 	r.read += int64(n)
 	if r.read > r.limit {
-		return n, echo.ErrStatusRequestEntityTooLarge
+		r.exceeded = true
+		return n, errBodyTooLarge
+	}
+	if err == io.EOF && r.conn != nil {
+		_ = r.conn.SetReadDeadline(time.Time{})
+		r.conn = nil
 	}
 	return n, err
 }

@@ -65,7 +65,7 @@ func (s *Server) lagReport() LagReport {
 	if s.Syncer != nil {
 		r.Stats = s.Syncer.Stats()
 	} else {
-		r.Stats = notify.Stats{Source: notify.SourceListen, State: notify.StateStreaming}
+		r.Stats = notify.Stats{Source: notify.SourceListen, State: notify.StateDisabled}
 	}
 	r.ReadThrough = make(map[string]readthrough.Stats, len(s.Registries))
 	r.Registries = make(map[string]registryCount, len(s.Registries))
@@ -142,7 +142,7 @@ func (sc *syncCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (sc *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	r := sc.s.lagReport()
-	for _, st := range []notify.State{notify.StateStarting, notify.StateCatchingUp, notify.StateStreaming, notify.StateReconnecting, notify.StateDegraded} {
+	for _, st := range []notify.State{notify.StateStarting, notify.StateCatchingUp, notify.StateStreaming, notify.StateReconnecting, notify.StateDegraded, notify.StateDisabled} {
 		v := 0.0
 		if r.State == st {
 			v = 1

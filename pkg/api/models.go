@@ -22,11 +22,9 @@ func decodeJSON(c echo.Context, v any) error {
 	dec := json.NewDecoder(c.Request().Body)
 	if err := dec.Decode(v); err != nil {
 		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he
-		}
-		if err.Error() == "http: request body too large" {
-			return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &he) || errors.As(err, &tooLarge) {
+			return err
 		}
 		return badRequest("malformed JSON body: %v", err)
 	}

@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -73,10 +74,15 @@ type Server struct {
 	e       *echo.Echo
 	a2a     *a2a.Handler
 	metrics *metrics
+	// masterSum is the sha256 of MasterKey (isMasterKey compares digests in constant time).
+	masterSum [32]byte
 	// detail maps the route pattern (echo's c.Path()) of every management route answering in
 	// LiteLLM's {"detail": {"error": msg}} envelope to the objects it manages ("guardrails",
 	// "access groups"). Written by New only.
 	detail map[string]string
+	// longRunning holds the route patterns exempt from the server's write timeout (see
+	// markLongRunning). Written by New only.
+	longRunning map[string]bool
 	// masterToken is the sha256 of the master key: the api_key of the admin's spend logs.
 	masterToken string
 	// spendPrefix + spendSeq make spend log request ids unique across replicas and restarts.
@@ -103,7 +109,7 @@ func New(d Deps) *Server {
 			}
 		}
 	}
-	s := &Server{Deps: d, e: echo.New(), detail: map[string]string{}}
+	s := &Server{Deps: d, e: echo.New(), detail: map[string]string{}, longRunning: map[string]bool{}, masterSum: sha256.Sum256([]byte(d.MasterKey))}
 	if d.MasterKey != "" {
 		s.masterToken = keys.Hash(d.MasterKey)
 	}
@@ -185,6 +191,7 @@ func (s *Server) routes() {
 	}
 	e.GET("/model_group/info", s.modelGroupInfo, s.auth(anyKey))
 	e.GET("/health", s.health, s.auth(admin))
+	s.markLongRunning("/health")
 	e.GET("/routes", s.listRoutes, s.auth(anyKey))
 	for _, p := range []string{"/v1/models", "/models"} {
 		e.GET(p, s.listModels, s.auth(anyKey))
@@ -197,6 +204,8 @@ func (s *Server) routes() {
 		h := s.auth(anyKey)(s.llm(f))
 		e.POST(f.Path(), h)
 		e.POST("/v1"+f.Path(), h)
+		s.markLongRunning(f.Path())
+		s.markLongRunning("/v1" + f.Path())
 	}
 	s.azureRoutes()
 
@@ -214,7 +223,8 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 	if s.Store != nil { // tasks/get and tasks/cancel on every replica
 		s.a2a.ShareTasks(ctx, sharedTasks{st: s.Store, replica: s.ReplicaID})
 	}
-	srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: 30 * time.Second}
+		srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {
@@ -269,11 +279,17 @@ func statusType(status int) string { return provider.ErrorType(status) }
 // stream error event. The type is the error's own (an upstream's, key_model_access_denied)
 // or the status' (statusType).
 func (s *Server) errorInfo(c echo.Context, err error) *Error {
+	if clientGone(c) {
+		// the caller hung up: whatever failed after that is no fault of the gateway's
+		return &Error{Status: StatusClientClosedRequest, Type: "client_closed_request", Message: "client closed request"}
+	}
 	var ae *Error
 	var he *echo.HTTPError
 	var ue *provider.UpstreamError
 	var gb *guardrailBlock
 	switch {
+	case bodyTooLarge(err):
+		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
 	case errors.As(err, &ae):
 		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, style: ae.style}
 	case errors.As(err, &gb):
@@ -289,11 +305,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 			ae.Message = fmt.Sprintf("database unavailable: %s are stored in Postgres and nothing was changed; retry when the database is back", what)
 		}
 	case errors.As(err, &he):
-		msg := fmt.Sprint(he.Message)
-		if he.Code == http.StatusRequestEntityTooLarge {
-			msg = fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)
-		}
-		ae = &Error{Status: he.Code, Message: msg}
+		ae = &Error{Status: he.Code, Message: fmt.Sprint(he.Message)}
 	case errors.Is(err, store.ErrInvalid):
 		ae = badRequest("invalid value: %s", sentinelReason(err, store.ErrInvalid, "the database refused the value"))
 	case errors.Is(err, store.ErrConflict):
@@ -315,6 +327,11 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
+		return
+	}
+	if clientGone(c) {
+		// Nobody reads the answer: record 499 (logged at info, counted as 499), never a 5xx.
+		c.Response().WriteHeader(StatusClientClosedRequest)
 		return
 	}
 	ae := s.errorInfo(c, err)
@@ -432,7 +449,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 			if k == "" {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
-			if k == s.MasterKey {
+			if s.isMasterKey(k) {
 				c.Set(principalKey, adminPrincipal)
 				return next(c)
 			}

@@ -253,15 +253,6 @@ func (g *Guardrail) blockedError(prio int) *BlockedError {
 	}
 }
 
-// isWordRune reports whether r is a regex word character in Python's Unicode sense (\w: letters,
-// digits, underscore), which is what LiteLLM's `\b` boundaries test.
-func isWordRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return asciiWord[r]
-	}
-	return isWordNonASCII(r)
-}
-
 var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true

@@ -122,7 +122,7 @@ func (g *Guardrail) scanPatterns(text string, spans []span, regexHits uint64) []
 // ASCII digit, '+' or '(' not preceded by a word character.
 func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 	var buf [8]int
-	lastEnd := buf[:0]
+	var lastEnd []int
 	if len(g.digitRules) <= len(buf) {
 		lastEnd = buf[:len(g.digitRules)]
 	} else {

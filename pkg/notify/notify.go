@@ -94,6 +94,9 @@ const (
 	// a LISTEN through PgBouncer in transaction pooling); the change-log poll keeps the
 	// replica in sync meanwhile. Stats.Reason names the cause.
 	StateDegraded State = "degraded"
+	// StateDisabled is reported when no database is configured: there is no change feed
+	// (a Syncer never reports it).
+	StateDisabled State = "disabled"
 )
 
 // Config configures a Syncer. Zero durations take the documented defaults.

@@ -66,9 +66,6 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// jsonString returns s as a JSON string literal.
-func jsonString(s string) string { return string(appendJSONString(nil, s)) }
-
 func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 
 // edit replaces body[start:end] by the JSON string literal of text.
