@@ -66,6 +66,20 @@ func decodeFields(c echo.Context, known fields) (map[string]json.RawMessage, err
 	if body == nil {
 		return nil, badRequest("malformed JSON body: expected a JSON object")
 	}
+	if err := checkFields(body, known, "", c.Path()); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// checkFields checks that every member of body is in known, of its declared kind. prefix is
+// the dotted path of body in the request ("" at the top, "guardrail." one level down) and
+// where names what accepts known in the error: the route at the top, else the parent field.
+// The first unknown field in name order is named:
+//
+//	unknown field "rpm_limit": /key/generate accepts duration, key_alias, metadata, models
+//	unknown field "guardrail.default_on": guardrail accepts guardrail_info, guardrail_name, ...
+func checkFields(body map[string]json.RawMessage, known fields, prefix, where string) error {
 	names := make([]string, 0, len(body))
 	for n := range body {
 		names = append(names, n)
@@ -74,13 +88,13 @@ func decodeFields(c echo.Context, known fields) (map[string]json.RawMessage, err
 	for _, n := range names {
 		kind, ok := known[n]
 		if !ok {
-			return nil, badRequest("unknown field %q: %s accepts %s", n, c.Path(), strings.Join(known.names(), ", "))
+			return badRequest("unknown field %q: %s accepts %s", prefix+n, where, strings.Join(known.names(), ", "))
 		}
-		if err := checkKind(n, kind, body[n]); err != nil {
-			return nil, err
+		if err := checkKind(prefix+n, kind, body[n]); err != nil {
+			return err
 		}
 	}
-	return body, nil
+	return nil
 }
 
 func checkKind(name string, kind fieldKind, raw json.RawMessage) error {

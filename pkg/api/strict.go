@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 
@@ -16,32 +15,103 @@ import (
 // refuses any member v does not declare (API.md "Keys": "Any field the route does not know →
 // 400 naming it; nothing is stored. A field is never accepted and then ignored."). So the
 // request struct of a route is its one list of accepted fields: adding a json-tagged field is
-// what makes the route accept it.
+// what makes the route accept it. It is decodeFields for routes that decode into a struct:
+// the same check (checkFields) and the same error texts.
 //
 // Known names are the json tags of v's fields, exactly (encoding/json would also match
 // "Models" to "models"; a strict route does not). Embedded structs contribute their fields;
-// a field whose type is a struct (or a pointer to one) is checked the same way one level
-// down ("guardrail.default_on"). json.RawMessage, maps and interfaces stay open: they hold
-// objects LiteLLM defines loosely (litellm_params, which passes unknown keys to the
-// provider, model_info, metadata, agent_card_params) and are validated by their builders.
+// a field whose type is one of this package's structs (or a pointer to one) is checked the
+// same way one level down ("guardrail.default_on"). json.RawMessage, maps and interfaces stay
+// open: they hold objects LiteLLM defines loosely (litellm_params, whose unknown keys LiteLLM
+// passes to the provider, model_info, metadata, agent_card_params) and are validated by their
+// builders.
 //
-// Errors (400, in the route's envelope): malformed JSON as decodeJSON, and
-//
-//	unknown field "rpm_limit" (known fields: duration, key_alias, metadata, models)
-//	unknown fields "a", "b" (known fields: ...)
-//	unknown field "guardrail.default_on" (known fields of guardrail: ...)
+// Errors (400, in the route's envelope): malformed JSON as decodeJSON, an unknown field as
+// checkFields, a field of the wrong JSON type: "malformed JSON body: models must be a list,
+// got string".
 func decodeStrict(c echo.Context, v any) error {
 	var raw json.RawMessage
 	if err := decodeJSON(c, &raw); err != nil {
 		return err
 	}
-	if err := checkKnownFields(raw, reflect.TypeOf(v).Elem(), ""); err != nil {
+	if err := checkStruct(raw, reflect.TypeOf(v).Elem(), "", c.Path()); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return badRequest("malformed JSON body: %v", jsonErrText(err))
 	}
 	return nil
+}
+
+// checkStruct refuses members of the JSON object raw that struct type t does not declare, one
+// level down too for this package's structs (see decodeStrict). A raw that is not an object is
+// left to json.Unmarshal to refuse.
+func checkStruct(raw json.RawMessage, t reflect.Type, prefix, where string) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	sf := structFieldsOf(t)
+	if err := checkFields(obj, sf.known, prefix, where); err != nil {
+		return err
+	}
+	for name, sub := range sf.nested {
+		if v, ok := obj[name]; ok && !isNull(v) {
+			if err := checkStruct(v, sub, prefix+name+".", name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// structFields is a request struct's accepted JSON members, and those checked one level down
+// with the struct type they decode into.
+type structFields struct {
+	known  fields
+	nested map[string]reflect.Type
+}
+
+var structFieldsCache sync.Map // reflect.Type → *structFields
+
+// apiPkg is this package's path: only its own request structs are checked a level down.
+var apiPkg = reflect.TypeFor[structFields]().PkgPath()
+
+func structFieldsOf(t reflect.Type) *structFields {
+	if sf, ok := structFieldsCache.Load(t); ok {
+		return sf.(*structFields)
+	}
+	sf := &structFields{known: fields{}, nested: map[string]reflect.Type{}}
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for f := range t.Fields() {
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == "-" {
+				continue
+			}
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if f.Anonymous && tag == "" && ft.Kind() == reflect.Struct {
+				collect(ft)
+				continue
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if tag == "" {
+				tag = f.Name
+			}
+			sf.known[tag] = fAny // json.Unmarshal checks the type
+			if ft.Kind() == reflect.Struct && ft.PkgPath() == apiPkg {
+				sf.nested[tag] = ft
+			}
+		}
+	}
+	collect(t)
+	structFieldsCache.Store(t, sf)
+	return sf
 }
 
 // jsonErrText names the field of a type mismatch the way a caller wrote it.
@@ -70,96 +140,4 @@ func jsonTypeName(t reflect.Type) string {
 		return "a list"
 	}
 	return "an object"
-}
-
-// checkKnownFields refuses members of the JSON object raw that struct type t does not declare;
-// path is the dotted name of raw's parent ("" at the top). A raw that is not an object is left
-// to json.Unmarshal to refuse.
-func checkKnownFields(raw json.RawMessage, t reflect.Type, path string) error {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	fs := fieldsOf(t)
-	var unknown []string
-	for name, v := range obj {
-		sub, ok := fs.byName[name]
-		if !ok {
-			unknown = append(unknown, name)
-			continue
-		}
-		if sub != nil && !isNull(v) {
-			if err := checkKnownFields(v, sub, path+name+"."); err != nil {
-				return err
-			}
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	for i, u := range unknown {
-		unknown[i] = fmt.Sprintf("%q", path+u)
-	}
-	noun := "field"
-	if len(unknown) > 1 {
-		noun = "fields"
-	}
-	where := ""
-	if path != "" {
-		where = " of " + strings.TrimSuffix(path, ".")
-	}
-	return badRequest("unknown %s %s (known fields%s: %s)", noun, strings.Join(unknown, ", "), where, strings.Join(fs.names, ", "))
-}
-
-// knownFields is a struct type's accepted JSON member names; byName maps each to the struct
-// type it is checked against one level down, or nil when its value is open.
-type knownFields struct {
-	names  []string // sorted
-	byName map[string]reflect.Type
-}
-
-var knownFieldsCache sync.Map // reflect.Type → *knownFields
-
-// apiPkg is this package's path: only its own request structs are checked a level down.
-var apiPkg = reflect.TypeFor[knownFields]().PkgPath()
-
-func fieldsOf(t reflect.Type) *knownFields {
-	if kf, ok := knownFieldsCache.Load(t); ok {
-		return kf.(*knownFields)
-	}
-	kf := &knownFields{byName: map[string]reflect.Type{}}
-	var collect func(t reflect.Type)
-	collect = func(t reflect.Type) {
-		for f := range t.Fields() {
-			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if tag == "-" {
-				continue
-			}
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if f.Anonymous && tag == "" && ft.Kind() == reflect.Struct {
-				collect(ft)
-				continue
-			}
-			if !f.IsExported() {
-				continue
-			}
-			if tag == "" {
-				tag = f.Name
-			}
-			var sub reflect.Type
-			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[json.RawMessage]() && ft.PkgPath() == apiPkg {
-				sub = ft
-			}
-			kf.byName[tag] = sub
-			kf.names = append(kf.names, tag)
-		}
-	}
-	collect(t)
-	slices.Sort(kf.names)
-	knownFieldsCache.Store(t, kf)
-	return kf
 }
