@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
@@ -550,9 +551,16 @@ func (s *Server) applyGuardrail(c echo.Context) error {
 
 // decodeGuardrailWrite reads a full guardrail (POST, PUT) from the body; the name is required.
 func decodeGuardrailWrite(c echo.Context) (guardrailWrite, error) {
-	var req guardrailRequest
-	if err := decodeStrict(c, &req); err != nil {
+	var raw json.RawMessage
+	if err := decodeJSON(c, &raw); err != nil {
 		return guardrailWrite{}, err
+	}
+	var req guardrailRequest
+	// a flat body ({"guardrail_name", ...}) is told about the wrapper, not its unknown fields
+	if gjson.GetBytes(raw, "guardrail").Exists() {
+		if err := unmarshalStrict(c, raw, &req); err != nil {
+			return guardrailWrite{}, err
+		}
 	}
 	spec, err := specOf(req)
 	if err != nil {

@@ -34,6 +34,11 @@ func decodeStrict(c echo.Context, v any) error {
 	if err := decodeJSON(c, &raw); err != nil {
 		return err
 	}
+	return unmarshalStrict(c, raw, v)
+}
+
+// unmarshalStrict is decodeStrict of a body already read.
+func unmarshalStrict(c echo.Context, raw json.RawMessage, v any) error {
 	if err := checkStruct(raw, reflect.TypeOf(v).Elem(), "", c.Path()); err != nil {
 		return err
 	}
