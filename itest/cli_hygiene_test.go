@@ -23,6 +23,8 @@ func TestHelpListsEveryFlagWithEnvAndDefault(t *testing.T) {
 			{"--sync-source SOURCE", "", "listen"},
 			{"--log-format FORMAT", "", "json"},
 			{"--no-migrate", "", "false"},
+			{"--listen-database-url URL", "GATEWAY_LISTEN_DATABASE_URL", "--database-url"},
+			{"--read-through-budget N", "GATEWAY_READ_THROUGH_BUDGET", "20"},
 		},
 		"migrate": {{"--database-url URL", "DATABASE_URL", "no default"}},
 		"dev":     {{"--replicas N", "", "2"}, {"--base-port PORT", "", "4000"}},

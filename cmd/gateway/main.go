@@ -116,8 +116,8 @@ func parseServe(args []string) (serveFlags, error) {
 	fs.StringVar(&f.syncSource, "sync-source", "listen", "change `SOURCE`: listen for LISTEN/NOTIFY, logical for logical replication")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log `FORMAT`: json or console")
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "do not apply migrations on start")
-	fs.StringVar(&f.listenURL, "listen-database-url", "", "the change feed's own connection (LISTEN or logical replication), for when --database-url goes through PgBouncer in transaction pooling (env GATEWAY_LISTEN_DATABASE_URL; default: --database-url)")
-	fs.StringVar(&f.readThroughBudget, "read-through-budget", "", "read-through DB fetches per 5 s per registry; 0 = none, misses decided by the change feed's barrier alone (env GATEWAY_READ_THROUGH_BUDGET; default 20; a test and operations knob)")
+	fs.StringVar(&f.listenURL, "listen-database-url", "", "`URL` of the change feed's own connection (LISTEN or logical replication), for when --database-url goes through PgBouncer in transaction pooling (env GATEWAY_LISTEN_DATABASE_URL; default: --database-url)")
+	fs.StringVar(&f.readThroughBudget, "read-through-budget", "", "read-through DB fetches `N` per 5 s per registry; 0 = none, misses decided by the change feed's barrier alone (env GATEWAY_READ_THROUGH_BUDGET; default 20; a test and operations knob)")
 	if err := fs.parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err
