@@ -12,7 +12,7 @@ import (
 
 // Issue 8, input 6: a management route answers a body field it does not know with 400 naming
 // it, in its own envelope, and stores nothing (API.md "Keys": "A field is never accepted and
-// then ignored."). Key limits (rpm_limit, max_budget, ...) are refused until they are enforced.
+// then ignored."): LiteLLM key fields the gateway does not enforce (soft_budget, tags, ...) are refused.
 // LLM routes still pass unknown fields through to the upstream.
 func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 	t.Parallel()
@@ -56,14 +56,13 @@ func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 		body               any
 		field, envelope    string
 	}{
-		{"key generate rpm_limit", "POST", "/key/generate", map[string]any{"models": []string{"m"}, "rpm_limit": 1}, "rpm_limit", openAI},
-		{"key generate max_budget", "POST", "/key/generate", map[string]any{"max_budget": 0}, "max_budget", openAI},
-		{"key generate tpm_limit", "POST", "/key/generate", map[string]any{"tpm_limit": 10}, "tpm_limit", openAI},
-		{"key generate max_parallel_requests", "POST", "/key/generate", map[string]any{"max_parallel_requests": 1}, "max_parallel_requests", openAI},
-		{"key generate budget_duration", "POST", "/key/generate", map[string]any{"budget_duration": "1d"}, "budget_duration", openAI},
-		{"key generate custom key", "POST", "/key/generate", map[string]any{"key": "sk-mine-123456"}, "key", openAI},
+		{"key generate soft_budget", "POST", "/key/generate", map[string]any{"models": []string{"m"}, "soft_budget": 1}, "soft_budget", openAI},
+		{"key generate model_max_budget", "POST", "/key/generate", map[string]any{"model_max_budget": map[string]any{"m": 1}}, "model_max_budget", openAI},
+		{"key generate new_key", "POST", "/key/generate", map[string]any{"new_key": "sk-mine-123456"}, "new_key", openAI},
+		{"key generate tags", "POST", "/key/generate", map[string]any{"tags": []string{"a"}}, "tags", openAI},
 		{"key generate case-folded name", "POST", "/key/generate", map[string]any{"Models": []string{"m"}}, "Models", openAI},
-		{"key update", "POST", "/key/update", map[string]any{"key": key, "models": []string{}, "rpm_limit": 5}, "rpm_limit", openAI},
+		{"key update", "POST", "/key/update", map[string]any{"key": key, "models": []string{}, "soft_budget": 5}, "soft_budget", openAI},
+		{"key block", "POST", "/key/block", map[string]any{"key": key, "reason": "x"}, "reason", openAI},
 		{"key delete", "POST", "/key/delete", map[string]any{"keys": []string{key}, "key_aliases": []string{"x"}}, "key_aliases", openAI},
 		{"model new", "POST", "/model/new", map[string]any{"model_name": "m2", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"}, "tpm": 5}, "tpm", openAI},
 		{"model update", "POST", "/model/update", map[string]any{"model_info": map[string]any{"id": "m-1"}, "model_name": "renamed", "extra": true}, "extra", openAI},
@@ -94,7 +93,7 @@ func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 	}
 	require.Equal(t, before, counts(), "a refused write stored something")
 
-	// the key still has no limits and still works: nothing was half-applied by /key/update
+	// the key is unchanged and still works: nothing was half-applied by /key/update or /key/block
 	st, b = g.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("m", "hi", false))
 	require.Equal(t, 200, st, "%s", b)
 

@@ -79,6 +79,9 @@ type structFields struct {
 
 var structFieldsCache sync.Map // reflect.Type → *structFields
 
+// jsonUnmarshaler: a type that decodes itself (keys' optional) is not checked a level down.
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
 // apiPkg is this package's path: only its own request structs are checked a level down.
 var apiPkg = reflect.TypeFor[structFields]().PkgPath()
 
@@ -109,7 +112,7 @@ func structFieldsOf(t reflect.Type) *structFields {
 				tag = f.Name
 			}
 			sf.known[tag] = fAny // json.Unmarshal checks the type
-			if ft.Kind() == reflect.Struct && ft.PkgPath() == apiPkg {
+			if ft.Kind() == reflect.Struct && ft.PkgPath() == apiPkg && !reflect.PointerTo(ft).Implements(jsonUnmarshaler) {
 				sf.nested[tag] = ft
 			}
 		}
