@@ -223,7 +223,7 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 	if s.Store != nil { // tasks/get and tasks/cancel on every replica
 		s.a2a.ShareTasks(ctx, sharedTasks{st: s.Store, replica: s.ReplicaID})
 	}
-		srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: ReadHeaderTimeout,
+	srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
