@@ -87,7 +87,6 @@ func (s *Server) serveRecovering(c echo.Context, next echo.HandlerFunc) (err err
 	if s.longRunning[c.Path()] {
 		if d := deadlinesOf(c.Response().Writer); d != nil {
 			_ = d.SetWriteDeadline(time.Time{})
-			lr.conn = d // the read deadline is lifted once the body is read
 		}
 	}
 	unescapeParams(c)
@@ -101,20 +100,18 @@ func (s *Server) serveRecovering(c echo.Context, next echo.HandlerFunc) (err err
 }
 
 // limitedReader fails a body read past the limit with 413 (errBodyTooLarge), for bodies
-// without a Content-Length or with a wrong one, and records that it did (exceeded). On a
-// long-running route it lifts the connection's read deadline once the body is read to its
-// end (see markLongRunning). Pooled: one per request in flight.
+// without a Content-Length or with a wrong one, and records that it did (exceeded). Pooled:
+// one per request in flight.
 type limitedReader struct {
 	io.ReadCloser
 	limit, read int64
 	exceeded    bool
-	conn        deadliner // non-nil: lift the read deadline at the end of the body
 }
 
 var limitedReaders = sync.Pool{New: func() any { return &limitedReader{} }}
 
 func (r *limitedReader) reset(body io.ReadCloser, limit int64) {
-	r.ReadCloser, r.limit, r.read, r.exceeded, r.conn = body, limit, 0, false, nil
+	r.ReadCloser, r.limit, r.read, r.exceeded = body, limit, 0, false
 }
 
 func (r *limitedReader) Read(b []byte) (int, error) {
@@ -123,10 +120,6 @@ func (r *limitedReader) Read(b []byte) (int, error) {
 	if r.read > r.limit {
 		r.exceeded = true
 		return n, errBodyTooLarge
-	}
-	if err == io.EOF && r.conn != nil {
-		_ = r.conn.SetReadDeadline(time.Time{})
-		r.conn = nil
 	}
 	return n, err
 }

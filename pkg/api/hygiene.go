@@ -59,24 +59,43 @@ func (s *Server) isMasterKey(k string) bool {
 	return subtle.ConstantTimeCompare(sum[:], s.masterSum[:]) == 1
 }
 
-// The HTTP server's timeouts (Start). A slow or idle client can hold a connection only this
-// long; LLM and A2A routes have no write timeout (see writeDeadline).
+// The HTTP server's default timeouts (Start; Deps.Timeouts overrides them). A slow or idle
+// client can hold a connection only this long; long-running routes (the LLM routes, A2A,
+// /health) are exempt from WriteTimeout (see markLongRunning).
 const (
 	// ReadHeaderTimeout bounds reading a request's headers.
 	ReadHeaderTimeout = 10 * time.Second
 	// ReadTimeout bounds reading a whole request, body included.
 	ReadTimeout = 2 * time.Minute
-	// WriteTimeout bounds writing the answer of a route that is not an LLM or A2A route
-	// (management, health, metrics), counted from the end of the request headers.
+	// WriteTimeout bounds writing the answer of a route that is not long-running
+	// (management, metrics), counted from the end of the request headers.
 	WriteTimeout = 2 * time.Minute
 	// IdleTimeout bounds how long a keep-alive connection waits for its next request.
 	IdleTimeout = 2 * time.Minute
 )
 
-// deadliner is what net/http's response writer offers to move a connection's deadlines
-// (http.ResponseController uses the same methods).
+// Timeouts are the HTTP server's timeouts; a zero field takes the default constant of the
+// same name (ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout).
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// httpServer is the net/http server of Start, with the timeouts.
+func (s *Server) httpServer() *http.Server {
+	or := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	t := s.Timeouts
+	return &http.Server{Handler: s.e, ReadHeaderTimeout: or(t.ReadHeader, ReadHeaderTimeout),
+		ReadTimeout: or(t.Read, ReadTimeout), WriteTimeout: or(t.Write, WriteTimeout), IdleTimeout: or(t.Idle, IdleTimeout)}
+}
+
+// deadliner is what net/http's response writer offers to move a connection's write
+// deadline (http.ResponseController uses the same method).
 type deadliner interface {
-	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error
 }
 
@@ -99,8 +118,6 @@ func deadlinesOf(w http.ResponseWriter) deadliner {
 // /health, which probes every deployment) answer for as long as the upstream takes: a stream
 // lasts as long as the model writes. Their duration is bounded by the deployment's timeout
 // and stream_timeout (litellm_params.timeout, .stream_timeout) and by the client hanging up,
-// not by the server's timeouts: front lifts the write deadline when the route starts and the
-// read deadline once the body is read to its end. (net/http watches a connection for the
-// client leaving with a read once the body is consumed; left under ReadTimeout, that read
-// times out and cancels the request's context as if the client had hung up.)
+// not by the server's WriteTimeout, which front lifts when the route starts. (ReadTimeout
+// bounds reading the request only: net/http clears the read deadline once the body is read.)
 func (s *Server) markLongRunning(path string) { s.longRunning[path] = true }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -57,6 +58,8 @@ type Deps struct {
 	Supported    map[store.ObjectType]bool
 	Log          zerolog.Logger
 	MaxBodyBytes int64 // default 32 MiB
+	// Timeouts of the HTTP server (zero fields: the defaults, see Timeouts).
+	Timeouts Timeouts
 	// Limits is the limits step of the call pipeline (rate limits, budgets; see Admitter);
 	// nil admits every call.
 	Limits Admitter
@@ -220,13 +223,21 @@ func (s *Server) routes() {
 // Start serves on addr until ctx is done, then shuts down gracefully: stops accepting,
 // finishes in-flight requests (up to grace), returns.
 func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln, grace)
+}
+
+// Serve is Start on a listener of the caller's (closed on return).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	if s.Store != nil { // tasks/get and tasks/cancel on every replica
 		s.a2a.ShareTasks(ctx, sharedTasks{st: s.Store, replica: s.ReplicaID})
 	}
-	srv := &http.Server{Addr: addr, Handler: s.e, ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout}
+	srv := s.httpServer()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
