@@ -34,14 +34,22 @@ func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 	agentID := createAgent(t, g, "ag", map[string]any{"model": "m"})
 	st, b = g.Do(t, "POST", "/access_group/new", map[string]any{"access_group": "grp", "model_names": []string{"m"}})
 	require.Equal(t, 200, st, "%s", b)
+	st, b = g.Do(t, "POST", "/team/new", map[string]any{"team_id": "t1"})
+	require.Equal(t, 200, st, "%s", b)
+	st, b = g.Do(t, "POST", "/user/new", map[string]any{"user_id": "u1"})
+	require.Equal(t, 200, st, "%s", b)
+	st, b = g.Do(t, "POST", "/customer/new", map[string]any{"user_id": "c1"})
+	require.Equal(t, 200, st, "%s", b)
 
 	counts := func() map[string]int {
 		out := map[string]int{}
-		for _, tbl := range []string{"models", "api_keys", "guardrails", "agents"} {
+		for _, tbl := range []string{"models", "api_keys", "guardrails", "agents", "teams", "users", "organizations", "end_users"} {
 			out[tbl] = agScalar[int](t, p.DB, "SELECT count(*)::int FROM gateway."+tbl)
 		}
 		out["versions"] = agScalar[int](t, p.DB, `SELECT (SELECT coalesce(sum(version),0) FROM gateway.models) + (SELECT coalesce(sum(version),0) FROM gateway.api_keys)
-			+ (SELECT coalesce(sum(version),0) FROM gateway.guardrails) + (SELECT coalesce(sum(version),0) FROM gateway.agents)`)
+			+ (SELECT coalesce(sum(version),0) FROM gateway.guardrails) + (SELECT coalesce(sum(version),0) FROM gateway.agents)
+			+ (SELECT coalesce(sum(version),0) FROM gateway.teams) + (SELECT coalesce(sum(version),0) FROM gateway.users)
+			+ (SELECT coalesce(sum(version),0) FROM gateway.end_users)`)
 		return out
 	}
 	before := counts()
@@ -76,6 +84,20 @@ func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 		{"agent patch", "PATCH", "/v1/agents/" + agentID, map[string]any{"agent_name": "ag3", "owner": "me"}, "owner", openAI},
 		{"access group new", "POST", "/access_group/new", map[string]any{"access_group": "grp2", "model_names": []string{"m"}, "description": "d"}, "description", detail},
 		{"access group update", "PUT", "/access_group/grp/update", map[string]any{"model_names": []string{}, "model_id": "m-1"}, "model_id", detail},
+		{"key regenerate", "POST", "/key/regenerate", map[string]any{"key": key, "duration": "1h"}, "duration", openAI},
+		{"key unblock", "POST", "/key/unblock", map[string]any{"key": key, "why": "x"}, "why", openAI},
+		{"apply guardrail", "POST", "/guardrails/apply_guardrail", map[string]any{"guardrail_name": "g1", "text": "hi", "language": "en"}, "language", openAI},
+		{"team new", "POST", "/team/new", map[string]any{"team_alias": "t2", "budget_limit": 3}, "budget_limit", detail},
+		{"team update", "POST", "/team/update", map[string]any{"team_id": "t1", "max_budget": 5, "tpm": 1}, "tpm", detail},
+		{"team member add", "POST", "/team/member_add", map[string]any{"team_id": "t1", "member": map[string]any{"user_id": "u1", "role": "user"}, "notify": true}, "notify", detail},
+		{"team block", "POST", "/team/block", map[string]any{"team_id": "t1", "reason": "x"}, "reason", detail},
+		{"user new", "POST", "/user/new", map[string]any{"user_id": "u2", "user_emial": "a@b.c"}, "user_emial", detail},
+		{"user update", "POST", "/user/update", map[string]any{"user_id": "u1", "max_budget": 1, "spend_cap": 2}, "spend_cap", detail},
+		{"user delete", "POST", "/user/delete", map[string]any{"user_ids": []string{"u1"}, "cascade": true}, "cascade", detail},
+		{"organization new", "POST", "/organization/new", map[string]any{"organization_alias": "o", "seats": 3}, "seats", detail},
+		{"customer new", "POST", "/customer/new", map[string]any{"user_id": "c2", "region": "eu"}, "region", detail},
+		{"end user update", "POST", "/end_user/update", map[string]any{"user_id": "c1", "blocked": true, "note": "x"}, "note", detail},
+		{"customer block", "POST", "/customer/block", map[string]any{"user_ids": []string{"c1"}, "reason": "x"}, "reason", detail},
 	}
 	for _, c := range cases {
 		st, b := g.Do(t, c.method, c.path, c.body)
