@@ -71,7 +71,8 @@ func multipartRequest(t *testing.T, fields map[string]string, file string) []byt
 }
 
 // passthroughPreLocations are the request text locations of the passthrough routes:
-// completions and images prompt, moderations and speech input, the transcription prompt.
+// completions and images prompt, completions suffix, moderations and speech input, speech
+// instructions, the transcription prompt.
 func passthroughPreLocations() []location {
 	simple := func(name, path, field string, stream bool, val func(s string) any, extra map[string]any) location {
 		return location{name: name, path: path, stream: stream, openaiOnly: true, body: func(model, s string, st bool) map[string]any {
@@ -96,6 +97,8 @@ func passthroughPreLocations() []location {
 			return []any{map[string]any{"type": "text", "text": s}}
 		}, nil),
 		simple("speech/input", "/v1/audio/speech", "input", false, str, map[string]any{"voice": "alloy"}),
+		simple("speech/instructions", "/v1/audio/speech", "instructions", false, str, map[string]any{"voice": "alloy", "input": "hello"}),
+		simple("completions/suffix", "/v1/completions", "suffix", true, str, map[string]any{"prompt": "hello"}),
 		{name: "transcriptions/prompt", path: "/v1/audio/transcriptions", openaiOnly: true, form: func(s string) (map[string]string, string) {
 			return map[string]string{"prompt": s, "language": "en"}, "RIFF audio"
 		}},

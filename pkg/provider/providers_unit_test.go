@@ -120,6 +120,8 @@ func TestMapRequestTextPassthroughFormats(t *testing.T) {
 		{FormatImages, `{"prompt":"fox"}`, `{"prompt":"FOX"}`},
 		{FormatModerations, `{"input":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"u"}}]}`, `{"input":[{"type":"text","text":"X"},{"type":"image_url","image_url":{"url":"u"}}]}`},
 		{FormatSpeech, `{"input":"say","voice":"alloy"}`, `{"input":"SAY","voice":"alloy"}`},
+		{FormatSpeech, `{"input":"say","voice":"alloy","instructions":"calm"}`, `{"input":"SAY","voice":"alloy","instructions":"CALM"}`},
+		{FormatCompletions, `{"prompt":"a","suffix":"end"}`, `{"prompt":"A","suffix":"END"}`},
 	} {
 		out, err := MapRequestText(tc.f, []byte(tc.in), up)
 		require.NoError(t, err, tc.f)

@@ -27,8 +27,9 @@ import (
 //	            blocks: text .text, tool_use .input (a JSON value: every string in it),
 //	            tool_result .content (a string, or its text blocks))
 //	embeddings, moderations, speech: input (a string, the strings of an array, or the
-//	            "text" of moderation input objects; token arrays carry no text)
-//	completions, images: prompt (a string or the strings of an array)
+//	            "text" of moderation input objects; token arrays carry no text); speech
+//	            instructions (the voice direction)
+//	completions, images: prompt (a string or the strings of an array); completions suffix
 //	transcriptions: the multipart form field "prompt" (the audio file is not text); the body
 //	            is rebuilt with the edited field only, every other part byte for byte
 //
@@ -145,6 +146,12 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 		field := "input"
 		if in == FormatCompletions || in == FormatImages {
 			field = "prompt"
+		}
+		switch in {
+		case FormatSpeech:
+			w.text(root.Get("instructions"), false)
+		case FormatCompletions:
+			w.text(root.Get("suffix"), false)
 		}
 		input := root.Get(field)
 		if input.Type == gjson.String {
