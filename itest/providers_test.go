@@ -302,7 +302,8 @@ func TestOllamaProvider(t *testing.T) {
 }
 
 // Native embeddings behind /v1/embeddings: Gemini embedContent (one input) and
-// batchEmbedContents (several), Ollama /api/embed, Bedrock InvokeModel with Titan (one call per
+// batchEmbedContents (several), Vertex AI :predict (text-embedding-*, and gemini-embedding-*
+// one input per call), Ollama /api/embed, Bedrock InvokeModel with Titan (one call per
 // input, SigV4-verified) and Cohere. Created on A, called with the official SDK on B; each
 // vector is exactly what the fake upstream computed for that input, in input order, in float
 // and base64 form, and usage carries the provider's own token count (Gemini reports none).
@@ -310,6 +311,7 @@ func TestNativeEmbeddings(t *testing.T) {
 	t.Parallel()
 	gem := fakeupstream.StartGemini(t, "gem-embed-key")
 	ol := fakeupstream.StartOllama(t)
+	vx := fakeupstream.StartVertex(t, "proj-embed")
 	brc := fakeupstream.Bedrock{Region: "eu-west-1", AccessKeyID: "AKIAEMBEDTEST001", SecretAccessKey: "embed/test/secret/001"}
 	br := fakeupstream.StartBedrock(t, brc)
 	p := StartPair(t, GatewayOpts{})
@@ -326,6 +328,8 @@ func TestNativeEmbeddings(t *testing.T) {
 	}
 	createModel(t, p.A, "e-gemini", map[string]any{"model": "gemini/gemini-embedding-001", "api_base": gem.URL, "api_key": "gem-embed-key"})
 	createModel(t, p.A, "e-ollama", map[string]any{"model": "ollama/nomic-embed-text", "api_base": ol.URL})
+	createModel(t, p.A, "e-vertex", map[string]any{"model": "vertex_ai/text-embedding-005", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
+	createModel(t, p.A, "e-vgemini", map[string]any{"model": "vertex_ai/gemini-embedding-001", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
 	createModel(t, p.A, "e-titan", with(aws, "model", "bedrock/amazon.titan-embed-text-v2:0"))
 	createModel(t, p.A, "e-cohere", with(aws, "model", "bedrock/cohere.embed-english-v3"))
 	createModel(t, p.A, "e-claude", with(aws, "model", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"))
@@ -342,6 +346,8 @@ func TestNativeEmbeddings(t *testing.T) {
 	}{
 		{"e-gemini", gem, 16, func([]string) int64 { return 0 }},
 		{"e-ollama", ol, 12, nil},
+		{"e-vertex", vx.Server, 10, nil},
+		{"e-vgemini", vx.Server, 0, nil},
 		{"e-titan", br, 24, nil},
 		{"e-cohere", br, 0, nil},
 	} {
@@ -387,6 +393,17 @@ func TestNativeEmbeddings(t *testing.T) {
 	require.Equal(t, "gem-embed-key", req.Header.Get("x-goog-api-key"))
 	_, ok = gem.LastRequest("/v1beta/models/gemini-embedding-001:embedContent")
 	require.True(t, ok)
+	req, ok = vx.LastRequest("/v1/projects/proj-embed/locations/us-central1/publishers/google/models/text-embedding-005:predict")
+	require.True(t, ok, "%+v", vx.Requests())
+	require.JSONEq(t, `{"instances":[{"content":"the first text"},{"content":"a second one"},{"content":"third"}],"parameters":{"outputDimensionality":10}}`, string(req.Body))
+	require.True(t, strings.HasPrefix(req.Header.Get("Authorization"), "Bearer "))
+	vg := 0
+	for _, r := range vx.Requests() {
+		if strings.HasSuffix(r.Path, "/gemini-embedding-001:predict") {
+			vg++
+		}
+	}
+	require.Equal(t, 2*(1+len(inputs)), vg, "gemini-embedding-001 takes one input per call on Vertex AI")
 	req, ok = ol.LastRequest("/api/embed")
 	require.True(t, ok)
 	require.JSONEq(t, `{"model":"nomic-embed-text","input":["the first text","a second one","third"],"dimensions":12}`, string(req.Body))

@@ -154,3 +154,40 @@ func (s *Server) bedrockInvoke(w http.ResponseWriter, model string, body []byte)
 		bad("The provided model identifier is invalid.")
 	}
 }
+
+// vertexEmbed serves Vertex AI's text embeddings, {model}:predict {"instances": [{"content",
+// "task_type"?}], "parameters": {"outputDimensionality"?}} → {"predictions": [{"embeddings":
+// {"values", "statistics": {"truncated", "token_count"}}}], "metadata":
+// {"billableCharacterCount"}}; gemini-embedding-* models take one instance per request, as on
+// Vertex AI.
+func (s *Server) vertexEmbed(w http.ResponseWriter, model string, body []byte) {
+	bad := func(msg string) { writeGoogleError(w, http.StatusBadRequest, "INVALID_ARGUMENT", msg) }
+	if !gjson.ValidBytes(body) {
+		bad("Invalid JSON payload received.")
+		return
+	}
+	s.seq.Add(1)
+	j := gjson.ParseBytes(body)
+	instances := j.Get("instances").Array()
+	if len(instances) == 0 || (strings.Contains(model, "gemini-embedding") && len(instances) > 1) || len(instances) > 250 {
+		bad(fmt.Sprintf("%d instances in one request: %s takes 1 to %d", len(instances), model, map[bool]int{true: 1, false: 250}[strings.Contains(model, "gemini-embedding")]))
+		return
+	}
+	dims := s.cfg.embedDims
+	if d := j.Get("parameters.outputDimensionality").Int(); d > 0 {
+		dims = int(d)
+	}
+	preds := make([]any, 0, len(instances))
+	chars := 0
+	for _, in := range instances {
+		text := in.Get("content").Str
+		if text == "" {
+			bad("content is required in every instance")
+			return
+		}
+		chars += len(text)
+		preds = append(preds, map[string]any{"embeddings": map[string]any{"values": Vector(text, dims),
+			"statistics": map[string]any{"truncated": false, "token_count": tokens(text)}}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"predictions": preds, "metadata": map[string]any{"billableCharacterCount": chars}})
+}

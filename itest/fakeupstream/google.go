@@ -159,6 +159,7 @@ type Vertex struct {
 // issues a short random access token. Model calls need one of the issued tokens as
 // "Authorization: Bearer" (401 UNAUTHENTICATED otherwise) and the fake's project (403
 // PERMISSION_DENIED otherwise). [Vertex.ServiceAccountJSON] is a key file naming that token URI.
+// Text embedding models answer publishers/google/models/{model}:predict (embed_native.go).
 func StartVertex(t testing.TB, project string, opts ...Option) *Vertex {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -234,6 +235,10 @@ func (v *Vertex) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	switch parts[4] {
 	case "google":
+		if model, ok := strings.CutSuffix(parts[6], ":predict"); ok {
+			v.vertexEmbed(w, model, body)
+			return
+		}
 		v.gemini(w, r, parts[6], body)
 	case "anthropic":
 		model, method, _ := strings.Cut(parts[6], ":")

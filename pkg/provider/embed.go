@@ -227,6 +227,67 @@ func (geminiEmbed) parse(raw []byte, _ http.Header) ([]string, int64, error) {
 	return out, tokens, err
 }
 
+// ---- Vertex AI (https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/text-embeddings-api) ----
+
+// vertexEmbed is Vertex AI's text embeddings API: POST {prefix}:predict {"instances":
+// [{"content", "task_type"?}], "parameters": {"outputDimensionality"?}} answering
+// {"predictions": [{"embeddings": {"values", "statistics": {"token_count"}}}]}; usage is the
+// sum of token_count. gemini-embedding-* models take one instance per request, the others up
+// to 250.
+type vertexEmbed struct {
+	url   string
+	batch int
+}
+
+func newVertexEmbed(prefix, model string) vertexEmbed {
+	if strings.Contains(model, "gemini-embedding") {
+		return vertexEmbed{url: prefix + ":predict", batch: 1}
+	}
+	return vertexEmbed{url: prefix + ":predict", batch: 250}
+}
+
+func (v vertexEmbed) calls(_ *Deployment, r *embedRequest) ([]embedCall, error) {
+	var calls []embedCall
+	for start := 0; start < len(r.inputs); start += v.batch {
+		batch := r.inputs[start:min(start+v.batch, len(r.inputs))]
+		b := []byte(`{"instances":[`)
+		for i, t := range batch {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"content":`...)
+			b = appendJSONString(b, t)
+			if r.taskType != "" {
+				b = append(b, `,"task_type":`...)
+				b = appendJSONString(b, r.taskType)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+		if r.dimensions > 0 {
+			b = append(b, `,"parameters":{"outputDimensionality":`...)
+			b = strconv.AppendInt(b, r.dimensions, 10)
+			b = append(b, '}')
+		}
+		calls = append(calls, embedCall{url: v.url, body: append(b, '}'), n: len(batch)})
+	}
+	return calls, nil
+}
+
+func (vertexEmbed) parse(raw []byte, _ http.Header) ([]string, int64, error) {
+	var out []string
+	var tokens int64
+	var err error
+	gjson.ParseBytes(raw).Get("predictions").ForEach(func(_, p gjson.Result) bool {
+		var v string
+		v, err = vectorOf(p.Get("embeddings.values"), "predictions[].embeddings.values")
+		out = append(out, v)
+		tokens += p.Get("embeddings.statistics.token_count").Int()
+		return err == nil
+	})
+	return out, tokens, err
+}
+
 // ---- Ollama (https://github.com/ollama/ollama/blob/main/docs/api.md#generate-embeddings) ----
 
 // ollamaEmbed is Ollama's POST /api/embed {"model", "input": [...], "dimensions"?} answering

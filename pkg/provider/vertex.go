@@ -108,6 +108,7 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 		d.streamURL = prefix + ":streamRawPredict"
 	} else {
 		d.native = geminiAPI{}
+		d.embedder = newVertexEmbed(prefix, d.Model)
 		d.urls[formatNative] = prefix + ":generateContent"
 		d.streamURL = prefix + ":streamGenerateContent?alt=sse"
 	}
