@@ -234,6 +234,9 @@ func mapMultipartText(body []byte, fn TextFunc) ([]byte, error) {
 // and returns them with the body without those fields (body itself when it has none; found
 // reports whether any such field was present). Errors name what is malformed (400).
 func MultipartGuardrails(body []byte) (names []string, found bool, out []byte, err error) {
+	if !bytes.Contains(body, []byte(`name="guardrails`)) {
+		return nil, false, body, nil // hot path: no such field, the form is not parsed
+	}
 	out, found, err = editMultipart(body, func(name string) bool { return name == "guardrails" || name == "guardrails[]" },
 		func(_, v string) (string, bool, error) {
 			v = strings.TrimSpace(v)
