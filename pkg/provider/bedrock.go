@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -149,6 +150,9 @@ func (b *bedrockSigner) sign(ctx context.Context, req *http.Request, body []byte
 	}
 	creds, err := provider.Retrieve(ctx)
 	if err != nil {
+		if credentialsUnavailable(err) {
+			return &UpstreamError{Status: 502, Message: "bedrock: get AWS credentials: " + err.Error(), Retryable: true}
+		}
 		return &UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}
 	sum := sha256.Sum256(body)
@@ -156,6 +160,20 @@ func (b *bedrockSigner) sign(ctx context.Context, req *http.Request, body []byte
 		return &UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
 	}
 	return nil
+}
+
+// credentialsUnavailable reports whether a credential retrieval failed for a transient reason —
+// the credentials endpoint (container, instance metadata, STS, SSO) answered 5xx or 429, or
+// could not be reached — rather than because there are no valid credentials: a 502 another
+// deployment (or the next call) may not hit.
+func credentialsUnavailable(err error) bool {
+	var he interface{ HTTPStatusCode() int }
+	if errors.As(err, &he) {
+		code := he.HTTPStatusCode()
+		return code >= 500 || code == 429
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 type bedrockBlock struct {

@@ -115,8 +115,8 @@ func TestBedrockChainLoadFailureNotCached(t *testing.T) {
 	require.NoError(t, credCall(t, d))
 }
 
-// The AWS default chain with a container credentials endpoint that is down: the call fails;
-// once it answers, the next call gets credentials, and they serve later calls (one fetch).
+// The AWS default chain with a container credentials endpoint that is down: the call fails
+// (502, retryable: the endpoint is unavailable, the credentials may be fine); once it answers, the next call gets credentials, and they serve later calls (one fetch).
 func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	brc := fakeupstream.Bedrock{Region: "us-east-1", AccessKeyID: "ASIACREDTEST0002", SecretAccessKey: "cred/test/secret/0002", SessionToken: "cred-session-0002"}
 	br := fakeupstream.StartBedrock(t, brc)
@@ -140,7 +140,12 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	d, err := provider.NewDeployment("id", "grp", params)
 	require.NoError(t, err)
 
-	require.Error(t, credCall(t, d))
+	err = credCall(t, d)
+	var ue *provider.UpstreamError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, 502, ue.Status, "an endpoint that is down is not a credentials problem: %v", err)
+	require.True(t, ue.Retryable)
+	require.Contains(t, ue.Message, "bedrock: get AWS credentials")
 	require.Empty(t, br.Requests())
 	down.Store(false)
 	for range 3 {
