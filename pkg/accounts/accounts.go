@@ -86,7 +86,25 @@ type Team struct {
 	Models         []string `json:"models"`
 	Members        []Member `json:"members_with_roles"`
 	Blocked        bool     `json:"blocked"`
+	// MemberBudgets are the team memberships' budgets and rate limits, by user id (LiteLLM
+	// LiteLLM_TeamMembership with its litellm_budget_table; sql/006). A member without an
+	// entry has none.
+	MemberBudgets map[string]*MemberBudget `json:"team_member_budgets"`
 	Limits
+}
+
+// MemberBudget is one team member's budget and rate limits within the team (LiteLLM's
+// max_budget_in_team, and the tpm_limit / rpm_limit of /team/member_update). BudgetID names it
+// as LiteLLM's budget table row would.
+type MemberBudget struct {
+	BudgetID string `json:"budget_id"`
+	Limits
+}
+
+// MemberBudget returns the budget of member userID within the team, if any.
+func (t *Team) MemberBudget(userID string) (*MemberBudget, bool) {
+	b, ok := t.MemberBudgets[userID]
+	return b, ok && b != nil
 }
 
 // User is a gateway.users row as served (LiteLLM "internal user"). Immutable.
@@ -142,6 +160,14 @@ func BuildTeamRow(r store.Row) (*Team, error) {
 	for i, m := range t.Members {
 		if m.Role != RoleAdmin && m.Role != RoleUser {
 			return nil, fmt.Errorf("team %q: members_with_roles[%d].role: %q (want admin or user)", t.ID, i, m.Role)
+		}
+	}
+	for uid, b := range t.MemberBudgets {
+		if b == nil {
+			continue
+		}
+		if err := b.finish(); err != nil {
+			return nil, fmt.Errorf("team %q: team_member_budgets[%q]: %w", t.ID, uid, err)
 		}
 	}
 	return t, nil

@@ -136,6 +136,7 @@ func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 		return nil, err
 	}
 	delete(m, "version")
+	delete(m, "team_member_budgets") // shown as team_memberships (teamMemberships)
 	if _, ok := m["spend"]; !ok {
 		m["spend"] = s.accountSpend(context.Background(), r.Type, r.ID)
 	}
@@ -432,14 +433,52 @@ func removeMembers(ctx context.Context, tx *store.TxStore, users map[string]int6
 		if len(kept) == len(t.Members) {
 			continue
 		}
-		b, _ := json.Marshal(kept)
-		nr, err := tx.Update(ctx, store.Team, t.ID, store.Values{"members_with_roles": b})
+		nr, err := tx.Update(ctx, store.Team, t.ID, memberValues(kept, t.MemberBudgets))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, nr)
 	}
 	return out, nil
+}
+
+// memberValues are the team columns for members and their budgets; a budget of a user who is
+// no longer a member is dropped with the membership (LiteLLM deletes the membership row).
+func memberValues(members []accounts.Member, budgets map[string]*accounts.MemberBudget) store.Values {
+	kept := map[string]*accounts.MemberBudget{}
+	for _, m := range members {
+		if b, ok := budgets[m.UserID]; ok && m.UserID != "" && b != nil {
+			kept[m.UserID] = b
+		}
+	}
+	mb, _ := json.Marshal(members)
+	bb, _ := json.Marshal(kept)
+	return store.Values{"members_with_roles": mb, "team_member_budgets": bb}
+}
+
+// teamMemberships is LiteLLM's team_memberships of a team (LiteLLM_TeamMembership rows with
+// their litellm_budget_table): one per member with a user_id — only userID's when userID is
+// not "" — each {"team_id", "user_id", "budget_id", "spend", "litellm_budget_table"} where
+// spend is the member's spend within the team (USD, current budget period) and
+// litellm_budget_table its {"budget_id", "max_budget", "budget_duration", "tpm_limit",
+// "rpm_limit", "max_parallel_requests"} (null: no budget in the team).
+func (s *Server) teamMemberships(ctx context.Context, t *accounts.Team, userID string) []map[string]any {
+	out := []map[string]any{}
+	for _, m := range t.Members {
+		if m.UserID == "" || (userID != "" && m.UserID != userID) {
+			continue
+		}
+		ms := map[string]any{"team_id": t.ID, "user_id": m.UserID, "budget_id": nil, "litellm_budget_table": nil,
+			"spend": s.ownerSpend(ctx, store.OwnerToken("team_member", store.TeamMemberID(t.ID, m.UserID)))}
+		if b, ok := t.MemberBudget(m.UserID); ok {
+			ms["budget_id"] = b.BudgetID
+			ms["litellm_budget_table"] = map[string]any{"budget_id": b.BudgetID, "max_budget": b.MaxBudget,
+				"budget_duration": b.BudgetDuration, "tpm_limit": b.TPMLimit, "rpm_limit": b.RPMLimit,
+				"max_parallel_requests": b.MaxParallel}
+		}
+		out = append(out, ms)
+	}
+	return out
 }
 
 // accountList: GET /<kind>/list → every row, oldest first ({"users", "total", "page",
@@ -518,7 +557,8 @@ func (s *Server) keysOf(ctx context.Context, column, id string) ([]map[string]an
 	return out, nil
 }
 
-// teamInfo: GET /team/info?team_id= → {"team_id", "team_info", "keys", "team_memberships"}.
+// teamInfo: GET /team/info?team_id= → {"team_id", "team_info", "keys", "team_memberships"
+// (teamMemberships)}.
 func (s *Server) teamInfo(c echo.Context) error {
 	row, err := s.getAccount(c, teamKind)
 	if err != nil {
@@ -528,15 +568,20 @@ func (s *Server) teamInfo(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ks, err := s.keysOf(c.Request().Context(), "team_id", row.ID)
+	ctx := c.Request().Context()
+	ks, err := s.keysOf(ctx, "team_id", row.ID)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"team_id": row.ID, "team_info": info, "keys": ks, "team_memberships": []any{}})
+	t, err := accounts.BuildTeamRow(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"team_id": row.ID, "team_info": info, "keys": ks, "team_memberships": s.teamMemberships(ctx, t, "")})
 }
 
 // userInfo: GET /user/info?user_id= → {"user_id", "user_info", "keys", "teams"} (the teams
-// the user is a member of).
+// the user is a member of, each with the user's "team_memberships" in it, as LiteLLM answers).
 func (s *Server) userInfo(c echo.Context) error {
 	row, err := s.getAccount(c, userKind)
 	if err != nil {
@@ -551,7 +596,7 @@ func (s *Server) userInfo(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	teams, err := s.teamsWhere(ctx, func(t *accounts.Team) bool { _, ok := t.Member(row.ID); return ok })
+	teams, err := s.teamsWhere(ctx, func(t *accounts.Team) bool { _, ok := t.Member(row.ID); return ok }, row.ID)
 	if err != nil {
 		return err
 	}
@@ -575,7 +620,7 @@ func (s *Server) orgInfo(c echo.Context) error {
 	}
 	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
 		return t.OrganizationID != nil && *t.OrganizationID == row.ID
-	})
+	}, "")
 	if err != nil {
 		return err
 	}
@@ -583,7 +628,9 @@ func (s *Server) orgInfo(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) teamsWhere(ctx context.Context, keep func(*accounts.Team) bool) ([]map[string]any, error) {
+// teamsWhere lists the teams keep selects; with member set, each carries member's
+// "team_memberships".
+func (s *Server) teamsWhere(ctx context.Context, keep func(*accounts.Team) bool, member string) ([]map[string]any, error) {
 	rows, err := s.Store.List(ctx, store.Team)
 	if err != nil {
 		return nil, err
@@ -597,6 +644,9 @@ func (s *Server) teamsWhere(ctx context.Context, keep func(*accounts.Team) bool)
 		m, err := s.accountJSON(r)
 		if err != nil {
 			return nil, err
+		}
+		if member != "" {
+			m["team_memberships"] = s.teamMemberships(ctx, t, member)
 		}
 		out = append(out, m)
 	}
@@ -674,7 +724,8 @@ func ensureUsers(ctx context.Context, tx *store.TxStore, members []accounts.Memb
 	return out, nil
 }
 
-// editMembers runs a read-modify-write of a team's members under the row's lock.
+// editMembers runs a read-modify-write of a team's members (and, through t.MemberBudgets,
+// which edit may change, their budgets in the team) under the row's lock.
 func (s *Server) editMembers(c echo.Context, teamID string, edit func(ctx context.Context, tx *store.TxStore, t *accounts.Team) ([]accounts.Member, error)) (store.Row, error) {
 	if teamID == "" {
 		return store.Row{}, detailErr(http.StatusBadRequest, "team_id is required")
@@ -693,12 +744,14 @@ func (s *Server) editMembers(c echo.Context, teamID string, edit func(ctx contex
 		if err != nil {
 			return detailErr(http.StatusBadRequest, "%v", err)
 		}
+		if t.MemberBudgets == nil {
+			t.MemberBudgets = map[string]*accounts.MemberBudget{}
+		}
 		members, err := edit(ctx, tx, t)
 		if err != nil {
 			return err
 		}
-		b, _ := json.Marshal(members)
-		row, err = tx.Update(ctx, store.Team, teamID, store.Values{"members_with_roles": b})
+		row, err = tx.Update(ctx, store.Team, teamID, memberValues(members, t.MemberBudgets))
 		return err
 	})
 	if err != nil {
@@ -714,14 +767,20 @@ func sameMember(a, b accounts.Member) bool {
 		(a.UserEmail != "" && a.UserEmail == b.UserEmail && (a.UserID == "" || b.UserID == ""))
 }
 
-// teamMemberAdd: POST /team/member_add {"team_id", "member": {...} | [...]} → the team row plus
-// "updated_users" (the users created for members that did not exist). A member already in
-// the team: 400.
+// teamMemberAdd: POST /team/member_add {"team_id", "member": {...} | [...],
+// "max_budget_in_team"?} → the team row plus "updated_users" (the users created for members
+// that did not exist). max_budget_in_team (USD) is each added member's budget within the team
+// (LiteLLM creates a team membership with that budget; members named only by user_email get
+// none). A member already in the team: 400.
 func (s *Server) teamMemberAdd(c echo.Context) error {
 	if err := s.requireDB(store.Team, "teams"); err != nil {
 		return err
 	}
-	body, err := decodeFields(c, fields{"team_id": fString, "member": fMembers})
+	body, err := decodeFields(c, fields{"team_id": fString, "member": fMembers, "max_budget_in_team": fNumber})
+	if err != nil {
+		return err
+	}
+	inTeam, hasBudget, err := optNumber(body, "max_budget_in_team")
 	if err != nil {
 		return err
 	}
@@ -742,6 +801,9 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 				}
 			}
 			out = append(out, m)
+			if hasBudget && m.UserID != "" {
+				setMemberBudget(t, m.UserID, func(b *accounts.MemberBudget) { b.MaxBudget = &inTeam })
+			}
 		}
 		var err error
 		created, err = ensureUsers(ctx, tx, add)
@@ -803,13 +865,18 @@ func (s *Server) teamMemberDelete(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// teamMemberUpdate: POST /team/member_update {"team_id", "user_id" | "user_email", "role"} →
-// the team row. Not a member: 400.
+// teamMemberUpdate: POST /team/member_update {"team_id", "user_id" | "user_email", "role"?,
+// "max_budget_in_team"?, "tpm_limit"?, "rpm_limit"?} → LiteLLM's TeamMemberUpdateResponse
+// {"team_id", "user_id", "user_email", "role", "max_budget_in_team", "tpm_limit", "rpm_limit"}.
+// The budget and limits are the member's within the team (its team membership); a given
+// field replaces the old value, null clears it, an absent one keeps it. Not a member: 400; a
+// budget for a member known only by user_email: 400.
 func (s *Server) teamMemberUpdate(c echo.Context) error {
 	if err := s.requireDB(store.Team, "teams"); err != nil {
 		return err
 	}
-	body, err := decodeFields(c, fields{"team_id": fString, "user_id": fString, "user_email": fString, "role": fString})
+	body, err := decodeFields(c, fields{"team_id": fString, "user_id": fString, "user_email": fString, "role": fString,
+		"max_budget_in_team": fNumber, "tpm_limit": fInt, "rpm_limit": fInt})
 	if err != nil {
 		return err
 	}
@@ -818,44 +885,157 @@ func (s *Server) teamMemberUpdate(c echo.Context) error {
 		return detailErr(http.StatusBadRequest, "user_id or user_email is required")
 	}
 	role := str(body, "role")
-	if role != accounts.RoleAdmin && role != accounts.RoleUser {
+	if role != "" && role != accounts.RoleAdmin && role != accounts.RoleUser {
 		return detailErr(http.StatusBadRequest, "role: %q is not a team role (want admin or user)", role)
 	}
-	row, err := s.editMembers(c, str(body, "team_id"), func(_ context.Context, _ *store.TxStore, t *accounts.Team) ([]accounts.Member, error) {
+	var edits []func(*accounts.MemberBudget)
+	if _, ok := body["max_budget_in_team"]; ok {
+		v, has, _ := optNumber(body, "max_budget_in_team")
+		edits = append(edits, func(b *accounts.MemberBudget) {
+			b.MaxBudget = nil
+			if has {
+				b.MaxBudget = &v
+			}
+		})
+	}
+	for _, f := range []string{"tpm_limit", "rpm_limit"} {
+		if _, ok := body[f]; !ok {
+			continue
+		}
+		v, has := optInt(body, f)
+		edits = append(edits, func(b *accounts.MemberBudget) {
+			p := &b.TPMLimit
+			if f == "rpm_limit" {
+				p = &b.RPMLimit
+			}
+			*p = nil
+			if has {
+				*p = &v
+			}
+		})
+	}
+	var got accounts.Member
+	var budget *accounts.MemberBudget
+	_, err = s.editMembers(c, str(body, "team_id"), func(_ context.Context, _ *store.TxStore, t *accounts.Team) ([]accounts.Member, error) {
 		out := append([]accounts.Member{}, t.Members...)
 		found := false
 		for i := range out {
 			if sameMember(out[i], who) {
-				out[i].Role, found = role, true
+				if role != "" {
+					out[i].Role = role
+				}
+				got, found = out[i], true
 			}
 		}
 		if !found {
 			return nil, detailErr(http.StatusBadRequest, "User is not a member of team %s - %s", t.ID, firstNonEmpty(who.UserID, who.UserEmail))
 		}
+		if len(edits) > 0 {
+			if got.UserID == "" {
+				return nil, detailErr(http.StatusBadRequest, "member %s has no user_id: a budget in the team needs one", got.UserEmail)
+			}
+			setMemberBudget(t, got.UserID, edits...)
+		}
+		budget, _ = t.MemberBudget(got.UserID)
 		return out, nil
 	})
 	if err != nil {
 		return err
 	}
-	out, err := s.accountJSON(row)
-	if err != nil {
-		return err
+	out := map[string]any{"team_id": str(body, "team_id"), "user_id": nilIfEmpty(got.UserID), "user_email": nilIfEmpty(got.UserEmail),
+		"role": got.Role, "max_budget_in_team": nil, "tpm_limit": nil, "rpm_limit": nil}
+	if budget != nil {
+		out["max_budget_in_team"], out["tpm_limit"], out["rpm_limit"] = budget.MaxBudget, budget.TPMLimit, budget.RPMLimit
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
+// setMemberBudget applies edits to userID's budget in team t (created with a new budget_id
+// when absent); a budget left with nothing set is removed.
+func setMemberBudget(t *accounts.Team, userID string, edits ...func(*accounts.MemberBudget)) {
+	if t.MemberBudgets == nil {
+		t.MemberBudgets = map[string]*accounts.MemberBudget{}
+	}
+	b := &accounts.MemberBudget{BudgetID: uuid.NewString()}
+	if cur, ok := t.MemberBudgets[userID]; ok && cur != nil {
+		cp := *cur
+		b = &cp
+	}
+	for _, e := range edits {
+		e(b)
+	}
+	if b.MaxBudget == nil && b.TPMLimit == nil && b.RPMLimit == nil && b.MaxParallel == nil {
+		delete(t.MemberBudgets, userID)
+		return
+	}
+	t.MemberBudgets[userID] = b
+}
+
+// optNumber reads an optional number field: (value, true) when set, (0, false) when absent or
+// null. Kinds were checked by decodeFields.
+func optNumber(body map[string]json.RawMessage, name string) (float64, bool, error) {
+	raw, ok := body[name]
+	if !ok || isNull(raw) {
+		return 0, false, nil
+	}
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, false, badRequest("%s must be a number >= 0", name)
+	}
+	return v, true, nil
+}
+
+func optInt(body map[string]json.RawMessage, name string) (int64, bool) {
+	raw, ok := body[name]
+	if !ok || isNull(raw) {
+		return 0, false
+	}
+	var v int64
+	if json.Unmarshal(raw, &v) != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 // userNewFields are /user/new's fields besides the user's columns.
-var userNewFields = fields{"teams": fStrings, "auto_create_key": fBool, "key_alias": fString, "duration": fString}
+var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_key": fBool, "key_alias": fString, "duration": fString}
+
+// userNewTeams are the teams /user/new joins: "teams" plus "team_id" (LiteLLM's key-level
+// team_id, which also adds the user to that team).
+func userNewTeams(body map[string]json.RawMessage) []string {
+	out := strs(body, "teams")
+	if tid := str(body, "team_id"); tid != "" && !slicesContainsStr(out, tid) {
+		out = append(out, tid)
+	}
+	return out
+}
+
+func slicesContainsStr(l []string, v string) bool {
+	for _, x := range l {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
 
 // userNew: POST /user/new → the user row plus, unless auto_create_key is false, a new key for
 // the user (LiteLLM answers with "key", the raw key, shown once; the key carries the user's
-// models). "teams" adds the user to those teams with the role user (each must exist: 400).
+// models). "teams" adds the user to those teams with the role user (each must exist: 400);
+// "team_id" also does, and makes the new key a key of that team (LiteLLM).
 func (s *Server) userNew(c echo.Context) error {
 	var key string
 	var keyRow store.Row
 	var teamRows []store.Row
 	row, body, err := s.insertAccount(c, userKind, userNewFields, func(ctx context.Context, tx *store.TxStore, row store.Row, body map[string]json.RawMessage) error {
-		for _, tid := range strs(body, "teams") {
+		for _, tid := range userNewTeams(body) {
 			cur, err := tx.GetForUpdate(ctx, store.Team, tid)
 			if errors.Is(err, store.ErrNotFound) {
 				return teamKind.notFound(tid)
@@ -886,6 +1066,9 @@ func (s *Server) userNew(c echo.Context) error {
 			models = []string{}
 		}
 		vals := store.Values{"token": keys.Hash(key), "user_id": row.ID, "models": models}
+		if tid := str(body, "team_id"); tid != "" {
+			vals["team_id"] = tid
+		}
 		if a := str(body, "key_alias"); a != "" {
 			vals["key_alias"] = a
 		}
@@ -908,10 +1091,11 @@ func (s *Server) userNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out["teams"] = strs(body, "teams")
+	out["teams"] = userNewTeams(body)
 	if out["teams"] == nil {
 		out["teams"] = []string{}
 	}
+	out["team_id"] = nilIfEmpty(str(body, "team_id"))
 	if key != "" {
 		s.applyAccount(store.Key, []store.Row{keyRow}, nil)
 		k, err := s.keyResponse(keyRow, nil)

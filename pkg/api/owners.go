@@ -21,20 +21,40 @@ type owner struct {
 	id    string
 	lim   limits.Limits
 	bud   spend.Budget
+	// user and team name a team membership (kind "team_member", id "<team>:<user>").
+	user, team string
 }
 
 func (o owner) token() string { return store.OwnerToken(o.kind, o.id) }
 
 // callOwners lists a call's owners in the order LiteLLM checks them after the key (its
-// common_checks: user, team, organization, then the end user). An end user without a
-// gateway.end_users row has no limits; its spend is tracked all the same.
+// common_checks: user, team, the user's membership of the team, organization, then the end
+// user). An end user without a gateway.end_users row has no limits; its spend is tracked all
+// the same. A team key is not held to its user's personal max_budget: only the team's and
+// the team membership's budgets apply (LiteLLM "Budgets, Rate Limits": "If a key belongs to a
+// team, only the team (and team-member) budgets are enforced"); the user's rate limits and
+// spend tracking still apply.
 func callOwners(ci CallInfo) []owner {
 	var out []owner
 	if u := ci.User; u != nil {
-		out = append(out, owner{kind: "user", label: "User", id: u.ID, lim: u.RateLimits(), bud: u.Budget()})
+		uo := owner{kind: "user", label: "User", id: u.ID, lim: u.RateLimits(), bud: u.Budget()}
+		if ci.Team != nil {
+			uo.bud = spend.Budget{}
+		}
+		out = append(out, uo)
 	}
 	if t := ci.Team; t != nil {
 		out = append(out, owner{kind: "team", label: "Team", id: t.ID, lim: t.RateLimits(), bud: t.Budget()})
+		// the key's user within the team: its budget and limits from the team membership
+		// (LiteLLM _check_team_member_budget); spend is tracked for every member
+		if ci.User != nil {
+			uid := ci.User.ID
+			mo := owner{kind: "team_member", id: store.TeamMemberID(t.ID, uid), user: uid, team: t.ID}
+			if b, ok := t.MemberBudget(uid); ok {
+				mo.lim, mo.bud = b.RateLimits(), b.Budget()
+			}
+			out = append(out, mo)
+		}
 	}
 	if o := ci.Organization; o != nil {
 		out = append(out, owner{kind: "organization", label: "Organization", id: o.ID, lim: o.RateLimits(), bud: o.Budget()})
@@ -103,8 +123,12 @@ func (s *Server) ownerError(h http.Header, o owner, err error) error {
 		return rateLimitError(h, o.kind, o.id, le)
 	case errors.As(err, &be):
 		s.metrics.budgetRejections.Inc()
+		who := o.label + "=" + o.id
+		if o.kind == "team_member" { // LiteLLM _check_team_member_budget's text
+			who = "User=" + o.user + " in Team=" + o.team
+		}
 		return &Error{Status: http.StatusBadRequest, Type: "budget_exceeded", Message: fmt.Sprintf(
-			"Budget has been exceeded! %s=%s Current cost: %s, Max budget: %s", o.label, o.id, spend.PyFloat(be.Spend), spend.PyFloat(be.Max))}
+			"Budget has been exceeded! %s Current cost: %s, Max budget: %s", who, spend.PyFloat(be.Spend), spend.PyFloat(be.Max))}
 	}
 	return s.govError(h, nil, err)
 }
@@ -117,7 +141,15 @@ func (s *Server) accountSpend(ctx context.Context, typ store.ObjectType, id stri
 	if kind == "" || s.Spend == nil {
 		return 0
 	}
-	tok := store.OwnerToken(kind, id)
+	return s.ownerSpend(ctx, store.OwnerToken(kind, id))
+}
+
+// ownerSpend is the spend (USD, current budget period) under a key_spend token: this
+// replica's view when it has one, else the cluster total plus this replica's unflushed spend.
+func (s *Server) ownerSpend(ctx context.Context, tok string) float64 {
+	if s.Spend == nil {
+		return 0
+	}
 	if v, _, ok := s.Spend.Spend(tok); ok {
 		return v
 	}

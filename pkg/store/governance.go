@@ -125,12 +125,17 @@ type SpendLog struct {
 
 // OwnerToken is the gateway.key_spend (and rate-limit lease) token under which the spend and
 // limits of a user, team, organization or end user are kept: "<kind>:<id>", never a key's
-// token (64 hex characters). kind is "user", "team", "organization" or "end_user".
+// token (64 hex characters). kind is "user", "team", "organization", "end_user" or
+// "team_member" (id TeamMemberID: a user's spend and limits within one team, sql/006).
 func OwnerToken(kind, id string) string { return kind + ":" + id }
 
-// Tokens are the key_spend tokens a spend log counts toward: its key's and its owners'.
+// TeamMemberID is the owner id of a user's membership of a team: "<team_id>:<user_id>".
+func TeamMemberID(teamID, userID string) string { return teamID + ":" + userID }
+
+// Tokens are the key_spend tokens a spend log counts toward: its key's and its owners' (the
+// team membership's when the log names both a user and a team).
 func (l SpendLog) Tokens() []string {
-	out := make([]string, 0, 5)
+	out := make([]string, 0, 6)
 	if l.APIKey != "" {
 		out = append(out, l.APIKey)
 	}
@@ -138,6 +143,9 @@ func (l SpendLog) Tokens() []string {
 		if o.id != "" {
 			out = append(out, OwnerToken(o.kind, o.id))
 		}
+	}
+	if l.User != "" && l.TeamID != "" {
+		out = append(out, OwnerToken("team_member", TeamMemberID(l.TeamID, l.User)))
 	}
 	return out
 }
@@ -202,7 +210,8 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 				UNION ALL SELECT 'user:' || user_id, spend FROM ins WHERE user_id <> ''
 				UNION ALL SELECT 'team:' || team_id, spend FROM ins WHERE team_id <> ''
 				UNION ALL SELECT 'organization:' || organization_id, spend FROM ins WHERE organization_id <> ''
-				UNION ALL SELECT 'end_user:' || end_user, spend FROM ins WHERE end_user <> '')
+				UNION ALL SELECT 'end_user:' || end_user, spend FROM ins WHERE end_user <> ''
+				UNION ALL SELECT 'team_member:' || team_id || ':' || user_id, spend FROM ins WHERE team_id <> '' AND user_id <> '')
 			INSERT INTO gateway.key_spend AS s (token, spend)
 			SELECT token, sum(spend) FROM tot GROUP BY token
 			ON CONFLICT (token) DO UPDATE SET spend = s.spend + EXCLUDED.spend, updated_at = now()`,

@@ -1,0 +1,11 @@
+-- Team memberships (LiteLLM_TeamMembership): a member's budget and rate limits within one team,
+-- set by /team/member_add and /team/member_update (`max_budget_in_team`, `tpm_limit`,
+-- `rpm_limit`). Kept in the team's row so they travel by the teams change feed with the team
+-- itself (a budget set on one replica governs the member's keys on every replica at once):
+--
+--   {"<user_id>": {"budget_id", "max_budget", "budget_duration", "tpm_limit", "rpm_limit"}}
+--
+-- A member's spend within the team is not kept here (it changes on every call): it is the
+-- gateway.key_spend total under the token "team_member:<team_id>:<user_id>", summed from the
+-- spend logs of the member's keys of that team.
+ALTER TABLE gateway.teams ADD COLUMN IF NOT EXISTS team_member_budgets jsonb NOT NULL DEFAULT '{}'::jsonb;
