@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -73,7 +76,7 @@ func (s *Server) accountRoutes() {
 	s.detailRoute(http.MethodPost, "/team/update", "teams", s.accountUpdate(teamKind))
 	s.detailRoute(http.MethodGet, "/team/info", "teams", s.teamInfo)
 	s.detailRoute(http.MethodPost, "/team/delete", "teams", s.accountDelete(teamKind, "team_ids"))
-	s.detailRoute(http.MethodGet, "/team/list", "teams", s.accountList(teamKind, false))
+	s.detailRoute(http.MethodGet, "/team/list", "teams", s.teamList)
 	s.detailRoute(http.MethodPost, "/team/block", "teams", s.accountBlock(teamKind, true))
 	s.detailRoute(http.MethodPost, "/team/unblock", "teams", s.accountBlock(teamKind, false))
 	s.detailRoute(http.MethodPost, "/team/member_add", "teams", s.teamMemberAdd)
@@ -84,7 +87,7 @@ func (s *Server) accountRoutes() {
 	s.detailRoute(http.MethodPost, "/user/update", "users", s.accountUpdate(userKind))
 	s.detailRoute(http.MethodGet, "/user/info", "users", s.userInfo)
 	s.detailRoute(http.MethodPost, "/user/delete", "users", s.accountDelete(userKind, "user_ids"))
-	s.detailRoute(http.MethodGet, "/user/list", "users", s.accountList(userKind, true))
+	s.detailRoute(http.MethodGet, "/user/list", "users", s.userList)
 	// organizations
 	s.detailRoute(http.MethodPost, "/organization/new", "organizations", s.accountNew(orgKind))
 	s.detailRoute(http.MethodPatch, "/organization/update", "organizations", s.accountUpdate(orgKind))
@@ -92,14 +95,14 @@ func (s *Server) accountRoutes() {
 	s.detailRoute(http.MethodGet, "/organization/info", "organizations", s.orgInfo)
 	s.detailRoute(http.MethodDelete, "/organization/delete", "organizations", s.accountDelete(orgKind, "organization_ids"))
 	s.detailRoute(http.MethodPost, "/organization/delete", "organizations", s.accountDelete(orgKind, "organization_ids"))
-	s.detailRoute(http.MethodGet, "/organization/list", "organizations", s.accountList(orgKind, false))
+	s.detailRoute(http.MethodGet, "/organization/list", "organizations", s.accountList(orgKind))
 	// end users: /customer/* and the older /end_user/* names (LiteLLM keeps both)
 	for _, p := range []string{"/customer", "/end_user"} {
 		s.detailRoute(http.MethodPost, p+"/new", "end users", s.accountNew(endUserKind))
 		s.detailRoute(http.MethodPost, p+"/update", "end users", s.accountUpdate(endUserKind))
 		s.detailRoute(http.MethodGet, p+"/info", "end users", s.accountInfo(endUserKind))
 		s.detailRoute(http.MethodPost, p+"/delete", "end users", s.accountDelete(endUserKind, "user_ids"))
-		s.detailRoute(http.MethodGet, p+"/list", "end users", s.accountList(endUserKind, false))
+		s.detailRoute(http.MethodGet, p+"/list", "end users", s.accountList(endUserKind))
 		s.detailRoute(http.MethodPost, p+"/block", "end users", s.endUserBlock(true))
 		s.detailRoute(http.MethodPost, p+"/unblock", "end users", s.endUserBlock(false))
 	}
@@ -481,9 +484,9 @@ func (s *Server) teamMemberships(ctx context.Context, t *accounts.Team, userID s
 	return out
 }
 
-// accountList: GET /<kind>/list → every row, oldest first ({"users", "total", "page",
-// "page_size", "total_pages"} for /user/list, as LiteLLM pages it).
-func (s *Server) accountList(k accountKind, paged bool) echo.HandlerFunc {
+// accountList: GET /<kind>/list → every row, oldest first, as a bare array (LiteLLM's
+// /organization/list and /customer/list).
+func (s *Server) accountList(k accountKind) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := s.requireDB(k.typ, k.what+"s"); err != nil {
 			return err
@@ -500,11 +503,95 @@ func (s *Server) accountList(k accountKind, paged bool) echo.HandlerFunc {
 			}
 			out = append(out, m)
 		}
-		if paged {
-			return c.JSON(http.StatusOK, map[string]any{"users": out, "total": len(out), "page": 1, "page_size": len(out), "total_pages": 1})
-		}
 		return c.JSON(http.StatusOK, out)
 	}
+}
+
+// teamList: GET /team/list[?user_id=][&organization_id=] → every team, oldest first, as a bare
+// array (LiteLLM list_team): with user_id only the teams the user is a member of, with
+// organization_id only that organization's.
+func (s *Server) teamList(c echo.Context) error {
+	uid, org := c.QueryParam("user_id"), c.QueryParam("organization_id")
+	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
+		if uid != "" {
+			if _, ok := t.Member(uid); !ok {
+				return false
+			}
+		}
+		return org == "" || (t.OrganizationID != nil && *t.OrganizationID == org)
+	}, "")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, teams)
+}
+
+// userList: GET /user/list → one page of users, LiteLLM's get_users: {"users", "total", "page",
+// "page_size", "total_pages"}, each user with its "key_count". Query parameters: page (from 1,
+// default 1), page_size (1..100, default 25), role, user_ids (comma-separated: one id matches
+// ids containing it, case-insensitive; several match exactly), user_email (contains,
+// case-insensitive), team (members of that team), sort_by (user_id, user_email, created_at,
+// spend, user_alias, user_role; default created_at, newest first), sort_order (asc | desc,
+// default asc). A bad parameter: 400 naming it.
+func (s *Server) userList(c echo.Context) error {
+	if err := s.requireDB(store.User, "users"); err != nil {
+		return err
+	}
+	intParam := func(name string, def, lo, hi int) (int, error) {
+		v := c.QueryParam(name)
+		if v == "" {
+			return def, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			if hi == math.MaxInt {
+				return 0, detailErr(http.StatusBadRequest, "%s must be an integer >= %d, got %q", name, lo, v)
+			}
+			return 0, detailErr(http.StatusBadRequest, "%s must be an integer from %d to %d, got %q", name, lo, hi, v)
+		}
+		return n, nil
+	}
+	page, err := intParam("page", 1, 1, math.MaxInt)
+	if err != nil {
+		return err
+	}
+	size, err := intParam("page_size", 25, 1, 100)
+	if err != nil {
+		return err
+	}
+	f := store.UserFilter{Role: c.QueryParam("role"), Email: c.QueryParam("user_email"), Team: c.QueryParam("team")}
+	for _, id := range strings.Split(c.QueryParam("user_ids"), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			f.UserIDs = append(f.UserIDs, id)
+		}
+	}
+	if sb := c.QueryParam("sort_by"); sb != "" {
+		if !slicesContainsStr(store.UserSortColumns, sb) {
+			return detailErr(http.StatusBadRequest, "Invalid sort column. Must be one of: %s", strings.Join(store.UserSortColumns, ", "))
+		}
+		f.SortBy = sb
+		switch strings.ToLower(c.QueryParam("sort_order")) {
+		case "", "asc":
+		case "desc":
+			f.Desc = true
+		default:
+			return detailErr(http.StatusBadRequest, "Invalid sort order. Must be 'asc' or 'desc'")
+		}
+	}
+	rows, total, err := s.Store.ListUsers(c.Request().Context(), f, page, size)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(rows))
+	for _, r := range rows {
+		m, err := s.accountJSON(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"users": out, "total": total, "page": page, "page_size": size,
+		"total_pages": (total + size - 1) / size})
 }
 
 // getAccount reads one account row for an info route: 400 without the id, 404 when unknown.
