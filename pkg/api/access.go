@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -147,26 +148,54 @@ func lookupAccount[T any](ctx context.Context, reg *registry.Registry[T], id str
 	return zero, false
 }
 
-// endUser reads the end user a call is made for: the request body's "user" field (LiteLLM's
-// customer id, the OpenAI "user" parameter), looked up in the end users registry as this
-// replica holds it. It never reads Postgres on the request path: clients send arbitrary "user"
-// values (the OpenAI SDKs pass them through), and most name no end user, so a read-through or
-// barrier per call would tax every such request; an end user written anywhere is applied here
-// by the change feed within milliseconds. An end user that does not exist is not an error
-// (LiteLLM tracks its spend all the same); a blocked one is refused: 403
-// `End user <id> is blocked.`.
-func (s *Server) endUser(_ context.Context, body []byte) (string, *accounts.EndUser, error) {
-	u := gjson.GetBytes(body, "user")
-	if u.Type != gjson.String || u.Str == "" || s.EndUsers == nil {
+// endUserHeaders are the request headers naming the end user, in LiteLLM's order.
+var endUserHeaders = [...]string{"X-Litellm-Customer-Id", "X-Litellm-End-User-Id"}
+
+// endUserFields are the request body fields naming the end user, in LiteLLM's order after the
+// headers: the OpenAI "user" parameter, Anthropic-style litellm_metadata.user, the generic
+// metadata.user_id (the Anthropic messages API's own field) and the responses API's
+// safety_identifier.
+var endUserFields = [...]string{"user", "litellm_metadata.user", "metadata.user_id", "safety_identifier"}
+
+// endUserID is the end user (LiteLLM's customer) a call is made for, first match wins (LiteLLM
+// "Customers / End-Users"): the x-litellm-customer-id header, the x-litellm-end-user-id
+// header, then the body fields endUserFields (string values only). "" when none names one.
+func endUserID(h http.Header, body []byte) string {
+	for _, name := range endUserHeaders {
+		if v := strings.TrimSpace(h.Get(name)); v != "" {
+			return v
+		}
+	}
+	for _, path := range endUserFields {
+		if u := gjson.GetBytes(body, path); u.Type == gjson.String && u.Str != "" {
+			return u.Str
+		}
+	}
+	return ""
+}
+
+// endUser reads the end user a call is made for (endUserID: a header or a body field), looked
+// up in the end users registry as this replica holds it. It never reads Postgres on the
+// request path: clients send arbitrary "user" values (the OpenAI SDKs pass them through), and
+// most name no end user, so a read-through or barrier per call would tax every such request;
+// an end user written anywhere is applied here by the change feed within milliseconds. An end
+// user that does not exist is not an error (LiteLLM tracks its spend all the same); a blocked
+// one is refused: 403 `End user <id> is blocked.`.
+func (s *Server) endUser(h http.Header, body []byte) (string, *accounts.EndUser, error) {
+	if s.EndUsers == nil {
 		return "", nil, nil
 	}
-	e, ok := s.EndUsers.Load().ByID(u.Str)
+	id := endUserID(h, body)
+	if id == "" {
+		return "", nil, nil
+	}
+	e, ok := s.EndUsers.Load().ByID(id)
 	if !ok {
-		return u.Str, nil, nil
+		return id, nil, nil
 	}
 	eu := e.Value
 	if eu.Blocked {
-		return "", nil, errf(http.StatusForbidden, "permission_error", "End user %s is blocked.", u.Str)
+		return "", nil, errf(http.StatusForbidden, "permission_error", "End user %s is blocked.", id)
 	}
-	return u.Str, eu, nil
+	return id, eu, nil
 }

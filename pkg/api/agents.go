@@ -433,12 +433,32 @@ func (s *Server) agentCard(c echo.Context) error {
 
 // agentRPC: POST /a2a/{id_or_name}, one JSON-RPC 2.0 request (see a2a.Handler.RPC).
 // The caller travels in the request context to the completer, which checks the key's model
-// access on the agent's model (agentCall.authorize).
+// access on the agent's model (agentCall.authorize), together with the request's header (the
+// end user may be named there) and the response's.
+//
+// Rate-limit headers (API.md: every response to a limited key carries them): the response
+// first gets x-ratelimit-limit-requests / -remaining-requests (and -tokens with a tpm_limit)
+// as this replica holds the key's limits before the call; message/send then replaces them
+// with the values after its admission, exactly as the LLM routes answer (and a refusal adds
+// Retry-After). message/stream sends its header with the first event, before the call is
+// admitted, so it carries the values from before the call.
 func (s *Server) agentRPC(c echo.Context) error {
 	req := c.Request()
-	s.a2a.RPC(c.Response(), req.WithContext(withPrincipal(req.Context(), caller(c))), agentParam(c))
+	who := caller(c)
+	h := c.Response().Header()
+	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
+		setRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
+	}
+	ctx := withPrincipal(req.Context(), who)
+	ctx = context.WithValue(ctx, a2aHeadersKey{}, a2aHeaders{req: req.Header, resp: h})
+	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c))
 	return nil
 }
+
+// a2aHeaders are an A2A request's header and its response's, carried to the completer.
+type a2aHeaders struct{ req, resp http.Header }
+
+type a2aHeadersKey struct{}
 
 // agentParam is the {id_or_name} path segment, percent-decoded (unescapeParams).
 func agentParam(c echo.Context) string { return c.Param("agent") }
@@ -583,8 +603,16 @@ func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, s
 		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
 		body, _ = sjson.SetBytes(body, "stream", true)
 	}
+	hs, _ := ctx.Value(a2aHeadersKey{}).(a2aHeaders)
+	// message/send answers after the call: the limits step sets the response's rate-limit
+	// headers; a stream's header went out with its first event already
+	respHeader := hs.resp
+	if stream {
+		respHeader = nil
+	}
 	return s.startCall(ctx, callSpec{
 		format: provider.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
+		header: respHeader, reqHeader: hs.req,
 		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
 		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
 			gs, err := s.agentGuardrails(ctx, agent)

@@ -84,7 +84,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		stream := f.Streams() && provider.StreamRequested(body)
 		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
-			header: c.Response().Header(),
+			header: c.Response().Header(), reqHeader: c.Request().Header,
 			resolve: func(ctx context.Context) (target, error) {
 				group, err := s.Router.Group(ctx, model)
 				if errors.Is(err, router.ErrUnknownModel) {

@@ -78,8 +78,10 @@ type CallInfo struct {
 	Team         *accounts.Team
 	User         *accounts.User
 	Organization *accounts.Organization
-	// EndUserID is the request body's "user" (LiteLLM's customer id; "" when absent), EndUser
-	// its gateway.end_users row (nil when none exists: its spend is still tracked).
+	// EndUserID is the end user (LiteLLM's customer id; "" when absent): the
+	// x-litellm-customer-id or x-litellm-end-user-id header, else the body's "user",
+	// litellm_metadata.user, metadata.user_id or safety_identifier (endUserID). EndUser is its
+	// gateway.end_users row (nil when none exists: its spend is still tracked).
 	EndUserID string
 	EndUser   *accounts.EndUser
 }
@@ -134,6 +136,8 @@ type callSpec struct {
 	body   []byte
 	stream bool
 	header http.Header
+	// reqHeader is the request's header (the end user may be named there); nil: none.
+	reqHeader http.Header
 	// resolve finds the call's target (step 2).
 	resolve func(ctx context.Context) (target, error)
 	// guardrails selects the guardrails the call runs and returns the body to send (e.g. with
@@ -153,7 +157,7 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
 		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
-	if ci.EndUserID, ci.EndUser, err = s.endUser(ctx, sp.body); err != nil {
+	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, sp.body); err != nil {
 		return ctx, nil, err
 	}
 	c := &call{s: s, f: sp.format, target: t, body: sp.body}
