@@ -64,6 +64,7 @@ func TestCLIBadInputsExitWithOneLineReason(t *testing.T) {
 	badProvider := write("bad-provider.yaml", "model_list:\n  - model_name: x\n    litellm_params:\n      model: nosuch/x\n")
 	missingEnv := write("missing-env.yaml", "general_settings:\n  master_key: os.environ/LOCKSTEP_TEST_UNSET_VAR\n")
 	badObjects := write("bad-objects.yaml", "general_settings:\n  supported_db_objects: [models, widgets]\n")
+	badRetention := write("bad-retention.yaml", "general_settings:\n  maximum_spend_logs_retention_period: 7 days\n")
 	badYAML := write("bad.yaml", "model_list: [\n")
 	cases := []struct {
 		name string
@@ -77,6 +78,7 @@ func TestCLIBadInputsExitWithOneLineReason(t *testing.T) {
 		{"bad provider in config", []string{"serve", "--config", badProvider}, `model_list[0] (x): litellm_params.model: unknown provider "nosuch"`},
 		{"missing env var", []string{"serve", "--config", missingEnv}, "general_settings.master_key: environment variable LOCKSTEP_TEST_UNSET_VAR is not set"},
 		{"unknown db object", []string{"serve", "--config", badObjects}, `general_settings.supported_db_objects[1]: unknown object "widgets"`},
+		{"bad spend log retention", []string{"serve", "--config", badRetention}, `general_settings.maximum_spend_logs_retention_period: duration: "7 days" is not a duration`},
 		{"malformed yaml", []string{"serve", "--config", badYAML}, "config " + badYAML},
 		{"missing config file", []string{"serve", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
 		{"unreachable database", []string{"serve", "--database-url", "postgres://u@127.0.0.1:1/db?connect_timeout=2"}, "database unreachable"},

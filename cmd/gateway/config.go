@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lockstep/pkg/keys"
 	"lockstep/pkg/store"
 )
 
@@ -55,6 +56,27 @@ type GeneralSettings struct {
 	// SupportedDBObjects limits which types are read from Postgres: models, guardrails,
 	// agents, keys. Default: all.
 	SupportedDBObjects []string `yaml:"supported_db_objects"`
+	// MaximumSpendLogsRetentionPeriod ("7d", "24h", "60m", "3600s"): spend logs older than
+	// this are deleted (LiteLLM's setting of that name). Unset: spend logs are kept.
+	MaximumSpendLogsRetentionPeriod string `yaml:"maximum_spend_logs_retention_period"`
+	// MaximumSpendLogsRetentionInterval: how often the prune runs (default "1d", as LiteLLM).
+	MaximumSpendLogsRetentionInterval string `yaml:"maximum_spend_logs_retention_interval"`
+}
+
+// spendRetention returns the spend-log retention period and prune interval (0, 0: none).
+// Errors name the setting.
+func (g GeneralSettings) spendRetention() (period, every time.Duration, err error) {
+	if g.MaximumSpendLogsRetentionPeriod != "" {
+		if period, err = keys.ParseDuration(g.MaximumSpendLogsRetentionPeriod); err != nil {
+			return 0, 0, fmt.Errorf("general_settings.maximum_spend_logs_retention_period: %w", err)
+		}
+	}
+	if g.MaximumSpendLogsRetentionInterval != "" {
+		if every, err = keys.ParseDuration(g.MaximumSpendLogsRetentionInterval); err != nil {
+			return 0, 0, fmt.Errorf("general_settings.maximum_spend_logs_retention_interval: %w", err)
+		}
+	}
+	return period, every, nil
 }
 
 // RouterSettings mirrors LiteLLM's router_settings.
@@ -167,6 +189,9 @@ func (c *FileConfig) validate() error {
 			}
 			return fmt.Errorf("general_settings.supported_db_objects[%d]: unknown object %q (known: %s)", i, o, strings.Join(known, ", "))
 		}
+	}
+	if _, _, err := c.GeneralSettings.spendRetention(); err != nil {
+		return err
 	}
 	if s := c.RouterSettings.RoutingStrategy; s != "" && s != "simple-shuffle" {
 		return fmt.Errorf("router_settings.routing_strategy: %q is not supported (supported: simple-shuffle)", s)

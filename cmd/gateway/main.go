@@ -279,7 +279,12 @@ func serve(ctx context.Context, args []string) error {
 			Log: log.With().Str("component", "limits").Logger()})
 		_ = limiter.Start(ctx)
 		defer limiter.Stop()
+		retain, retainEvery, err := cfg.GeneralSettings.spendRetention()
+		if err != nil {
+			return err
+		}
 		tracker = spend.New(spend.Config{Store: st, ReplicaID: replicaID, FlushEvery: knobs.spendFlush,
+			RetentionPeriod: retain, RetentionInterval: retainEvery,
 			Log: log.With().Str("component", "spend").Logger()})
 		_ = tracker.Start(ctx)
 		defer tracker.Stop()

@@ -180,7 +180,7 @@ var (
 	descLeaseRT       = prometheus.NewDesc("lockstep_limit_lease_round_trips_total", "Database round trips taken to lease rate-limit units or parallel slots, by kind (rpm, tpm, slots).", []string{"kind"}, nil)
 	descLeaseErrors   = prometheus.NewDesc("lockstep_limit_lease_errors_total", "Lease round trips that failed (database unreachable).", nil, nil)
 	descSpend         = prometheus.NewDesc("lockstep_spend_usd_total", "Spend recorded on this replica (USD), by model group.", []string{"model"}, nil)
-	descSpendLogs     = prometheus.NewDesc("lockstep_spend_logs_total", "Spend logs by outcome (recorded, flushed, dropped).", []string{"outcome"}, nil)
+	descSpendLogs     = prometheus.NewDesc("lockstep_spend_logs_total", "Spend logs by outcome (recorded, flushed, dropped, pruned).", []string{"outcome"}, nil)
 	descSpendFlushes  = prometheus.NewDesc("lockstep_spend_flushes_total", "Spend flush round trips by outcome (ok, error).", []string{"outcome"}, nil)
 )
 
@@ -210,6 +210,7 @@ func (gc *governanceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Logged), "recorded")
 		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Flushed), "flushed")
 		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Dropped), "dropped")
+		ch <- prometheus.MustNewConstMetric(descSpendLogs, prometheus.CounterValue, float64(st.Pruned), "pruned")
 		ch <- prometheus.MustNewConstMetric(descSpendFlushes, prometheus.CounterValue, float64(st.Flushes-st.FlushErrors), "ok")
 		ch <- prometheus.MustNewConstMetric(descSpendFlushes, prometheus.CounterValue, float64(st.FlushErrors), "error")
 	}

@@ -132,7 +132,11 @@ type Config struct {
 	// are dropped and counted (their spend stays in the key totals of this replica only).
 	// Default 100000.
 	MaxBuffer int
-	Log       zerolog.Logger
+	// RetentionPeriod > 0 deletes spend logs older than it, every RetentionInterval (default
+	// DefaultRetentionInterval), when the Store is a Pruner (retention.go). 0: logs are kept.
+	RetentionPeriod   time.Duration
+	RetentionInterval time.Duration
+	Log               zerolog.Logger
 }
 
 // Stats are the tracker's counters.
@@ -141,6 +145,7 @@ type Stats struct {
 	Logged       int64              // spend logs recorded
 	Flushed      int64              // spend logs written
 	Dropped      int64              // spend logs dropped while the database was unreachable
+	Pruned       int64              // spend logs this replica deleted for retention
 	Flushes      int64              // flush round trips
 	FlushErrors  int64
 }
@@ -161,6 +166,7 @@ type Tracker struct {
 	stopOnce                                     sync.Once
 	started                                      atomic.Bool
 	logged, flushed, dropped, flushes, flushErrs atomic.Int64
+	pruned                                       atomic.Int64
 }
 
 type keyBudget struct {
@@ -313,7 +319,7 @@ func addFloat(u *atomic.Uint64, d float64) {
 // Stats returns the counters.
 func (t *Tracker) Stats() Stats {
 	st := Stats{SpendByModel: map[string]float64{}, Logged: t.logged.Load(), Flushed: t.flushed.Load(),
-		Dropped: t.dropped.Load(), Flushes: t.flushes.Load(), FlushErrors: t.flushErrs.Load()}
+		Dropped: t.dropped.Load(), Flushes: t.flushes.Load(), FlushErrors: t.flushErrs.Load(), Pruned: t.pruned.Load()}
 	t.byModel.Range(func(k, v any) bool {
 		st.SpendByModel[k.(string)] = math.Float64frombits(v.(*atomic.Uint64).Load())
 		return true
@@ -325,6 +331,9 @@ func (t *Tracker) Stats() Stats {
 func (t *Tracker) Start(ctx context.Context) error {
 	t.started.Store(true)
 	go t.loop(ctx)
+	if p, ok := t.cfg.Store.(Pruner); ok && t.cfg.RetentionPeriod > 0 {
+		go t.retentionLoop(ctx, p)
+	}
 	return nil
 }
 

@@ -344,3 +344,33 @@ func (t *TxStore) MoveKeySpend(ctx context.Context, from, to string) error {
 	_, err := t.tx.Exec(ctx, `UPDATE gateway.key_spend SET token = $2, updated_at = now() WHERE token = $1`, from, to)
 	return mapErr(err)
 }
+
+// SpendLogsPruneLock is the advisory lock key (SQL expression) a spend-log prune batch takes:
+// one replica prunes at a time; the others skip their turn instead of waiting.
+const SpendLogsPruneLock = "hashtextextended('lockstep.spend_logs_prune', 0)"
+
+// PruneSpendLogs deletes up to batch spend logs whose start_time is more than olderThan ago
+// (database clock), oldest first, in one transaction holding the transaction-level advisory
+// lock SpendLogsPruneLock (PostgreSQL docs 9.27.10; it holds through PgBouncer's transaction
+// pooling too). ran is false when another replica holds the lock (nothing was deleted).
+// Spend totals (gateway.key_spend) are not touched: budgets never depend on old logs.
+// Errors: ErrUnavailable.
+func (s *Store) PruneSpendLogs(ctx context.Context, olderThan time.Duration, batch int) (deleted int64, ran bool, err error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock("+SpendLogsPruneLock+")").Scan(&ran); err != nil || !ran {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM gateway.spend_logs WHERE request_id IN (
+			SELECT request_id FROM gateway.spend_logs
+			WHERE start_time < clock_timestamp() - make_interval(secs => $1::float8)
+			ORDER BY start_time LIMIT $2)`, olderThan.Seconds(), batch)
+		deleted = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("prune spend logs: %w", mapErr(err))
+	}
+	return deleted, ran, nil
+}
