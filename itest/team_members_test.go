@@ -27,6 +27,15 @@ func TestTeamMembershipBudgetAcrossReplicas(t *testing.T) {
 	k1 := JSON(t, body)["key"].(string)
 	st, body = b.Do(t, "POST", "/team/member_add", map[string]any{"team_id": "tm-team", "member": map[string]any{"user_id": "tm-u2", "role": "user"}, "max_budget_in_team": 100})
 	require.Equal(t, 200, st, "%s", body)
+	added := JSON(t, body)["updated_team_memberships"].([]any)
+	require.Len(t, added, 1, "%s", body)
+	require.Equal(t, "tm-u2", added[0].(map[string]any)["user_id"])
+	require.EqualValues(t, 100, added[0].(map[string]any)["litellm_budget_table"].(map[string]any)["max_budget"])
+	// /team/update answers LiteLLM's {"team_id", "data"}; the memberships are kept
+	st, body = a.Do(t, "POST", "/team/update", map[string]any{"team_id": "tm-team", "team_alias": "t2"})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "t2", JSON(t, body)["data"].(map[string]any)["team_alias"])
+	require.Equal(t, "tm-team", JSON(t, body)["team_id"])
 	k2, _ := govKey(t, a, map[string]any{"team_id": "tm-team", "user_id": "tm-u2"})
 
 	// memberships before any budget: both members, no budget for u1, u2's from member_add

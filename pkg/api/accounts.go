@@ -226,7 +226,8 @@ func (s *Server) insertAccount(c echo.Context, k accountKind, extra fields, inTx
 	return row, body, nil
 }
 
-// accountUpdate: POST /<kind>/update {"<id>", ...fields} → the updated row. Unknown id: 404.
+// accountUpdate: POST /<kind>/update {"<id>", ...fields} → the updated row (for a team also
+// under "data", as LiteLLM's update_team answers). Unknown id: 404.
 func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := s.requireDB(k.typ, k.what+"s"); err != nil {
@@ -259,6 +260,15 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		out, err := s.accountJSON(row)
 		if err != nil {
 			return err
+		}
+		if k.typ == store.Team {
+			// LiteLLM's update_team answers {"team_id", "data": <the team>}; the team's own
+			// fields stay at the top level too
+			data, err := s.accountJSON(row)
+			if err != nil {
+				return err
+			}
+			out["data"] = data
 		}
 		return c.JSON(http.StatusOK, out)
 	}
@@ -913,6 +923,16 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 		users = append(users, m)
 	}
 	out["updated_users"] = users
+	// LiteLLM's updated_team_memberships: the added members' memberships that carry a budget
+	ms := []map[string]any{}
+	if t, err := accounts.BuildTeamRow(row); err == nil {
+		for _, m := range add {
+			if _, ok := t.MemberBudget(m.UserID); ok && m.UserID != "" {
+				ms = append(ms, s.teamMemberships(c.Request().Context(), t, m.UserID)...)
+			}
+		}
+	}
+	out["updated_team_memberships"] = ms
 	return c.JSON(http.StatusOK, out)
 }
 
