@@ -118,4 +118,31 @@ func TestUserListPaging(t *testing.T) {
 	require.Equal(t, []string{"ul-team"}, teamIDs("?user_id=ul-05"))
 	require.Equal(t, []string{"ul-team2"}, teamIDs("?organization_id=ul-org"))
 	require.Empty(t, teamIDs("?user_id=ul-02"))
+
+	// /v2/team/list pages (newest first)
+	st, b = g.Do(t, "POST", "/team/new", map[string]any{"team_id": "ul-team3", "team_alias": "Search Me"})
+	require.Equal(t, 200, st, "%s", b)
+	v2 := func(q string) ([]string, map[string]any) {
+		st, b := g.Do(t, "GET", "/v2/team/list"+q, nil)
+		require.Equal(t, 200, st, "%s", b)
+		m := JSON(t, b)
+		var out []string
+		for _, tm := range m["teams"].([]any) {
+			out = append(out, tm.(map[string]any)["team_id"].(string))
+		}
+		return out, m
+	}
+	ids3, m3 := v2("")
+	require.Equal(t, []string{"ul-team3", "ul-team2", "ul-team"}, ids3)
+	require.EqualValues(t, 10, m3["page_size"])
+	ids3, m3 = v2("?page=2&page_size=2")
+	require.Equal(t, []string{"ul-team"}, ids3)
+	require.EqualValues(t, 3, m3["total"])
+	require.EqualValues(t, 2, m3["total_pages"])
+	ids3, _ = v2("?team_alias=search")
+	require.Equal(t, []string{"ul-team3"}, ids3)
+	ids3, _ = v2("?user_id=ul-01")
+	require.Equal(t, []string{"ul-team"}, ids3)
+	st, b = g.Do(t, "GET", "/v2/team/list?page_size=0", nil)
+	require.Equal(t, 400, st, "%s", b)
 }

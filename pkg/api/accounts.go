@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,7 @@ func (s *Server) accountRoutes() {
 	s.detailRoute(http.MethodGet, "/team/info", "teams", s.teamInfo)
 	s.detailRoute(http.MethodPost, "/team/delete", "teams", s.accountDelete(teamKind, "team_ids"))
 	s.detailRoute(http.MethodGet, "/team/list", "teams", s.teamList)
+	s.detailRoute(http.MethodGet, "/v2/team/list", "teams", s.teamListV2)
 	s.detailRoute(http.MethodPost, "/team/block", "teams", s.accountBlock(teamKind, true))
 	s.detailRoute(http.MethodPost, "/team/unblock", "teams", s.accountBlock(teamKind, false))
 	s.detailRoute(http.MethodPost, "/team/member_add", "teams", s.teamMemberAdd)
@@ -521,6 +523,9 @@ func (s *Server) accountList(k accountKind) echo.HandlerFunc {
 // array (LiteLLM list_team): with user_id only the teams the user is a member of, with
 // organization_id only that organization's.
 func (s *Server) teamList(c echo.Context) error {
+	if err := s.requireDB(store.Team, "teams"); err != nil {
+		return err
+	}
 	uid, org := c.QueryParam("user_id"), c.QueryParam("organization_id")
 	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
 		if uid != "" {
@@ -536,6 +541,63 @@ func (s *Server) teamList(c echo.Context) error {
 	return c.JSON(http.StatusOK, teams)
 }
 
+// teamListV2: GET /v2/team/list → one page of teams, LiteLLM's paginated team list: {"teams",
+// "total", "page", "page_size", "total_pages"}, newest first. Query parameters: page (from 1),
+// page_size (1..100, default 10), user_id (teams the user is a member of), organization_id,
+// team_id, team_alias (contains, case-insensitive). A bad page or page_size: 400.
+func (s *Server) teamListV2(c echo.Context) error {
+	if err := s.requireDB(store.Team, "teams"); err != nil {
+		return err
+	}
+	page, err := intQuery(c, "page", 1, 1, math.MaxInt)
+	if err != nil {
+		return err
+	}
+	size, err := intQuery(c, "page_size", 10, 1, 100)
+	if err != nil {
+		return err
+	}
+	uid, org, tid := c.QueryParam("user_id"), c.QueryParam("organization_id"), c.QueryParam("team_id")
+	alias := strings.ToLower(c.QueryParam("team_alias"))
+	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
+		if uid != "" {
+			if _, ok := t.Member(uid); !ok {
+				return false
+			}
+		}
+		if alias != "" && (t.Alias == nil || !strings.Contains(strings.ToLower(*t.Alias), alias)) {
+			return false
+		}
+		return (org == "" || (t.OrganizationID != nil && *t.OrganizationID == org)) && (tid == "" || t.ID == tid)
+	}, "")
+	if err != nil {
+		return err
+	}
+	slices.Reverse(teams) // newest first
+	total := len(teams)
+	lo := min((page-1)*size, total)
+	hi := min(lo+size, total)
+	return c.JSON(http.StatusOK, map[string]any{"teams": teams[lo:hi], "total": total, "page": page, "page_size": size,
+		"total_pages": (total + size - 1) / size})
+}
+
+// intQuery reads an integer query parameter in [lo, hi] (def when absent); otherwise 400
+// naming it.
+func intQuery(c echo.Context, name string, def, lo, hi int) (int, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		if hi == math.MaxInt {
+			return 0, detailErr(http.StatusBadRequest, "%s must be an integer >= %d, got %q", name, lo, v)
+		}
+		return 0, detailErr(http.StatusBadRequest, "%s must be an integer from %d to %d, got %q", name, lo, hi, v)
+	}
+	return n, nil
+}
+
 // userList: GET /user/list → one page of users, LiteLLM's get_users: {"users", "total", "page",
 // "page_size", "total_pages"}, each user with its "key_count". Query parameters: page (from 1,
 // default 1), page_size (1..100, default 25), role, user_ids (comma-separated: one id matches
@@ -547,25 +609,11 @@ func (s *Server) userList(c echo.Context) error {
 	if err := s.requireDB(store.User, "users"); err != nil {
 		return err
 	}
-	intParam := func(name string, def, lo, hi int) (int, error) {
-		v := c.QueryParam(name)
-		if v == "" {
-			return def, nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			if hi == math.MaxInt {
-				return 0, detailErr(http.StatusBadRequest, "%s must be an integer >= %d, got %q", name, lo, v)
-			}
-			return 0, detailErr(http.StatusBadRequest, "%s must be an integer from %d to %d, got %q", name, lo, hi, v)
-		}
-		return n, nil
-	}
-	page, err := intParam("page", 1, 1, math.MaxInt)
+	page, err := intQuery(c, "page", 1, 1, math.MaxInt)
 	if err != nil {
 		return err
 	}
-	size, err := intParam("page_size", 25, 1, 100)
+	size, err := intQuery(c, "page_size", 25, 1, 100)
 	if err != nil {
 		return err
 	}
