@@ -90,6 +90,7 @@ func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 		{"team new", "POST", "/team/new", map[string]any{"team_alias": "t2", "budget_limit": 3}, "budget_limit", detail},
 		{"team update", "POST", "/team/update", map[string]any{"team_id": "t1", "max_budget": 5, "tpm": 1}, "tpm", detail},
 		{"team member add", "POST", "/team/member_add", map[string]any{"team_id": "t1", "member": map[string]any{"user_id": "u1", "role": "user"}, "notify": true}, "notify", detail},
+		{"team member update", "POST", "/team/member_update", map[string]any{"team_id": "t1", "user_id": "u1", "max_budget_in_team": 1, "max_budget": 2}, "max_budget", detail},
 		{"team block", "POST", "/team/block", map[string]any{"team_id": "t1", "reason": "x"}, "reason", detail},
 		{"user new", "POST", "/user/new", map[string]any{"user_id": "u2", "user_emial": "a@b.c"}, "user_emial", detail},
 		{"user update", "POST", "/user/update", map[string]any{"user_id": "u1", "max_budget": 1, "spend_cap": 2}, "spend_cap", detail},
