@@ -61,6 +61,11 @@ type GeneralSettings struct {
 	MaximumSpendLogsRetentionPeriod string `yaml:"maximum_spend_logs_retention_period"`
 	// MaximumSpendLogsRetentionInterval: how often the prune runs (default "1d", as LiteLLM).
 	MaximumSpendLogsRetentionInterval string `yaml:"maximum_spend_logs_retention_interval"`
+	// AllowedEnvSecrets are glob patterns of the environment variables an object stored in the
+	// database may name as "os.environ/NAME" (API.md "Security rules"). Absent: *_API_KEY and
+	// *_API_BASE; [] allows none. DATABASE_URL, GATEWAY_* and *_MASTER_KEY are never allowed.
+	// Config-file objects may name any variable.
+	AllowedEnvSecrets []string `yaml:"allowed_env_secrets"`
 }
 
 // spendRetention returns the spend-log retention period and prune interval (0, 0: none).

@@ -200,6 +200,10 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	// the secrets policy of database objects, in force before any row is built
+	if err := provider.SetAllowedEnvSecrets(cfg.GeneralSettings.AllowedEnvSecrets); err != nil {
+		return fmt.Errorf("config %s: general_settings.%w", f.config, err)
+	}
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
 	addr, err := listenAddr(firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR")), master)

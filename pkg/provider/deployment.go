@@ -174,7 +174,10 @@ type Deployment struct {
 //	litellm_params.model: unknown provider "foo" in "foo/bar" (supported: openai, anthropic, …)
 //	litellm_params.api_base: "ftp://x" is not an http(s) URL
 //
-// String values of the form "os.environ/NAME" are read from the environment, as LiteLLM does.
+// String values of the form "os.environ/NAME" are read from the environment, as LiteLLM does,
+// for the names the secrets policy allows (resolveEnv, API.md "Security rules"): litellm_params
+// given here come from the database or the API (the config loader resolves the config file's
+// references itself, for any name).
 func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
 	if !gjson.ValidBytes(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
@@ -419,19 +422,6 @@ func (d *Deployment) Supports(f Format) bool {
 		return d.urls[FormatEmbeddings] != "" || d.embedder != nil
 	}
 	return d.urls[f] != ""
-}
-
-// resolveEnv reads "os.environ/NAME" references (LiteLLM's get_secret).
-func resolveEnv(field, v string) (string, error) {
-	name, ok := strings.CutPrefix(v, "os.environ/")
-	if !ok {
-		return v, nil
-	}
-	val, set := os.LookupEnv(name)
-	if !set {
-		return "", fmt.Errorf("litellm_params.%s: environment variable %s is not set", field, name)
-	}
-	return val, nil
 }
 
 // seconds reads a timeout in seconds: a number or numeric string, > 0.

@@ -170,10 +170,10 @@ func TestChatRequest(t *testing.T) {
 }
 
 func TestNewDeployment(t *testing.T) {
-	t.Setenv("LOCKSTEP_TEST_KEY", "sk-from-env")
+	t.Setenv("LOCKSTEP_TEST_API_KEY", "sk-from-env")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-env")
 
-	d, err := NewDeployment("id1", "grp", []byte(`{"model":"openai/gpt-4o-mini","api_key":"os.environ/LOCKSTEP_TEST_KEY","rpm":60,"max_retries":2,"extra_headers":{"X-A":"b"}}`))
+	d, err := NewDeployment("id1", "grp", []byte(`{"model":"openai/gpt-4o-mini","api_key":"os.environ/LOCKSTEP_TEST_API_KEY","rpm":60,"max_retries":2,"extra_headers":{"X-A":"b"}}`))
 	require.NoError(t, err)
 	require.Equal(t, "openai", d.Provider)
 	require.Equal(t, "gpt-4o-mini", d.Model)
@@ -237,7 +237,7 @@ func TestNewDeployment(t *testing.T) {
 		{`{"model":"openai/x","api_base":"not a url"}`, `litellm_params.api_base: "not a url" is not an http(s) URL`},
 		{`{"model":"openai/x","api_base":"http://h/v1?x=1"}`, `litellm_params.api_base: "http://h/v1?x=1" must not have a query`},
 		{`{"model":"hosted_vllm/x"}`, `litellm_params.api_base is required for provider "hosted_vllm"`},
-		{`{"model":"openai/x","api_key":"os.environ/LOCKSTEP_NOT_SET_ANYWHERE"}`, "litellm_params.api_key: environment variable LOCKSTEP_NOT_SET_ANYWHERE is not set"},
+		{`{"model":"openai/x","api_key":"os.environ/LOCKSTEP_NOT_SET_API_KEY"}`, "litellm_params.api_key: environment variable LOCKSTEP_NOT_SET_API_KEY is not set"},
 		{`{"model":"openai/x","timeout":-1}`, "litellm_params.timeout: -1 seconds is out of range"},
 		{`{"model":"openai/x","timeout":"soon"}`, `litellm_params.timeout: "soon" is not a number of seconds`},
 		{`{"model":"openai/x","stream_timeout":{}}`, "litellm_params.stream_timeout: must be a number of seconds"},
