@@ -142,3 +142,46 @@ func TestTeamMembershipBudgetAcrossReplicas(t *testing.T) {
 	require.Equal(t, 400, st, "%s", body)
 	require.Equal(t, "User is not a member of team tm-team - nobody", agDetail(t, body))
 }
+
+// A member named only by user_email is the user with that email (LiteLLM add_new_member): it
+// gets that user's user_id in members_with_roles, so /user/info lists the team; an email no user
+// has makes a new user with a generated id. Deleting the member by email removes it.
+func TestTeamMemberByEmail(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	st, body := p.A.Do(t, "POST", "/user/new", map[string]any{"user_id": "em-u1", "user_email": "ada@example.com"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = p.A.Do(t, "POST", "/team/new", map[string]any{"team_id": "em-team",
+		"members_with_roles": []map[string]any{{"user_email": "new@example.com", "role": "admin"}}})
+	require.Equal(t, 200, st, "%s", body)
+	mw := JSON(t, body)["members_with_roles"].([]any)
+	require.Len(t, mw, 1)
+	newID, _ := mw[0].(map[string]any)["user_id"].(string)
+	require.NotEmpty(t, newID, "the new email's user got an id: %s", body)
+	st, body = p.B.Do(t, "GET", "/user/info?user_id="+newID, nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "new@example.com", JSON(t, body)["user_info"].(map[string]any)["user_email"])
+	require.Len(t, JSON(t, body)["teams"], 1)
+
+	st, body = p.B.Do(t, "POST", "/team/member_add", map[string]any{"team_id": "em-team", "member": []map[string]any{{"user_email": "ada@example.com", "role": "user"}}, "max_budget_in_team": 3})
+	require.Equal(t, 200, st, "%s", body)
+	require.Empty(t, JSON(t, body)["updated_users"], "the user exists")
+	st, body = p.A.Do(t, "GET", "/user/info?user_id=em-u1", nil)
+	require.Equal(t, 200, st, "%s", body)
+	teams := JSON(t, body)["teams"].([]any)
+	require.Len(t, teams, 1)
+	require.Equal(t, "em-team", teams[0].(map[string]any)["team_id"])
+	ms := teams[0].(map[string]any)["team_memberships"].([]any)
+	require.Len(t, ms, 1)
+	require.EqualValues(t, 3, ms[0].(map[string]any)["litellm_budget_table"].(map[string]any)["max_budget"])
+	// the same email again: already a member
+	st, body = p.B.Do(t, "POST", "/team/member_add", map[string]any{"team_id": "em-team", "member": map[string]any{"user_email": "ada@example.com", "role": "user"}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Equal(t, "User already in team - em-u1", agDetail(t, body))
+
+	st, body = p.A.Do(t, "POST", "/team/member_delete", map[string]any{"team_id": "em-team", "user_email": "ada@example.com"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = p.B.Do(t, "GET", "/user/info?user_id=em-u1", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Empty(t, JSON(t, body)["teams"])
+}

@@ -801,19 +801,34 @@ func (s *Server) teamsWhere(ctx context.Context, keep func(*accounts.Team) bool,
 // teamNew: POST /team/new → the team row. members_with_roles may name users that do not exist
 // yet; they are created (LiteLLM creates the users it is given).
 func (s *Server) teamNew(c echo.Context) error {
+	var resolved *store.Row
 	row, _, err := s.insertAccount(c, teamKind, nil, func(ctx context.Context, tx *store.TxStore, row store.Row, body map[string]json.RawMessage) error {
 		t, err := accounts.BuildTeamRow(row)
 		if err != nil {
 			return detailErr(http.StatusBadRequest, "%v", err)
 		}
-		users, err := ensureUsers(ctx, tx, t.Members)
+		members, users, err := ensureUsers(ctx, tx, t.Members)
+		if err != nil {
+			return err
+		}
 		s.afterCommit(c, store.User, users)
-		return err
+		if !slices.Equal(members, t.Members) { // members named by email got their user_id
+			r, err := tx.Update(ctx, store.Team, t.ID, memberValues(members, t.MemberBudgets))
+			if err != nil {
+				return err
+			}
+			resolved = &r
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	s.flushAfterCommit(c)
+	if resolved != nil {
+		row = *resolved
+		s.applyAccount(store.Team, []store.Row{row}, nil)
+	}
 	out, err := s.accountJSON(row)
 	if err != nil {
 		return err
@@ -844,29 +859,44 @@ func (s *Server) flushAfterCommit(c echo.Context) {
 	c.Set(afterCommitKey, nil)
 }
 
-// ensureUsers creates the members' users that do not exist (by user_id), with role internal_user.
-func ensureUsers(ctx context.Context, tx *store.TxStore, members []accounts.Member) ([]store.Row, error) {
-	var out []store.Row
-	for _, m := range members {
+// ensureUsers makes every member a user, as LiteLLM's add_new_member does: a member named by
+// user_id whose user does not exist is created (role internal_user, with its user_email); a
+// member named only by user_email gets the user_id of the user with that email, or of a new
+// user created with a generated id. Returns the members with their user_id filled in and the
+// users created.
+func ensureUsers(ctx context.Context, tx *store.TxStore, members []accounts.Member) ([]accounts.Member, []store.Row, error) {
+	out := append([]accounts.Member(nil), members...)
+	var created []store.Row
+	for i, m := range out {
 		if m.UserID == "" {
-			continue
-		}
-		if _, err := tx.Get(ctx, store.User, m.UserID); err == nil {
+			if m.UserEmail == "" {
+				continue
+			}
+			found, err := tx.ListBy(ctx, store.User, "user_email", m.UserEmail)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(found) > 0 {
+				out[i].UserID = found[0].ID
+				continue
+			}
+			out[i].UserID = uuid.NewString()
+		} else if _, err := tx.Get(ctx, store.User, m.UserID); err == nil {
 			continue
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+			return nil, nil, err
 		}
-		vals := store.Values{"user_id": m.UserID, "user_role": "internal_user"}
+		vals := store.Values{"user_id": out[i].UserID, "user_role": "internal_user"}
 		if m.UserEmail != "" {
 			vals["user_email"] = m.UserEmail
 		}
 		r, err := tx.Insert(ctx, store.User, vals)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, r)
+		created = append(created, r)
 	}
-	return out, nil
+	return out, created, nil
 }
 
 // editMembers runs a read-modify-write of a team's members (and, through t.MemberBudgets,
@@ -939,6 +969,14 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 	var created []store.Row
 	row, err := s.editMembers(c, str(body, "team_id"), func(ctx context.Context, tx *store.TxStore, t *accounts.Team) ([]accounts.Member, error) {
 		out := append([]accounts.Member{}, t.Members...)
+		// the named users, found or created (a member named by email gets its user's id)
+		resolved, users, err := ensureUsers(ctx, tx, add)
+		if err != nil {
+			return nil, err
+		}
+		created = users
+		s.afterCommit(c, store.User, created)
+		add = resolved
 		for _, m := range add {
 			for _, have := range out {
 				if sameMember(have, m) {
@@ -950,10 +988,7 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 				setMemberBudget(t, m.UserID, func(b *accounts.MemberBudget) { b.MaxBudget = &inTeam })
 			}
 		}
-		var err error
-		created, err = ensureUsers(ctx, tx, add)
-		s.afterCommit(c, store.User, created)
-		return out, err
+		return out, nil
 	})
 	if err != nil {
 		return err

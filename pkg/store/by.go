@@ -28,6 +28,11 @@ func listBy(ctx context.Context, q querier, typ ObjectType, column, value string
 	return scanRows(typ, rows)
 }
 
+// ListBy is Store.ListBy inside the transaction.
+func (t *TxStore) ListBy(ctx context.Context, typ ObjectType, column, value string) ([]Row, error) {
+	return listBy(ctx, t.tx, typ, column, value)
+}
+
 // Insert is Store.Insert inside the transaction.
 func (t *TxStore) Insert(ctx context.Context, typ ObjectType, vals Values) (Row, error) {
 	return insert(ctx, t.tx, typ, vals)
