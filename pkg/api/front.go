@@ -148,7 +148,10 @@ type requestContext struct {
 	context.Context
 	base *zerolog.Logger
 	rid  [1]string // the id; also the x-request-id header value (a slice of it, no copy)
-	log  atomic.Pointer[zerolog.Logger]
+	// who is the caller, recorded by auth (setCaller) when hasWho
+	who    principal
+	hasWho bool
+	log    atomic.Pointer[zerolog.Logger]
 }
 
 // zerologKey is the key zerolog.Ctx looks its logger up under (zerolog's unexported

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -453,7 +454,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 		}
 		return func(c echo.Context) error {
 			if s.MasterKey == "" {
-				c.Set(principalKey, adminPrincipal)
+				setCaller(c, principal{admin: true})
 				return next(c)
 			}
 			k := bearer(c)
@@ -461,37 +462,43 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
 			if s.isMasterKey(k) {
-				c.Set(principalKey, adminPrincipal)
+				setCaller(c, principal{admin: true})
 				return next(c)
 			}
-			vk, err := s.lookupKey(c.Request().Context(), keys.Hash(k))
+			vk, err := s.lookupKey(c.Request().Context(), k)
 			if err != nil {
 				return err
 			}
 			if level == admin {
 				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Request().URL.EscapedPath()))
 			}
-			p := &principal{key: vk}
+			p := principal{key: vk}
 			if vk.TeamID != "" || vk.UserID != "" {
-				if err := s.lookupOwners(c.Request().Context(), p); err != nil {
+				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
 			}
-			c.Set(principalKey, p)
+			setCaller(c, p)
 			return next(c)
 		}
 	}
 }
 
-func (s *Server) lookupKey(ctx context.Context, token string) (*keys.Key, error) {
+// lookupKey finds the virtual key k (its sha256, keys.Hash, in the keys registry, with a
+// read-through on a miss). The hash is looked up from a stack buffer: a key found in the
+// registry costs no allocation.
+func (s *Server) lookupKey(ctx context.Context, k string) (*keys.Key, error) {
 	invalid := func() error {
 		return authErr(http.StatusUnauthorized, "Authentication Error, Invalid proxy server token passed. Received API key does not exist or was deleted.")
 	}
 	if s.Keys == nil {
 		return nil, invalid()
 	}
-	e, ok := s.Keys.Load().ByID(token)
+	var sum [keys.HashLen]byte
+	keys.HashTo(&sum, k)
+	e, ok := s.Keys.Load().ByID(unsafe.String(&sum[0], len(sum)))
 	if !ok {
+		token := string(sum[:])
 		if s.Keys.Resolve(ctx, token) != nil {
 			return nil, invalid()
 		}
@@ -505,10 +512,24 @@ func (s *Server) lookupKey(ctx context.Context, token string) (*keys.Key, error)
 	return e.Value, nil
 }
 
-// adminPrincipal is shared by every admin request (stored by pointer: no allocation).
-var adminPrincipal = &principal{admin: true}
+// setCaller records the authenticated caller of the request: in the request's context made
+// by front (a field, no allocation), else (a handler served without front) in echo's store.
+func setCaller(c echo.Context, p principal) {
+	if rc, ok := c.Request().Context().(*requestContext); ok {
+		rc.who, rc.hasWho = p, true
+		return
+	}
+	pp := new(principal) // not &p: p would move to the heap on the path above too
+	*pp = p
+	c.Set(principalKey, pp)
+}
 
+// caller returns the request's caller as auth recorded it (setCaller); the zero principal
+// when auth did not run.
 func caller(c echo.Context) principal {
+	if rc, ok := c.Request().Context().(*requestContext); ok && rc.hasWho {
+		return rc.who
+	}
 	if p, ok := c.Get(principalKey).(*principal); ok {
 		return *p
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"lockstep/pkg/limits"
 	"lockstep/pkg/spend"
@@ -116,10 +117,20 @@ const MaxDuration = 100 * 365 * 24 * time.Hour
 
 // Hash returns the sha256 hex digest under which a key is stored (the key itself never is).
 func Hash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	var out [2 * sha256.Size]byte // hex on the stack: one allocation, the string
-	hex.Encode(out[:], sum[:])
+	var out [HashLen]byte // hex on the stack: one allocation, the string
+	HashTo(&out, key)
 	return string(out[:])
+}
+
+// HashLen is the length of a key's hash (Hash): 64 hex digits.
+const HashLen = 2 * sha256.Size
+
+// HashTo writes Hash(key) into dst, without allocating: for lookups on the request path.
+func HashTo(dst *[HashLen]byte, key string) {
+	// a read-only view of key's bytes: sha256 only reads its input (a []byte(key) copy
+	// allocates for keys over 32 bytes)
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(key), len(key)))
+	hex.Encode(dst[:], sum[:])
 }
 
 // Generate returns a new random key, "sk-" + 22 url-safe base64 characters (128 bits), the
