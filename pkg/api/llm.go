@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
-	"lockstep/pkg/router"
 )
 
 // DefaultOnName is the registry name every default_on guardrail is also indexed under, so the
@@ -85,17 +83,10 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
 			header: c.Response().Header(), reqHeader: c.Request().Header,
-			resolve: func(ctx context.Context) (target, error) {
-				group, err := s.Router.Group(ctx, model)
-				if errors.Is(err, router.ErrUnknownModel) {
-					return target{}, invalidModel(f, model)
-				}
-				return target{group: group}, err
-			},
-			guardrails: s.requestGuardrails,
+			// resolve, guardrails: nil, the model group's, the request's
 		}
 		if f.Multipart() {
-			spec.guardrails = s.multipartGuardrails
+			spec.guardrails = s.multipartGuardrails // a method value: multipart routes only
 		}
 		ctx, call, err := s.startCall(ctx, spec)
 		if err != nil {

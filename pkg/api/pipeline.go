@@ -138,17 +138,35 @@ type callSpec struct {
 	header http.Header
 	// reqHeader is the request's header (the end user may be named there); nil: none.
 	reqHeader http.Header
-	// resolve finds the call's target (step 2).
+	// resolve finds the call's target (step 2); nil: the model group named model
+	// (resolveGroup).
 	resolve func(ctx context.Context) (target, error)
 	// guardrails selects the guardrails the call runs and returns the body to send (e.g. with
-	// the "guardrails" member removed).
+	// the "guardrails" member removed); nil: Server.requestGuardrails. (The LLM routes leave
+	// both nil: no closures per request.)
 	guardrails func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error)
+}
+
+// resolveGroup is step 2 of an LLM route: the model group (read-through on a miss); an
+// unknown name is the route's invalid model error.
+func (s *Server) resolveGroup(ctx context.Context, f provider.Format, model string) (target, error) {
+	group, err := s.Router.Group(ctx, model)
+	if errors.Is(err, router.ErrUnknownModel) {
+		return target{}, invalidModel(f, model)
+	}
+	return target{group: group}, err
 }
 
 // startCall runs steps 2–5. The returned ctx must be used for the call (a during_call block
 // cancels it). On error nothing was admitted (or the admission was released).
 func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *call, error) {
-	t, err := sp.resolve(ctx)
+	var t target
+	var err error
+	if sp.resolve != nil {
+		t, err = sp.resolve(ctx)
+	} else {
+		t, err = s.resolveGroup(ctx, sp.format, sp.model)
+	}
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -172,7 +190,12 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 		c.done(nil, provider.Usage{}, err)
 		return ctx, nil, err
 	}
-	if c.gs, c.body, err = sp.guardrails(ctx, c.body); err != nil {
+	if sp.guardrails != nil {
+		c.gs, c.body, err = sp.guardrails(ctx, c.body)
+	} else {
+		c.gs, c.body, err = s.requestGuardrails(ctx, c.body)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if len(c.gs) == 0 {
