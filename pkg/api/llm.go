@@ -58,7 +58,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		ctx := req.Context()
-		body, err := io.ReadAll(req.Body)
+		body, err := readBody(req)
 		if err != nil {
 			if strings.Contains(err.Error(), "too large") {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
@@ -293,4 +293,28 @@ func isJSONObject(body []byte) bool {
 		return b == '{'
 	}
 	return false
+}
+
+// readBody reads a request body as io.ReadAll does (everything up to EOF; an error as the
+// body reports it), into a buffer sized from Content-Length when the client sent one (front
+// has refused one over the limit), so the body is read with one allocation and no copies.
+func readBody(req *http.Request) ([]byte, error) {
+	n := req.ContentLength
+	if n <= 0 {
+		return io.ReadAll(req.Body)
+	}
+	b := make([]byte, 0, n+1) // +1: room for the read that reports EOF
+	for {
+		m, err := req.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) { // longer than announced (a body not read through net/http)
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
