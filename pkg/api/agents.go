@@ -561,7 +561,7 @@ func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text str
 	if err != nil {
 		return "", a2aError(err, agent)
 	}
-	return res.Text, nil
+	return res.Text(), nil
 }
 
 func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text string, onDelta func(string) error) error {

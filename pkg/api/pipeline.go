@@ -311,7 +311,7 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 			return nil, err
 		}
 		if len(body) != len(res.Body) || (len(body) > 0 && &body[0] != &res.Body[0]) {
-			res = &provider.Response{Status: res.Status, Body: body, Text: provider.AnswerText(c.f, body), ContentType: res.ContentType, Usage: res.Usage}
+			res = res.WithBody(c.f, body)
 		}
 	}
 	c.done(d, usage, nil)

@@ -23,14 +23,31 @@ type Response struct {
 	// Body is the answer in the INBOUND format: the upstream bytes verbatim on passthrough,
 	// else the translation.
 	Body []byte
-	// Text is the assistant text (joined text blocks/parts; "" for embeddings), for guardrails
-	// and the A2A bridge.
-	Text string
 	// ContentType is the answer's media type when it is not JSON (audio from /audio/speech).
 	ContentType string
 	// Usage is the call's token usage, read from the upstream's own usage fields whatever
 	// its API (zero when the upstream reported none).
 	Usage Usage
+
+	text   string // the assistant text, when !lazy
+	lazy   bool   // Text reads the text from Body, in format
+	format Format
+}
+
+// Text is the assistant text (joined text blocks/parts; "" for embeddings), for the A2A
+// bridge. A passed-through answer's text is read from Body when asked (each time): the LLM
+// routes never ask, so their answers are not parsed for it.
+func (r *Response) Text() string {
+	if r.lazy {
+		return answerText(r.format, r.Body)
+	}
+	return r.text
+}
+
+// WithBody returns a copy of r answering body instead (in format f, e.g. after post_call
+// guardrails masked it); its Text is read from body.
+func (r *Response) WithBody(f Format, body []byte) *Response {
+	return &Response{Status: r.Status, Body: body, ContentType: r.ContentType, Usage: r.Usage, lazy: true, format: f}
 }
 
 // Usage is the token usage of one call in OpenAI's sense: PromptTokens counts every input
@@ -412,7 +429,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 		return nil, transportError(ctx, err, d.Timeout, "call")
 	}
 	if pass {
-		out := &Response{Status: resp.StatusCode, Body: raw, Text: answerText(in, raw), Usage: answerUsage(in, raw)}
+		out := &Response{Status: resp.StatusCode, Body: raw, Usage: answerUsage(in, raw), lazy: true, format: in}
 		if in.Passthrough() {
 			if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
 				out.ContentType = ct // audio/speech answers are audio bytes
@@ -435,7 +452,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 	if res.model == "" {
 		res.model = d.Model
 	}
-	return &Response{Status: resp.StatusCode, Body: render(in, res), Text: res.text(), Usage: res.usage.public()}, nil
+	return &Response{Status: resp.StatusCode, Body: render(in, res), text: res.text(), Usage: res.usage.public()}, nil
 }
 
 func render(in Format, res *result) []byte {

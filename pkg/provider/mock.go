@@ -67,7 +67,7 @@ func mockDo(d *Deployment, in Format, body []byte) (*Response, error) {
 		return mockEmbeddings(d, body)
 	}
 	res := mockResult(d, in)
-	return &Response{Status: 200, Body: render(in, res), Text: res.text(), Usage: res.usage.public()}, nil
+	return &Response{Status: 200, Body: render(in, res), text: res.text(), Usage: res.usage.public()}, nil
 }
 
 // mockStream streams the mock answer in format in, its text split into a few deltas.

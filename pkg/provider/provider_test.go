@@ -460,7 +460,7 @@ func TestPassthroughAnswerBytes(t *testing.T) {
 	res, err := c.Do(context.Background(), d, provider.FormatChat, []byte(`{"model":"g","messages":[]}`))
 	require.NoError(t, err)
 	require.Equal(t, answer, string(res.Body))
-	require.Equal(t, "hi <b>&</b>", res.Text)
+	require.Equal(t, "hi <b>&</b>", res.Text())
 
 	st, err := c.Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
 	require.NoError(t, err)

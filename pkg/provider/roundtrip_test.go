@@ -48,12 +48,12 @@ func TestUpstreamCallClientBehaviour(t *testing.T) {
 
 	res, err := call(srv.URL + "/old")
 	require.NoError(t, err)
-	require.Equal(t, "moved ok", res.Text)
+	require.Equal(t, "moved ok", res.Text())
 	require.Contains(t, gotBody, `"messages":[{"role":"user","content":"hi"}]`, "the redirected call carries the body")
 
 	res, err = call("http://alice:s3cret@" + srv.Listener.Addr().String() + "/v1")
 	require.NoError(t, err)
-	require.Equal(t, "moved ok", res.Text)
+	require.Equal(t, "moved ok", res.Text())
 	require.Equal(t, "alice/s3cret", gotUser+"/"+gotPass)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
