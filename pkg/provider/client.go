@@ -262,13 +262,13 @@ func (d *Deployment) url(up Format, stream bool) string {
 // and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
 // closed.
 func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte) (*http.Response, error) {
-	return c.sendTo(ctx, d, d.url(up, stream), up, body)
+	return c.sendTo(ctx, d, d.url(up, stream), d.endpoint(up, stream), up, body)
 }
 
-// sendTo posts body to u with the deployment's headers and signer (send; native embeddings
-// call their own endpoints).
-func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, up Format, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+// sendTo posts body to u (pu: u parsed once by the deployment, or nil) with the deployment's
+// headers and signer (send; native embeddings call their own endpoints).
+func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.URL, up Format, body []byte) (*http.Response, error) {
+	req, err := newUpstreamRequest(ctx, d, u, pu, body)
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
@@ -300,6 +300,25 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, up Format,
 		return nil, errorFromResponse(resp)
 	}
 	return resp, nil
+}
+
+// newUpstreamRequest is http.NewRequestWithContext(ctx, "POST", rawURL,
+// bytes.NewReader(body)) without parsing the URL again (u: rawURL parsed by d.endpoint) or allocating a header
+// map send replaces: the same request (method, URL, host, protocol, length, a body net/http
+// knows is in memory — headers and body go out in one write — and a GetBody replaying it for
+// the transport's retry on a dead pooled connection) in four allocations instead of six. A
+// request signer may change the URL: signed deployments take http.NewRequest's path.
+func newUpstreamRequest(ctx context.Context, d *Deployment, rawURL string, u *url.URL, body []byte) (*http.Request, error) {
+	if u == nil || d.signer != nil || len(body) == 0 {
+		return http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	}
+	req := &http.Request{
+		Method: http.MethodPost, URL: u, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+	}
+	return req.WithContext(ctx), nil
 }
 
 // transportError turns a failed send/read into the error the caller sees: the parent's own

@@ -156,9 +156,12 @@ type Deployment struct {
 	wire      wire               // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
 	urls      [numFormats]string // upstream endpoint per format; "" = not served
 	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
-	native    nativeAPI          // wireNative: the request/answer/stream translation
-	embedder  nativeEmbedder     // wireNative: its embeddings API, nil when it has none
-	signer    signer             // nil: the static header is all the authentication
+	// parsed and parsedStream are urls and streamURL parsed (parseEndpoints; nil: not parsed)
+	parsed       [numFormats]*url.URL
+	parsedStream *url.URL
+	native       nativeAPI      // wireNative: the request/answer/stream translation
+	embedder     nativeEmbedder // wireNative: its embeddings API, nil when it has none
+	signer       signer         // nil: the static header is all the authentication
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
 	vertexAnthropic bool
@@ -297,7 +300,43 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 		}
 	}
 	d.collectSecrets()
+	d.parseEndpoints()
 	return d, nil
+}
+
+// parseEndpoints parses the upstream endpoints once (see endpoint). One that does not parse
+// is left to http.NewRequest at call time, which reports it as before.
+func (d *Deployment) parseEndpoints() {
+	for i, s := range d.urls {
+		if s != "" {
+			d.parsed[i] = parseEndpoint(s)
+		}
+	}
+	if d.streamURL != "" {
+		d.parsedStream = parseEndpoint(d.streamURL)
+	}
+}
+
+func parseEndpoint(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil
+	}
+	// as http.NewRequest does: a trailing ":" without a port is dropped from the host
+	if i := strings.LastIndexByte(u.Host, ':'); i == len(u.Host)-1 && !strings.Contains(u.Host[i:], "]") {
+		u.Host = u.Host[:i]
+	}
+	return u
+}
+
+// endpoint is url(up, stream) parsed, nil when it was not (send then builds the request
+// with http.NewRequest). Shared by every request and never modified: net/http only reads
+// a request's URL (a redirect follows a clone of it).
+func (d *Deployment) endpoint(up Format, stream bool) *url.URL {
+	if stream && d.streamURL != "" {
+		return d.parsedStream
+	}
+	return d.parsed[up]
 }
 
 // paramStr reads an optional string member of litellm_params ("" when absent or null),
