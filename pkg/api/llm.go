@@ -122,10 +122,12 @@ func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, 
 	defer st.Close()
 	w := c.Response()
 	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	// canonical keys, shared one-value slices (cap 1: an Add appends to a copy): no
+	// canonicalisation or allocation per stream; net/http copies them when it writes
+	h[echo.HeaderContentType] = sseContentType
+	h["Cache-Control"] = sseNoCache
+	h["Connection"] = sseKeepAlive
+	h["X-Accel-Buffering"] = sseNoBuffering
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 	for {
@@ -145,6 +147,14 @@ func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, 
 		w.Flush()
 	}
 }
+
+// the headers of an SSE answer (stream)
+var (
+	sseContentType = []string{"text/event-stream"}
+	sseNoCache     = []string{"no-cache"}
+	sseKeepAlive   = []string{"keep-alive"}
+	sseNoBuffering = []string{"no"}
+)
 
 // streamCheckWindow returns the tail of text a post_call BLOCK check scans after a chunk of
 // added bytes: everything when short, else the last postCallWindow bytes before the chunk
