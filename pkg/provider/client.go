@@ -70,7 +70,7 @@ type Stream interface {
 type Event struct {
 	// Data is the exact bytes to write to the client: one or more complete SSE frames in the
 	// inbound format, each ending with its blank line. It is only valid until the next call to
-	// Next (buffers are reused): write or copy it first.
+	// Next or Close (buffers are reused, across streams too): write or copy it first.
 	Data []byte
 	// Text is the assistant text delta carried by Data, if any.
 	Text string

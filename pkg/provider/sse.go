@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"sync"
 )
 
 // sseReader splits a text/event-stream body into frames (WHATWG HTML §9.2 "Server-sent
@@ -20,8 +21,27 @@ type sseReader struct {
 	ndata int    // number of data lines
 }
 
+// sseReaders pools readers (each holds a 32 KiB read buffer): a stream takes one and its
+// Close gives it back (release).
+var sseReaders = sync.Pool{New: func() any { return &sseReader{br: bufio.NewReaderSize(nil, 32<<10)} }}
+
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10)}
+	s := sseReaders.Get().(*sseReader)
+	s.br.Reset(r)
+	return s
+}
+
+// maxPooledFrame bounds the frame and data buffers a pooled reader keeps.
+const maxPooledFrame = 64 << 10
+
+// release returns s to the pool; s and every slice it returned must not be used after.
+func (s *sseReader) release() {
+	s.br.Reset(nil)
+	if cap(s.frame) > maxPooledFrame || cap(s.data) > maxPooledFrame || cap(s.event) > maxPooledFrame {
+		s.frame, s.data, s.event = nil, nil, nil
+	}
+	s.frame, s.event, s.data, s.ndata = s.frame[:0], s.event[:0], s.data[:0], 0
+	sseReaders.Put(s)
 }
 
 // next reads the next frame. It returns io.EOF when the body ends with no further frame; a

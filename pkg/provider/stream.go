@@ -104,10 +104,15 @@ func (s *httpStream) Close() error {
 	s.closed, s.done = true, true
 	s.timer.Stop()
 	s.cancel(context.Canceled)
+	var err error
 	if s.body != nil {
-		return s.body.Close()
+		err = s.body.Close()
 	}
-	return nil
+	if r, ok := s.rd.(*sseReader); ok { // the last event's Data is no longer valid (see Event)
+		s.rd = nil
+		r.release()
+	}
+	return err
 }
 
 // passthroughDone reports a verbatim frame that ends the stream: "data: [DONE]" (chat),
