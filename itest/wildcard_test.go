@@ -16,9 +16,11 @@ func TestWildcardModelGroups(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
 	up, catchAll := fakeupstream.Start(t), fakeupstream.Start(t)
-	for name, base := range map[string]string{"acc-wild/*": up.URL + "/v1", "*": catchAll.URL + "/v1"} {
-		st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": name,
-			"litellm_params": map[string]any{"model": "openai/*", "api_base": base, "api_key": "sk-up"}})
+	// in this order: were "*" written first, B could route acc-wild/some-model through it
+	// before it holds acc-wild/* (B applies the writes in commit order)
+	for _, g := range []struct{ name, base string }{{"acc-wild/*", up.URL + "/v1"}, {"*", catchAll.URL + "/v1"}} {
+		st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": g.name,
+			"litellm_params": map[string]any{"model": "openai/*", "api_base": g.base, "api_key": "sk-up"}})
 		require.Equal(t, 200, st, "%s", b)
 	}
 
