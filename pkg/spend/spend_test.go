@@ -133,3 +133,46 @@ func TestUnknownSpendWithDatabaseDown(t *testing.T) {
 	require.Equal(t, int64(1), tr.Stats().Logged)
 	require.InDelta(t, 0.5, tr.Unflushed("tok"), 1e-9) // kept for the next flush
 }
+
+// Spend logs keep every text and time exactly through the flush: quotes, backslashes,
+// commas, braces, "NULL", spaces and non-ASCII in the text columns; timestamps to the
+// microsecond (truncated) whatever their location, the zero time included.
+func TestFlushSpendRoundTrip(t *testing.T) {
+	t.Parallel()
+	st := setup(t)
+	ctx := context.Background()
+	odd := []string{`a"b`, `c\d`, `e,f`, `{g}`, `NULL`, ` h i `, `ünï ☃`, ``, `"\"`, `j\"k`}
+	base := time.Date(2026, 12, 1, 2, 3, 4, 123456789, time.FixedZone("X", -7*3600-1800))
+	var logs []store.SpendLog
+	for i, s := range odd {
+		logs = append(logs, store.SpendLog{RequestID: fmt.Sprintf("rt-%d", i), APIKey: "tok-rt", CallType: s, Model: s + "m", ModelID: "id" + s,
+			Spend: 0.25, PromptTokens: int64(i), CompletionTokens: 2, TotalTokens: int64(i) + 2,
+			StartTime: base.Add(time.Duration(i) * time.Microsecond), EndTime: base.Add(time.Duration(i) * time.Second),
+			ReplicaID: "r" + s, User: s, TeamID: s, OrganizationID: s, EndUser: s})
+	}
+	logs = append(logs, store.SpendLog{RequestID: "rt-zero", APIKey: "tok-rt"}) // zero times
+	_, _, err := st.FlushSpend(ctx, logs, nil, nil)
+	require.NoError(t, err)
+	got, err := st.SpendLogs(ctx, "tok-rt", time.Time{}, time.Time{}, 100)
+	require.NoError(t, err)
+	require.Len(t, got, len(logs))
+	byID := map[string]store.SpendLog{}
+	for _, l := range got {
+		byID[l.RequestID] = l
+	}
+	for _, want := range logs {
+		l, ok := byID[want.RequestID]
+		require.True(t, ok, want.RequestID)
+		require.Equal(t, []string{want.CallType, want.Model, want.ModelID, want.ReplicaID, want.User, want.TeamID, want.OrganizationID, want.EndUser},
+			[]string{l.CallType, l.Model, l.ModelID, l.ReplicaID, l.User, l.TeamID, l.OrganizationID, l.EndUser}, want.RequestID)
+		require.Equal(t, []int64{want.PromptTokens, want.CompletionTokens, want.TotalTokens}, []int64{l.PromptTokens, l.CompletionTokens, l.TotalTokens})
+		require.InDelta(t, want.Spend, l.Spend, 1e-12)
+		require.True(t, want.StartTime.Truncate(time.Microsecond).Equal(l.StartTime), "%s start %v != %v", want.RequestID, want.StartTime, l.StartTime)
+		require.True(t, want.EndTime.Truncate(time.Microsecond).Equal(l.EndTime), "%s end %v != %v", want.RequestID, want.EndTime, l.EndTime)
+	}
+	tot, err := st.GetKeySpend(ctx, []string{"tok-rt", "user:" + odd[0], "team:" + odd[1]})
+	require.NoError(t, err)
+	require.InDelta(t, 0.25*float64(len(odd)), tot["tok-rt"].Spend, 1e-9)
+	require.InDelta(t, 0.25, tot["user:"+odd[0]].Spend, 1e-9)
+	require.InDelta(t, 0.25, tot["team:"+odd[1]].Spend, 1e-9)
+}

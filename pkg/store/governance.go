@@ -186,23 +186,28 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 	}
 	if len(logs) > 0 {
 		n := len(logs)
-		ids, keys, types, models, mids, reps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		users, teams, orgs, ends := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		spend := make([]float64, n)
 		pt, ct, tt := make([]int64, n), make([]int64, n), make([]int64, n)
-		st, et := make([]time.Time, n), make([]time.Time, n)
 		for i, l := range logs {
-			ids[i], keys[i], types[i], models[i], mids[i], reps[i] = l.RequestID, l.APIKey, l.CallType, l.Model, l.ModelID, l.ReplicaID
-			spend[i], pt[i], ct[i], tt[i], st[i], et[i] = l.Spend, l.PromptTokens, l.CompletionTokens, l.TotalTokens, l.StartTime, l.EndTime
-			users[i], teams[i], orgs[i], ends[i] = l.User, l.TeamID, l.OrganizationID, l.EndUser
+			spend[i], pt[i], ct[i], tt[i] = l.Spend, l.PromptTokens, l.CompletionTokens, l.TotalTokens
+		}
+		// The text and timestamp columns go as array literals, one text parameter each cast by
+		// the server ($n::text::text[]): pgx boxes every element of a []string or []time.Time
+		// (an allocation per value), which made these columns most of the allocations a call
+		// costs the process.
+		col := func(f func(l *SpendLog) string) string {
+			return arrayLiteral(logs, func(b []byte, l *SpendLog) []byte { return appendArrayText(b, f(l)) })
+		}
+		ts := func(f func(l *SpendLog) time.Time) string {
+			return arrayLiteral(logs, func(b []byte, l *SpendLog) []byte { return appendArrayTime(b, f(l)) })
 		}
 		// the key's total and its owners' ("<kind>:<id>", sql/005) from the logs actually
 		// inserted: a retried batch counts nothing twice
 		b.Queue(`WITH ins AS (
 			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
 				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::bigint[],
-				$8::bigint[], $9::bigint[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
+			SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::text[], $4::text::text[], $5::text::text[], $6::float8[], $7::bigint[],
+				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING api_key, spend, user_id, team_id, organization_id, end_user),
 			tot AS (
@@ -215,7 +220,13 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 			INSERT INTO gateway.key_spend AS s (token, spend)
 			SELECT token, sum(spend) FROM tot GROUP BY token
 			ON CONFLICT (token) DO UPDATE SET spend = s.spend + EXCLUDED.spend, updated_at = now()`,
-			ids, keys, types, models, mids, spend, pt, ct, tt, st, et, reps, users, teams, orgs, ends)
+			col(func(l *SpendLog) string { return l.RequestID }), col(func(l *SpendLog) string { return l.APIKey }),
+			col(func(l *SpendLog) string { return l.CallType }), col(func(l *SpendLog) string { return l.Model }),
+			col(func(l *SpendLog) string { return l.ModelID }), spend, pt, ct, tt,
+			ts(func(l *SpendLog) time.Time { return l.StartTime }), ts(func(l *SpendLog) time.Time { return l.EndTime }),
+			col(func(l *SpendLog) string { return l.ReplicaID }), col(func(l *SpendLog) string { return l.User }),
+			col(func(l *SpendLog) string { return l.TeamID }), col(func(l *SpendLog) string { return l.OrganizationID }),
+			col(func(l *SpendLog) string { return l.EndUser }))
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
@@ -245,6 +256,42 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
 	}
 	return out, now, nil
+}
+
+// arrayLiteral renders one column of logs as a Postgres array literal ("{...}"), each
+// element appended by elem.
+func arrayLiteral(logs []SpendLog, elem func(b []byte, l *SpendLog) []byte) string {
+	b := make([]byte, 0, 2+len(logs)*24)
+	b = append(b, '{')
+	for i := range logs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, &logs[i])
+	}
+	return string(append(b, '}'))
+}
+
+// appendArrayText appends s as a quoted array element: backslash and double quote escaped
+// (PostgreSQL "Arrays", 8.15.6: any other character, comma and braces included, stands
+// for itself inside double quotes).
+func appendArrayText(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
+// appendArrayTime appends t as a quoted timestamptz element in UTC, truncated to
+// microseconds as pgx's binary encoding truncates it.
+func appendArrayTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, "2006-01-02 15:04:05.999999")
+	return append(b, `+00"`...)
 }
 
 // GetKeySpend reads the spend totals of tokens (spend 0 once budget_reset_at passed); a token
