@@ -154,21 +154,22 @@ var endUserHeaders = [...]string{"X-Litellm-Customer-Id", "X-Litellm-End-User-Id
 // endUserFields are the request body fields naming the end user, in LiteLLM's order after the
 // headers: the OpenAI "user" parameter, Anthropic-style litellm_metadata.user, the generic
 // metadata.user_id (the Anthropic messages API's own field) and the responses API's
-// safety_identifier.
+// safety_identifier. They are read in one pass with the other members the pipeline reads
+// (requestFields.endUser).
 var endUserFields = [...]string{"user", "litellm_metadata.user", "metadata.user_id", "safety_identifier"}
 
 // endUserID is the end user (LiteLLM's customer) a call is made for, first match wins (LiteLLM
 // "Customers / End-Users"): the x-litellm-customer-id header, the x-litellm-end-user-id
 // header, then the body fields endUserFields (string values only). "" when none names one.
-func endUserID(h http.Header, body []byte) string {
+func endUserID(h http.Header, rf *requestFields) string {
 	for _, name := range endUserHeaders {
 		if v := strings.TrimSpace(h.Get(name)); v != "" {
 			return v
 		}
 	}
-	for _, path := range endUserFields {
-		if u := gjson.GetBytes(body, path); u.Type == gjson.String && u.Str != "" {
-			return u.Str
+	for _, u := range rf.endUser {
+		if u.Type == gjson.String && u.Str != "" {
+			return strings.Clone(u.Str) // u aliases the request body
 		}
 	}
 	return ""
@@ -181,11 +182,11 @@ func endUserID(h http.Header, body []byte) string {
 // an end user written anywhere is applied here by the change feed within milliseconds. An end
 // user that does not exist is not an error (LiteLLM tracks its spend all the same); a blocked
 // one is refused: 403 `End user <id> is blocked.`.
-func (s *Server) endUser(h http.Header, body []byte) (string, *accounts.EndUser, error) {
+func (s *Server) endUser(h http.Header, rf *requestFields) (string, *accounts.EndUser, error) {
 	if s.EndUsers == nil {
 		return "", nil, nil
 	}
-	id := endUserID(h, body)
+	id := endUserID(h, rf)
 	if id == "" {
 		return "", nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
@@ -66,6 +67,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			return badRequest("read body: %v", err)
 		}
 		var model string
+		var rf requestFields
 		if f.Multipart() {
 			if model, err = provider.MultipartModel(body); err != nil {
 				return err
@@ -74,12 +76,13 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			if !gjson.ValidBytes(body) || !isJSONObject(body) {
 				return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
 			}
-			model = gjson.GetBytes(body, "model").String()
+			rf = scanRequest(body)
+			model = strings.Clone(rf.model.String()) // rf aliases the body
 		}
 		if model == "" {
 			return invalidModel(f, "")
 		}
-		stream := f.Streams() && provider.StreamRequested(body)
+		stream := f.Streams() && rf.stream.Type == gjson.True // provider.StreamRequested
 		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
 			header: c.Response().Header(), reqHeader: c.Request().Header,
@@ -88,7 +91,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if f.Multipart() {
 			spec.guardrails = s.multipartGuardrails // a method value: multipart routes only
 		}
-		ctx, call, err := s.startCall(ctx, spec)
+		ctx, call, err := s.startScannedCall(ctx, spec, &rf)
 		if err != nil {
 			return err
 		}
@@ -175,13 +178,13 @@ func streamCheckWindow(text string, added int) string {
 	return text[start:]
 }
 
-// requestGuardrails resolves the guardrails a request runs: every default_on guardrail plus
+// requestGuardrailsOf resolves the guardrails a request runs: every default_on guardrail plus
 // the ones named in "guardrails" or "metadata.guardrails" (LiteLLM). The names are removed
 // from the body before it goes upstream. An unknown name (after read-through) is a 404.
-func (s *Server) requestGuardrails(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
+// rf holds body's members, already scanned (scanRequest).
+func (s *Server) requestGuardrailsOf(ctx context.Context, body []byte, rf *requestFields) ([]*guardrail.Guardrail, []byte, error) {
 	defaults := s.Guardrails.Load().ByName(DefaultOnName)
-	top := gjson.GetBytes(body, "guardrails")
-	meta := gjson.GetBytes(body, "metadata.guardrails")
+	top, meta := rf.guardrails, rf.metaGuardrails
 	if len(defaults) == 0 && !top.Exists() && !meta.Exists() {
 		return nil, body, nil // hot path: nothing to do
 	}
@@ -221,7 +224,7 @@ func (s *Server) requestGuardrails(ctx context.Context, body []byte) ([]*guardra
 	return gs, body, nil
 }
 
-// multipartGuardrails is requestGuardrails for a multipart/form-data request (audio
+// multipartGuardrails is requestGuardrailsOf for a multipart/form-data request (audio
 // transcriptions): every default_on guardrail plus the ones named in "guardrails" form fields
 // (a JSON array of names or a comma-separated list), which are removed from the body.
 func (s *Server) multipartGuardrails(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
@@ -290,6 +293,61 @@ func hasMode(gs []*guardrail.Guardrail, m guardrail.Mode) bool {
 		}
 	}
 	return false
+}
+
+// requestFields are the members of a JSON request body the pipeline reads, as gjson.Get
+// finds them (the first of a repeated key), taken in one pass over the body's top level:
+// gjson.Get scans the whole body for each member that is absent, and most are. The results
+// alias the body (copy what outlives it).
+type requestFields struct {
+	model, stream  gjson.Result
+	guardrails     gjson.Result // "guardrails"
+	metaGuardrails gjson.Result // "metadata.guardrails"
+	// endUser are the endUserFields: user, litellm_metadata.user, metadata.user_id,
+	// safety_identifier
+	endUser [len(endUserFields)]gjson.Result
+}
+
+// scanRequest reads body's requestFields; none when body is not a JSON object.
+func scanRequest(body []byte) requestFields {
+	var rf requestFields
+	if !isJSONObject(body) {
+		return rf
+	}
+	var meta, litellmMeta gjson.Result
+	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
+		var dst *gjson.Result
+		switch k.Str {
+		case "model":
+			dst = &rf.model
+		case "stream":
+			dst = &rf.stream
+		case "user":
+			dst = &rf.endUser[0]
+		case "litellm_metadata":
+			dst = &litellmMeta
+		case "metadata":
+			dst = &meta
+		case "safety_identifier":
+			dst = &rf.endUser[3]
+		case "guardrails":
+			dst = &rf.guardrails
+		default:
+			return true
+		}
+		if !dst.Exists() {
+			*dst = v
+		}
+		return true
+	})
+	if litellmMeta.Exists() {
+		rf.endUser[1] = litellmMeta.Get("user")
+	}
+	if meta.Exists() {
+		rf.metaGuardrails = meta.Get("guardrails")
+		rf.endUser[2] = meta.Get("user_id")
+	}
+	return rf
 }
 
 // isJSONObject reports whether valid JSON body is an object (first non-space byte), without

@@ -142,7 +142,7 @@ type callSpec struct {
 	// (resolveGroup).
 	resolve func(ctx context.Context) (target, error)
 	// guardrails selects the guardrails the call runs and returns the body to send (e.g. with
-	// the "guardrails" member removed); nil: Server.requestGuardrails. (The LLM routes leave
+	// the "guardrails" member removed); nil: Server.requestGuardrailsOf. (The LLM routes leave
 	// both nil: no closures per request.)
 	guardrails func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error)
 }
@@ -160,6 +160,13 @@ func (s *Server) resolveGroup(ctx context.Context, f provider.Format, model stri
 // startCall runs steps 2–5. The returned ctx must be used for the call (a during_call block
 // cancels it). On error nothing was admitted (or the admission was released).
 func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *call, error) {
+	return s.startScannedCall(ctx, sp, nil)
+}
+
+// startScannedCall is startCall with the members of sp.body it reads already scanned (rf; nil:
+// scanned here). rf is a parameter, not a callSpec field, so that it can stay on the caller's
+// stack.
+func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestFields) (context.Context, *call, error) {
 	var t target
 	var err error
 	if sp.resolve != nil {
@@ -175,7 +182,11 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
 		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
-	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, sp.body); err != nil {
+	if rf == nil {
+		rf = new(requestFields)
+		*rf = scanRequest(sp.body)
+	}
+	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
 	c := &call{s: s, f: sp.format, target: t, body: sp.body}
@@ -193,7 +204,7 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 	if sp.guardrails != nil {
 		c.gs, c.body, err = sp.guardrails(ctx, c.body)
 	} else {
-		c.gs, c.body, err = s.requestGuardrails(ctx, c.body)
+		c.gs, c.body, err = s.requestGuardrailsOf(ctx, c.body, rf)
 	}
 	if err != nil {
 		return fail(err)
