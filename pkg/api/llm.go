@@ -106,13 +106,23 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		ct := echo.MIMEApplicationJSON
 		if res.ContentType != "" {
-			ct = res.ContentType
+			return c.Blob(status, res.ContentType, res.Body)
 		}
-		return c.Blob(status, ct, res.Body)
+		// c.Blob(status, "application/json", body) without its Header.Set: the shared value
+		w := c.Response()
+		if h := w.Header(); h.Get(echo.HeaderContentType) == "" {
+			h[echo.HeaderContentType] = jsonContentType
+		}
+		w.WriteHeader(status)
+		_, err = w.Write(res.Body)
+		return err
 	}
 }
+
+// jsonContentType is the Content-Type of a JSON answer, shared (cap 1: an Add appends to a
+// copy; net/http copies it when it writes the header).
+var jsonContentType = []string{echo.MIMEApplicationJSON}
 
 // stream writes a streamed call's events as they come. A failure after the first byte (the
 // upstream's, or a post_call BLOCK) ends the stream with one error event in the route's
