@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -24,11 +25,14 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
+		rc := &requestContext{Context: req.Context(), base: &s.Log}
 		rid := req.Header.Get(echo.HeaderXRequestID)
 		if rid == "" {
-			rid = newRequestID()
+			// the id's bytes live in rc (allocated anyway) and are never changed: the string
+			// views them instead of copying them into an allocation of its own
+			fillRequestID(&rc.ridBytes)
+			rid = unsafe.String(&rc.ridBytes[0], len(rc.ridBytes))
 		}
-		rc := &requestContext{Context: req.Context(), base: &s.Log}
 		rc.rid[0] = rid
 		c.Response().Header()[echo.HeaderXRequestID] = rc.rid[:]
 		c.SetRequest(req.WithContext(rc))
@@ -124,12 +128,11 @@ func (r *limitedReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// newRequestID returns 32 random characters [0-9A-Za-z], the shape of echo's request ids,
+// fillRequestID writes into b 32 random characters [0-9A-Za-z], the shape of echo's request ids,
 // from the runtime's ChaCha8 generator (lock-free; request ids name requests, they are not
 // secrets).
-func newRequestID() string {
+func fillRequestID(b *[32]byte) {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	var b [32]byte
 	for i := 0; i < len(b); {
 		r := rand.Uint64()
 		for j := 0; j < 10 && i < len(b); j++ { // 10 × 6 bits of each 64
@@ -138,7 +141,6 @@ func newRequestID() string {
 			i++
 		}
 	}
-	return string(b[:])
 }
 
 // requestContext is the request's context: its parent plus the request id. Code that logs
@@ -148,6 +150,8 @@ type requestContext struct {
 	context.Context
 	base *zerolog.Logger
 	rid  [1]string // the id; also the x-request-id header value (a slice of it, no copy)
+	// ridBytes holds a generated id's characters (rid[0] views them)
+	ridBytes [32]byte
 	// who is the caller, recorded by auth (setCaller) when hasWho
 	who    principal
 	hasWho bool
