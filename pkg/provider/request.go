@@ -102,7 +102,7 @@ func parseJSONObject(body []byte) (gjson.Result, error) {
 	if !gjson.ValidBytes(body) {
 		return gjson.Result{}, badRequest("request body is not valid JSON")
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	if !root.IsObject() {
 		return gjson.Result{}, badRequest("request body must be a JSON object")
 	}

@@ -125,7 +125,7 @@ func parseChatResult(body []byte) (*result, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, errBadUpstreamJSON
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	r := &result{id: root.Get("id").Str, model: root.Get("model").Str}
 	choice := root.Get("choices.0")
 	msg := choice.Get("message")
@@ -149,7 +149,7 @@ func parseMessagesResult(body []byte) (*result, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, errBadUpstreamJSON
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	r := &result{id: root.Get("id").Str, model: root.Get("model").Str}
 	root.Get("content").ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").Str {
@@ -487,7 +487,7 @@ func parseResponsesResult(body []byte) (*result, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, errBadUpstreamJSON
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	r := &result{id: root.Get("id").Str, model: root.Get("model").Str}
 	root.Get("output").ForEach(func(_, it gjson.Result) bool {
 		switch it.Get("type").Str {
