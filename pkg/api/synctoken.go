@@ -15,6 +15,9 @@ import (
 // once that write is applied there.
 const SyncTokenHeader = "x-lockstep-sync-token"
 
+// syncTokenKey is SyncTokenHeader as net/http stores it in a request's Header.
+var syncTokenKey = http.CanonicalHeaderKey(SyncTokenHeader)
+
 // syncTokenWait bounds how long a request carrying a sync token waits (API.md: at most 2 s).
 const syncTokenWait = 2 * time.Second
 
@@ -53,7 +56,9 @@ func (s *Server) issuesSyncToken(next echo.HandlerFunc) echo.HandlerFunc {
 // the change feed is reconnecting the barrier fails at once; it is retried until the bound.
 // Runs before auth, so a key written on another replica is usable with its token.
 func (s *Server) awaitSyncToken(c echo.Context) error {
-	if s.Syncer == nil || c.Request().Header.Get(SyncTokenHeader) == "" {
+	// indexed under the canonical key: Header.Get(SyncTokenHeader) canonicalises the
+	// lower-case name into a new string on every request
+	if v := c.Request().Header[syncTokenKey]; s.Syncer == nil || len(v) == 0 || v[0] == "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), syncTokenWait)
