@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -105,5 +106,22 @@ func BenchmarkScanRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The API key headers are read without allocating (canonical names), in their order.
+func TestBearerHeaders(t *testing.T) {
+	e := echo.New()
+	for _, tc := range []struct{ header, value, want string }{
+		{"Authorization", "Bearer sk-1", "sk-1"}, {"authorization", "bearer sk-2", "sk-2"},
+		{"x-api-key", " sk-3 ", "sk-3"}, {"api-key", "sk-4", "sk-4"}, {"X-Other", "sk-5", ""},
+	} {
+		req := httptest.NewRequest("POST", "/", nil)
+		req.Header.Set(tc.header, tc.value)
+		c := e.NewContext(req, httptest.NewRecorder())
+		require.Equal(t, tc.want, bearer(c), tc.header)
+		if tc.want != "" {
+			require.Zero(t, testing.AllocsPerRun(10, func() { _ = bearer(c) }), tc.header)
+		}
 	}
 }

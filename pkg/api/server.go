@@ -432,10 +432,12 @@ func bearer(c echo.Context) string {
 		}
 		return strings.TrimSpace(a)
 	}
-	if k := h.Get("x-api-key"); k != "" {
+	// canonical names (x-api-key, api-key): Header.Get canonicalises a lower-case name into a
+	// new string on every call
+	if k := h.Get("X-Api-Key"); k != "" {
 		return strings.TrimSpace(k)
 	}
-	if k := h.Get("api-key"); k != "" { // Azure SDKs
+	if k := h.Get("Api-Key"); k != "" { // Azure SDKs
 		return strings.TrimSpace(k)
 	}
 	return ""
