@@ -313,6 +313,12 @@ func TestInvalidRowFromPSQLKeepsServingVersion(t *testing.T) {
 	st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "sturdy", "model_info": map[string]any{"id": "sturdy-1"},
 		"litellm_params": map[string]any{"model": "openai/x", "mock_response": "good version"}})
 	require.Equal(t, 200, st, "%s", b)
+	// B must be serving the good version before it is broken: under load B's re-read of the
+	// insert can otherwise land after the UPDATE, and B never held a version to keep.
+	Eventually(t, "B serves the good version", func() bool {
+		_, b := p.B.Do(t, "POST", "/v1/chat/completions", chatBody("sturdy", "x", false))
+		return strings.Contains(string(b), "good version")
+	})
 	PSQL(t, p.DB, `UPDATE gateway.models SET litellm_params = '{"model":"nosuch/x"}' WHERE model_id = 'sturdy-1'`)
 	for _, g := range []*Gateway{p.A, p.B} {
 		Eventually(t, g.ReplicaID+" counts the apply error", func() bool { return g.SyncLag(t)["apply_errors"].(float64) >= 1 })
