@@ -427,7 +427,7 @@ func (l *Limiter) takeWindow(ctx context.Context, ks *keyState, w *window, limit
 		}
 		ch := w.inflight
 		if ch == nil {
-			if w.lastErr != nil && now.Sub(w.errAt) < errRetryWindow || attempt >= 2 {
+			if w.lastErr != nil && now.Sub(w.errAt) < errRetryWindow || attempt >= 16 {
 				err := w.lastErr
 				w.mu.Unlock()
 				if err == nil {
@@ -529,11 +529,15 @@ func (w *window) estimate(limit int64) int64 {
 }
 
 // debit settles a tpm call: the tokens the upstream reported replace the reserved estimate in
-// the key's token lease (the lease may go negative: a debt leased back before the next call).
+// the key's token lease. When that leaves a debt (the call used more than this replica held),
+// the debt is leased back before debit returns — before the answer reaches the client on a
+// non-streamed call — so the cluster-wide window counts the tokens before the client can send
+// its next call to any replica (API.md: tpm_limit overshoots by at most the calls in flight).
+// A smaller remainder is topped up in the background as usual. With Postgres unreachable
+// (a lease failed within errRetryWindow) the debt stays local and is settled by the next lease.
 func (l *Limiter) debit(ks *keyState, limit, tokens, reserved int64) {
 	w := &ks.tpm
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if tokens > 0 {
 		if w.perCall == 0 {
 			w.perCall = float64(tokens)
@@ -543,14 +547,36 @@ func (l *Limiter) debit(ks *keyState, limit, tokens, reserved int64) {
 	}
 	w.roll(l.clock(), limit)
 	if !w.leased {
+		w.mu.Unlock()
 		return
 	}
 	w.have -= tokens - reserved
 	w.sinceLease += tokens - reserved
-	if w.have <= w.size/2 && w.inflight == nil && !w.exhaust {
-		w.inflight = make(chan struct{})
-		go l.leaseWindow(ks, w, limit, w.inflight)
+	for range 3 {
+		if w.have > w.size/2 || w.exhaust {
+			break
+		}
+		debt := w.have < 0 && !(w.lastErr != nil && l.clock().Sub(w.errAt) < errRetryWindow)
+		if ch := w.inflight; ch != nil {
+			if !debt {
+				break
+			}
+			w.mu.Unlock()
+			<-ch // a lease sized before this debit: look again once it is in
+			w.mu.Lock()
+			continue
+		}
+		ch := make(chan struct{})
+		w.inflight = ch
+		w.mu.Unlock()
+		if !debt {
+			go l.leaseWindow(ks, w, limit, ch)
+			return
+		}
+		l.leaseWindow(ks, w, limit, ch)
+		w.mu.Lock()
 	}
+	w.mu.Unlock()
 }
 
 // --- parallel slots ----------------------------------------------------------------------
