@@ -66,6 +66,9 @@ func TestCLIBadInputsExitWithOneLineReason(t *testing.T) {
 	badObjects := write("bad-objects.yaml", "general_settings:\n  supported_db_objects: [models, widgets]\n")
 	badRetention := write("bad-retention.yaml", "general_settings:\n  maximum_spend_logs_retention_period: 7 days\n")
 	badYAML := write("bad.yaml", "model_list: [\n")
+	typoSection := write("typo-section.yaml", "modl_list: []\nlitellm_settings: {drop_params: true}\n")
+	typoEntry := write("typo-entry.yaml", "model_list:\n  - model_name: x\n    bogus_key: 1\n    litellm_params: {model: openai/x}\n")
+	badType := write("bad-type.yaml", "router_settings: {num_retries: abc}\n")
 	cases := []struct {
 		name string
 		args []string
@@ -79,6 +82,9 @@ func TestCLIBadInputsExitWithOneLineReason(t *testing.T) {
 		{"missing env var", []string{"serve", "--config", missingEnv}, "general_settings.master_key: environment variable LOCKSTEP_TEST_UNSET_VAR is not set"},
 		{"unknown db object", []string{"serve", "--config", badObjects}, `general_settings.supported_db_objects[1]: unknown object "widgets"`},
 		{"bad spend log retention", []string{"serve", "--config", badRetention}, `general_settings.maximum_spend_logs_retention_period: duration: "7 days" is not a duration`},
+		{"unknown top-level key", []string{"serve", "--config", typoSection}, `unknown top-level key "modl_list" (line 1)`},
+		{"unknown model_list field", []string{"serve", "--config", typoEntry}, `model_list[0]: unknown field "bogus_key" (line 3); accepted: model_name, litellm_params, model_info`},
+		{"wrong type named", []string{"serve", "--config", badType}, "router_settings.num_retries: line 1: cannot unmarshal !!str `abc` into int"},
 		{"malformed yaml", []string{"serve", "--config", badYAML}, "config " + badYAML},
 		{"missing config file", []string{"serve", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
 		{"unreachable database", []string{"serve", "--database-url", "postgres://u@127.0.0.1:1/db?connect_timeout=2"}, "database unreachable"},

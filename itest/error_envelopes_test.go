@@ -91,3 +91,14 @@ func TestErrorEnvelopesOfManagementAndMessagesRoutes(t *testing.T) {
 	typ, _ = agOpenAIError(t, b)
 	require.Equal(t, "authentication_error", typ)
 }
+
+// Error texts reach the client as worded, with no JSON HTML escaping: ">=" stays ">=" in the
+// raw body (encoding/json's default writes \u003e=), as LiteLLM's answers do.
+func TestErrorTextsAreNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	st, b := p.B.Do(t, "GET", "/user/list?page=0&page_size=2", nil)
+	require.Equal(t, 400, st, "%s", b)
+	require.Contains(t, string(b), `page must be an integer >= 1`)
+	require.NotContains(t, string(b), `\u003e`)
+}

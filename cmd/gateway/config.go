@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,6 +107,9 @@ func loadConfig(path string) (*FileConfig, error) {
 	if err := resolveEnv(&node, ""); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := checkConfigShape(&node); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	var cfg FileConfig
 	dec := func() error {
 		if len(node.Content) == 0 {
@@ -119,6 +124,104 @@ func loadConfig(path string) (*FileConfig, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &cfg, nil
+}
+
+// liteLLMSections are the top-level keys of a LiteLLM proxy config that lockstep accepts and
+// does not read (so a LiteLLM config loads as it is); any other unknown top-level key is an
+// error naming it: a typo such as "modl_list" would otherwise serve no models without a word.
+var liteLLMSections = map[string]bool{"litellm_settings": true, "environment_variables": true,
+	"include": true, "credential_list": true, "mcp_servers": true, "mcp_aliases": true,
+	"callback_settings": true, "search_tools": true, "prompts": true, "vector_store_registry": true,
+	"finetune_settings": true, "files_settings": true, "assistant_settings": true, "model_group_alias": true}
+
+// entryFields are the keys of one entry of each list section (LiteLLM's own entry shapes).
+var entryFields = map[string][]string{
+	"model_list": {"model_name", "litellm_params", "model_info"},
+	"guardrails": {"guardrail_name", "litellm_params", "guardrail_info"},
+	"agents":     {"agent_id", "agent_name", "agent_card_params", "litellm_params"},
+}
+
+// checkConfigShape refuses what decoding would silently drop or report without a field name:
+// an unknown top-level key (other than LiteLLM's sections, accepted and ignored), an unknown
+// key in a model_list, guardrails or agents entry, and a value of the wrong type anywhere in
+// the sections lockstep reads (named as section.key, e.g. router_settings.num_retries).
+// Unknown keys inside general_settings and router_settings are accepted and ignored, as LiteLLM
+// has many that lockstep does not use.
+func checkConfigShape(doc *yaml.Node) error {
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("the config must be a mapping of sections (model_list, guardrails, agents, general_settings, router_settings), got a %s", kindName(root))
+	}
+	sections := map[string]any{"model_list": &[]ModelConfig{}, "guardrails": &[]GuardrailConfig{},
+		"agents": &[]AgentConfig{}, "general_settings": &GeneralSettings{}, "router_settings": &RouterSettings{}}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i].Value, root.Content[i+1]
+		if _, ok := sections[key]; !ok {
+			if liteLLMSections[key] {
+				continue
+			}
+			return fmt.Errorf("unknown top-level key %q (line %d): lockstep reads model_list, guardrails, agents, general_settings and router_settings", key, root.Content[i].Line)
+		}
+		if val.Kind == yaml.ScalarNode && val.Tag == "!!null" {
+			continue
+		}
+		if fieldsOf, ok := entryFields[key]; ok {
+			if val.Kind != yaml.SequenceNode {
+				return fmt.Errorf("%s must be a list, got a %s (line %d)", key, kindName(val), val.Line)
+			}
+			for j, item := range val.Content {
+				if item.Kind != yaml.MappingNode {
+					return fmt.Errorf("%s[%d] must be a mapping, got a %s (line %d)", key, j, kindName(item), item.Line)
+				}
+				if err := checkPairs(item, fmt.Sprintf("%s[%d]", key, j), fieldsOf, reflect.TypeOf(sections[key]).Elem().Elem()); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if val.Kind != yaml.MappingNode {
+			return fmt.Errorf("%s must be a mapping, got a %s (line %d)", key, kindName(val), val.Line)
+		}
+		if err := checkPairs(val, key, nil, reflect.TypeOf(sections[key]).Elem()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPairs decodes each key of mapping m alone into a fresh value of type t, so a type error
+// names path.key; with allowed set, a key outside it is an error naming it.
+func checkPairs(m *yaml.Node, path string, allowed []string, t reflect.Type) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if allowed != nil && !slices.Contains(allowed, k.Value) {
+			return fmt.Errorf("%s: unknown field %q (line %d); accepted: %s", path, k.Value, k.Line, strings.Join(allowed, ", "))
+		}
+		one := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{k, m.Content[i+1]}}
+		if err := one.Decode(reflect.New(t).Interface()); err != nil {
+			msg := err.Error()
+			if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
+				msg = te.Errors[0]
+			}
+			return fmt.Errorf("%s.%s: %s", path, k.Value, strings.TrimPrefix(msg, "yaml: "))
+		}
+	}
+	return nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "scalar"
+	}
+	return "node"
 }
 
 // resolveEnv replaces every "os.environ/NAME" scalar with $NAME; a missing variable is an

@@ -4,8 +4,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -372,7 +374,14 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(ae.Status)
 		return
 	}
-	_ = c.JSON(ae.Status, body)
+	// Error texts are written as the contract words them: no HTML escaping of <, > and &
+	// (encoding/json's default, which would turn "page must be an integer >= 1" into "\u003e=");
+	// LiteLLM's FastAPI answers do not escape them either.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+	_ = c.Blob(ae.Status, echo.MIMEApplicationJSON, buf.Bytes())
 }
 
 // maxReason bounds the database's reason quoted in a 400 or 409 answer.
