@@ -112,3 +112,16 @@ func listenerBackend(t testing.TB, dbURL, id string) int {
 	}, 10*time.Second, 10*time.Millisecond)
 	return pid
 }
+
+// A refused management write stored nothing, so it answers without a sync token; a write that
+// succeeds carries one.
+func TestSyncTokenOnlyOnSuccessfulWrites(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	st, b, tok := p.A.doToken(t, "", "POST", "/key/generate", map[string]any{"rpm_limt": 1})
+	require.Equal(t, 400, st, "%s", b)
+	require.Empty(t, tok, "a refused write must not answer with a sync token")
+	st, b, tok = p.A.doToken(t, "", "POST", "/key/generate", map[string]any{})
+	require.Equal(t, 200, st, "%s", b)
+	require.NotEmpty(t, tok)
+}

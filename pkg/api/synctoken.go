@@ -37,14 +37,20 @@ func (s *Server) newSyncToken() string {
 	return "v1." + base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-// issuesSyncToken wraps an admin route: a write (any method but GET, HEAD, OPTIONS) answers
-// with a sync token, set before the handler writes anything.
+// issuesSyncToken wraps an admin route: a write (any method but GET, HEAD, OPTIONS) that
+// succeeds (status below 400) answers with a sync token; a refused write stored nothing and
+// carries none.
 func (s *Server) issuesSyncToken(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
-			c.Response().Header().Set(SyncTokenHeader, s.newSyncToken())
+			res := c.Response()
+			res.Before(func() {
+				if res.Status < 400 {
+					res.Header().Set(SyncTokenHeader, s.newSyncToken())
+				}
+			})
 		}
 		return next(c)
 	}
