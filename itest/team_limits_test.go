@@ -109,3 +109,25 @@ func TestTeamAndOrganizationRateLimitsAcrossReplicas(t *testing.T) {
 	require.LessOrEqual(t, got, 2)
 	require.GreaterOrEqual(t, got, 1)
 }
+
+// A key limited only through its team answers with the team's x-ratelimit-* headers (the
+// tightest of the key's and its owners' limits, as LiteLLM's limiter reports), on a replica
+// other than the one that made the team; a key with no limit anywhere carries none.
+func TestTeamLimitedKeyCarriesRateLimitHeaders(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t, "GATEWAY_LIMIT_WINDOW=1h")
+	a, b := c.G[0], c.G[1]
+	govMockModel(t, a, "tlh-m", nil)
+	st, out := a.Do(t, "POST", "/team/new", map[string]any{"team_id": "tlh", "rpm_limit": 100, "tpm_limit": 100000})
+	require.Equal(t, 200, st, "%s", out)
+	k, _ := govKey(t, b, map[string]any{"team_id": "tlh"})
+	st, h, body := govDo(t, b, k, "tlh-m", "hi")
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "100", h.Get("x-ratelimit-limit-requests"))
+	require.NotEmpty(t, h.Get("x-ratelimit-remaining-requests"))
+	require.Equal(t, "100000", h.Get("x-ratelimit-limit-tokens"))
+	free, _ := govKey(t, b, map[string]any{})
+	st, h, body = govDo(t, b, free, "tlh-m", "hi")
+	require.Equal(t, 200, st, "%s", body)
+	require.Empty(t, h.Get("x-ratelimit-limit-requests"))
+}

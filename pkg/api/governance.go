@@ -67,6 +67,7 @@ func (g governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 		if gc.ownerTickets, err = s.ownerLimits(ctx, h, gc.owners); err != nil {
 			return nil, err
 		}
+		gc.setOwnerRateHeaders(h, limits.Status{LimitRequests: -1, LimitTokens: -1})
 		return gc, nil
 	}
 	if k.Budget.Has && s.Spend != nil {
@@ -97,7 +98,32 @@ func (g governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 		}
 		return nil, err
 	}
+	keySt := limits.Status{LimitRequests: -1, LimitTokens: -1}
+	if gc.limited {
+		keySt = gc.ticket.Status()
+	}
+	gc.setOwnerRateHeaders(h, keySt)
 	return gc, nil
+}
+
+// setOwnerRateHeaders sets the x-ratelimit-* headers from the tightest of the key's own
+// status st and its owners' (user, team, member, organization, end user) limits: per kind,
+// the one with the least remaining, as LiteLLM's parallel_request_limiter_v3 reports the
+// descriptor closest to its limit. A key limited only through its team gets them too.
+func (g *govCall) setOwnerRateHeaders(h http.Header, st limits.Status) {
+	if len(g.ownerTickets) == 0 {
+		return
+	}
+	for _, t := range g.ownerTickets {
+		o := t.Status()
+		if o.LimitRequests >= 0 && (st.LimitRequests < 0 || o.RemainingRequests < st.RemainingRequests) {
+			st.LimitRequests, st.RemainingRequests = o.LimitRequests, o.RemainingRequests
+		}
+		if o.LimitTokens >= 0 && (st.LimitTokens < 0 || o.RemainingTokens < st.RemainingTokens) {
+			st.LimitTokens, st.RemainingTokens = o.LimitTokens, o.RemainingTokens
+		}
+	}
+	setRateHeaders(h, st)
 }
 
 func setRateHeaders(h http.Header, st limits.Status) {
