@@ -135,6 +135,15 @@ func (s *Server) applyAccount(typ store.ObjectType, rows []store.Row, absent map
 
 // accountJSON is the answer for an account row: the row's columns (LiteLLM's names) plus its
 // spend (0 until spend is tracked at that level).
+// accountOK answers 200 with the account row as accountJSON renders it.
+func (s *Server) accountOK(c echo.Context, row store.Row) error {
+	out, err := s.accountJSON(row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
 func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 	var m map[string]any
 	if err := json.Unmarshal(r.Data, &m); err != nil {
@@ -176,11 +185,7 @@ func (s *Server) accountNew(k accountKind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		out, err := s.accountJSON(row)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, out)
+		return s.accountOK(c, row)
 	}
 }
 
@@ -298,11 +303,7 @@ func (s *Server) accountBlock(k accountKind, blocked bool) echo.HandlerFunc {
 			return err
 		}
 		s.applyAccount(k.typ, []store.Row{row}, nil)
-		out, err := s.accountJSON(row)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, out)
+		return s.accountOK(c, row)
 	}
 }
 
@@ -829,11 +830,7 @@ func (s *Server) teamNew(c echo.Context) error {
 		row = *resolved
 		s.applyAccount(store.Team, []store.Row{row}, nil)
 	}
-	out, err := s.accountJSON(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return s.accountOK(c, row)
 }
 
 const afterCommitKey = "lockstep.after_commit"
@@ -1048,11 +1045,7 @@ func (s *Server) teamMemberDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.accountJSON(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return s.accountOK(c, row)
 }
 
 // teamMemberUpdate: POST /team/member_update {"team_id", "user_id" | "user_email", "role"?,
