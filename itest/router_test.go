@@ -1,0 +1,232 @@
+package itest
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"lockstep/itest/fakeupstream"
+	"lockstep/itest/pgtest"
+)
+
+// Router (issue 20): deployment caps and cooldowns shared by every replica through Postgres,
+// LiteLLM's strategies, upstream error codes. See pkg/router for the rules and bounds.
+
+func rtChat(t testing.TB, g *Gateway, model string) (int, []byte) {
+	t.Helper()
+	return g.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+}
+
+func rtNewModel(t testing.TB, g *Gateway, name, id string, up *fakeupstream.Server, extra map[string]any) {
+	t.Helper()
+	params := map[string]any{"model": "openai/m", "api_base": up.URL + "/v1", "api_key": "k"}
+	for k, v := range extra {
+		params[k] = v
+	}
+	st, b := g.Do(t, "POST", "/model/new", map[string]any{"model_name": name, "litellm_params": params, "model_info": map[string]any{"id": id}})
+	require.Equal(t, 200, st, "%s", b)
+}
+
+// cooldownOn reads model_info.cooldown_until of deployment id from g's /model/info (nil when
+// it is not cooling down there).
+func cooldownOn(t testing.TB, g *Gateway, id string) any {
+	t.Helper()
+	st, b := g.Do(t, "GET", "/model/info?litellm_model_id="+id, nil)
+	require.Equal(t, 200, st, "%s", b)
+	data := JSON(t, b)["data"].([]any)
+	require.Len(t, data, 1, "%s", b)
+	return data[0].(map[string]any)["model_info"].(map[string]any)["cooldown_until"]
+}
+
+// A deployment with rpm 60 behind three replicas, offered five times that: in every fixed
+// window no more than 60 (+ the documented bound) reach it, the rest go to the group's other
+// deployment; a group whose only deployment is at its cap answers 429 with LiteLLM's text on
+// every replica. The window is shortened to 6 s with the test knob GATEWAY_LIMIT_WINDOW (the
+// same mechanism as a minute), so rpm 60 means 60 per 6 s window here.
+func TestRouterDeploymentRPMAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	const window = 6 * time.Second
+	db := pgtest.NewDB(t)
+	var gs []*Gateway
+	for _, id := range []string{"a", "b", "c"} {
+		gs = append(gs, StartGateway(t, db, id, GatewayOpts{Env: []string{"GATEWAY_LIMIT_WINDOW=" + window.String()}}))
+	}
+	capped, other, solo := fakeupstream.Start(t), fakeupstream.Start(t), fakeupstream.Start(t)
+	rtNewModel(t, gs[0], "rt-cap", "rt-cap-60", capped, map[string]any{"rpm": 60})
+	rtNewModel(t, gs[0], "rt-cap", "rt-cap-free", other, nil)
+	rtNewModel(t, gs[1], "rt-solo", "rt-solo-5", solo, map[string]any{"rpm": 5})
+	for _, g := range gs {
+		Eventually(t, "models on "+g.ReplicaID, func() bool { st, _ := rtChat(t, g, "rt-cap"); return st == 200 })
+	}
+	capped.Reset()
+	other.Reset()
+
+	// 300 calls per window offered (50/s) over the three replicas, for 2.5 windows
+	const perWindow = 300
+	n := perWindow * 5 / 2
+	tick := time.NewTicker(window / perWindow)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for i := range n {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st, b := rtChat(t, gs[i%3], "rt-cap"); st != 200 {
+				bad.Add(1)
+				t.Errorf("call %d: %d %s", i, st, b)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, bad.Load())
+	perWin := map[int64]int{}
+	for _, r := range capped.Requests() {
+		perWin[r.Time.UnixNano()/int64(window)]++
+	}
+	// the documented bound: none over the cap at admission; at the upstream, the calls in
+	// flight at a window's turn may land in the next window (a few at this rate)
+	const bound = 3
+	worst := 0
+	for w, c := range perWin {
+		worst = max(worst, c)
+		require.LessOrEqual(t, c, 60+bound, "window %d: %d calls reached the rpm 60 deployment (%v)", w, c, perWin)
+	}
+	total := len(capped.Requests()) + len(other.Requests())
+	require.Equal(t, n, total)
+	require.GreaterOrEqual(t, worst, 45, "the capped deployment should be used up to its cap: %v", perWin)
+	t.Logf("rpm 60 deployment, 3 replicas, %d calls offered per window: per window at the upstream %v (max %d); the other deployment took %d", perWindow, perWin, worst, len(other.Requests()))
+
+	// a group with only a capped deployment: 429 once its cap is used, whichever replica
+	admitted := 0
+	var last []byte
+	for i := range 12 {
+		st, b := rtChat(t, gs[i%3], "rt-solo")
+		if st == 200 {
+			admitted++
+			continue
+		}
+		require.Equal(t, 429, st, "%s", b)
+		last = b
+	}
+	require.LessOrEqual(t, admitted, 5+bound)
+	require.NotNil(t, last)
+	e := JSON(t, last)["error"].(map[string]any)
+	require.Equal(t, "rate_limit_error", e["type"])
+	require.Regexp(t, `^No deployments available for selected model, Try again in \d+ seconds\. Passed model=rt-solo\. pre-call-checks=False, cooldown_list=\[\]$`, e["message"])
+}
+
+// A deployment failing on replica A cools down there (allowed_fails 1); B and C skip it
+// within one cluster tick (2 s; polled) and it serves again everywhere after cooldown_time.
+func TestRouterCooldownAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	cfg := "router_settings: {allowed_fails: 1, cooldown_time: 8, num_retries: 1}\n"
+	var gs []*Gateway
+	for _, id := range []string{"a", "b", "c"} {
+		gs = append(gs, StartGateway(t, db, id, GatewayOpts{Config: cfg}))
+	}
+	bad, good := fakeupstream.Start(t), fakeupstream.Start(t)
+	rtNewModel(t, gs[0], "rt-cool", "rt-cool-bad", bad, nil)
+	rtNewModel(t, gs[0], "rt-cool", "rt-cool-good", good, nil)
+	for _, g := range gs {
+		Eventually(t, "models on "+g.ReplicaID, func() bool { st, _ := rtChat(t, g, "rt-cool"); return st == 200 })
+		require.Nil(t, cooldownOn(t, g, "rt-cool-bad"))
+	}
+	bad.SetStatus(500)
+	// replica A alone sees the failures (its retries go to the good deployment)
+	Eventually(t, "cooldown decided on a", func() bool {
+		st, b := rtChat(t, gs[0], "rt-cool")
+		require.Equal(t, 200, st, "%s", b)
+		return cooldownOn(t, gs[0], "rt-cool-bad") != nil
+	})
+	decided := time.Now()
+	for _, g := range gs[1:] {
+		require.Eventually(t, func() bool { return cooldownOn(t, g, "rt-cool-bad") != nil }, 2*time.Second+2*time.Second, 10*time.Millisecond,
+			"replica %s did not learn the cooldown within one tick", g.ReplicaID)
+		t.Logf("replica %s skips the deployment %v after replica a decided it (documented: within one 2 s tick)", g.ReplicaID, time.Since(decided).Round(time.Millisecond))
+	}
+	bad.Reset()
+	for i := range 30 {
+		st, b := rtChat(t, gs[1+i%2], "rt-cool")
+		require.Equal(t, 200, st, "%s", b)
+	}
+	require.Empty(t, bad.Requests(), "replicas b and c kept sending to the cooled-down deployment")
+	// /health shows it too
+	st, b := gs[2].Do(t, "GET", "/health?model=rt-cool", nil)
+	require.Equal(t, 200, st, "%s", b)
+	require.Contains(t, string(b), `"cooldown_until"`)
+
+	// it returns after cooldown_time on every replica
+	bad.SetStatus(0)
+	for _, g := range gs {
+		require.Eventually(t, func() bool { return cooldownOn(t, g, "rt-cool-bad") == nil }, 15*time.Second, 50*time.Millisecond)
+	}
+	for _, g := range gs[1:] {
+		bad.Reset()
+		Eventually(t, "deployment serves again on "+g.ReplicaID, func() bool {
+			st, _ := rtChat(t, g, "rt-cool")
+			return st == 200 && len(bad.Requests()) > 0
+		})
+	}
+}
+
+// LiteLLM's example config (routing_strategy: usage-based-routing-v2) loads, and usage stays
+// even over the group's deployments, counted over the replicas together.
+func TestRouterUsageBasedV2(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	cfg := "router_settings: {routing_strategy: usage-based-routing-v2}\n"
+	gs := []*Gateway{StartGateway(t, db, "a", GatewayOpts{Config: cfg}), StartGateway(t, db, "b", GatewayOpts{Config: cfg})}
+	ups := []*fakeupstream.Server{fakeupstream.Start(t), fakeupstream.Start(t)}
+	for i, up := range ups {
+		rtNewModel(t, gs[0], "rt-usage", fmt.Sprint("rt-usage-", i), up, nil)
+	}
+	for _, g := range gs {
+		Eventually(t, "models on "+g.ReplicaID, func() bool { st, _ := rtChat(t, g, "rt-usage"); return st == 200 })
+	}
+	for _, up := range ups {
+		up.Reset()
+	}
+	for i := range 200 {
+		st, b := rtChat(t, gs[i%2], "rt-usage")
+		require.Equal(t, 200, st, "%s", b)
+	}
+	a, b := len(ups[0].Requests()), len(ups[1].Requests())
+	t.Logf("usage-based-routing-v2 over 2 replicas: %d and %d calls", a, b)
+	require.InDelta(t, 100, a, 30, "%d vs %d", a, b)
+}
+
+// Upstream error codes are kept in the envelope (context_length_exceeded, …); without one the
+// code is the status (API.md).
+func TestRouterUpstreamErrorCodes(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	up := fakeupstream.Start(t)
+	rtNewModel(t, p.A, "rt-codes", "rt-codes-1", up, nil)
+	Eventually(t, "model", func() bool { st, _ := rtChat(t, p.B, "rt-codes"); return st == 200 })
+	for _, tc := range []struct {
+		status      int
+		code, ecode string
+	}{
+		{400, "context_length_exceeded", "context_length_exceeded"},
+		{400, "content_policy_violation", "content_policy_violation"},
+		{429, "rate_limit_exceeded", "rate_limit_exceeded"},
+		{400, "", "400"},
+	} {
+		if tc.code != "" {
+			up.FailWith(tc.status, tc.code, "upstream says "+tc.code)
+		} else {
+			up.SetStatus(tc.status)
+		}
+		st, b := rtChat(t, p.B, "rt-codes")
+		require.Equal(t, tc.status, st, "%s", b)
+		require.Equal(t, tc.ecode, JSON(t, b)["error"].(map[string]any)["code"], "%s", b)
+		up.SetStatus(0)
+	}
+}
