@@ -339,4 +339,3 @@ func toJSON(field string, v any) ([]byte, error) {
 	}
 	return b, nil
 }
-
