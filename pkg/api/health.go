@@ -103,7 +103,7 @@ func newMetrics(s *Server) *metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockstep_http_request_duration_seconds", Help: "HTTP request duration by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"route"})
 	m.syncTokenTimeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_sync_token_timeouts_total", Help: "Requests refused (503) because the write their x-lockstep-sync-token names was not applied here within 2 s."})
 	m.budgetRejections = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_budget_rejections_total", Help: "Calls refused because the key's spend reached max_budget (or its spend could not be read)."})
-	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s}, &governanceCollector{s: s}, m.budgetRejections)
+	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s}, &governanceCollector{s: s}, &routerCollector{s: s}, m.budgetRejections)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }

@@ -113,6 +113,7 @@ type Router struct {
 	shared   atomic.Pointer[Shared]
 	local    *limits.Limiter // caps without Share (no database): an in-memory store
 
+	routed, noDeployments                       atomic.Int64
 	cooldowns, publishErrors, ticks, tickErrors atomic.Int64
 }
 
@@ -127,15 +128,24 @@ func (r *Router) Settings() Settings { return r.settings }
 
 // Stats are the router's counters since start.
 type Stats struct {
-	Cooldowns     int64 // cooldowns decided here or learnt from other replicas
-	PublishErrors int64 // cooldown events that could not be written
-	Ticks         int64 // shared-cooldown reads
+	Routed        int64            // attempts given a deployment
+	NoDeployments int64            // attempts refused: every deployment cooling down or capped (429)
+	RoundTrips    map[string]int64 // database round trips of the deployment caps' leases: rpm, tpm
+	Cooldowns     int64            // cooldowns decided here or learnt from other replicas
+	PublishErrors int64            // cooldown events that could not be written
+	Ticks         int64            // shared-cooldown reads (one query each)
 	TickErrors    int64
 }
 
 // Stats returns the counters.
 func (r *Router) Stats() Stats {
-	return Stats{Cooldowns: r.cooldowns.Load(), PublishErrors: r.publishErrors.Load(), Ticks: r.ticks.Load(), TickErrors: r.tickErrors.Load()}
+	st := Stats{Routed: r.routed.Load(), NoDeployments: r.noDeployments.Load(), RoundTrips: map[string]int64{},
+		Cooldowns: r.cooldowns.Load(), PublishErrors: r.publishErrors.Load(), Ticks: r.ticks.Load(), TickErrors: r.tickErrors.Load()}
+	if sh := r.shared.Load(); sh != nil && sh.Limiter != nil {
+		ls := sh.Limiter.Stats()
+		st.RoundTrips["rpm"], st.RoundTrips["tpm"] = ls.RoundTrips["rpm"], ls.RoundTrips["tpm"]
+	}
+	return st
 }
 
 // Models is the registry the router serves from.

@@ -91,6 +91,7 @@ func (r *Router) pick(ctx context.Context, group []*registry.Entry[*Deployment],
 			c := tier[i]
 			p, ok, why, ra := r.take(ctx, c)
 			if ok {
+				r.routed.Add(1)
 				return p, nil
 			}
 			capped = append(capped, c.d.ModelID+": "+why)
@@ -105,6 +106,7 @@ func (r *Router) pick(ctx context.Context, group []*registry.Entry[*Deployment],
 	if retryAfter <= 0 {
 		retryAfter = time.Second
 	}
+	r.noDeployments.Add(1)
 	return picked{}, &NoDeploymentsError{Model: group[0].Value.ModelName, RetryAfter: retryAfter, CooldownList: cooling, Capped: capped}
 }
 

@@ -30,7 +30,7 @@ func upstream(id string, up *fakeupstream.Server, extra string) dep {
 	return dep{id: id, params: fmt.Sprintf(`{"model":"openai/m","api_base":%q,"api_key":"k"%s}`, up.URL+"/v1", extra)}
 }
 
-func build(t *testing.T, s router.Settings, deps ...dep) (*router.Router, []*registry.Entry[*router.Deployment]) {
+func build(t testing.TB, s router.Settings, deps ...dep) (*router.Router, []*registry.Entry[*router.Deployment]) {
 	t.Helper()
 	reg := registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names})
 	cfg := map[string]*router.Deployment{}
@@ -51,7 +51,7 @@ func build(t *testing.T, s router.Settings, deps ...dep) (*router.Router, []*reg
 }
 
 // count sends n calls and counts the deployments that answered.
-func count(t *testing.T, r *router.Router, g []*registry.Entry[*router.Deployment], n int) map[string]int {
+func count(t testing.TB, r *router.Router, g []*registry.Entry[*router.Deployment], n int) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for range n {
