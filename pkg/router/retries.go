@@ -28,12 +28,13 @@ func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], i
 			p.release(0)
 			return nil, err
 		}
-		out := res.Usage.CompletionTokens
-		el := time.Since(start).Seconds()
-		if out > 0 {
-			el /= float64(out)
+		if r.settings.RoutingStrategy == LatencyBased {
+			el := time.Since(start).Seconds()
+			if out := res.Usage.CompletionTokens; out > 0 {
+				el /= float64(out)
+			}
+			p.st.lat[0].record(el, time.Now().UnixNano(), r.settings.LatencyTTL, r.settings.LatencySamples)
 		}
-		p.st.lat[0].record(el, time.Now().UnixNano(), r.settings.LatencyTTL, r.settings.LatencySamples)
 		p.release(res.Usage.PromptTokens + res.Usage.CompletionTokens)
 		return res, nil
 	})
@@ -50,7 +51,9 @@ func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment
 			p.release(0)
 			return nil, err
 		}
-		p.st.lat[1].record(time.Since(start).Seconds(), time.Now().UnixNano(), r.settings.LatencyTTL, r.settings.LatencySamples)
+		if r.settings.RoutingStrategy == LatencyBased {
+			p.st.lat[1].record(time.Since(start).Seconds(), time.Now().UnixNano(), r.settings.LatencyTTL, r.settings.LatencySamples)
+		}
 		return &routedStream{Stream: st, p: *p, f: in}, nil
 	})
 }
@@ -98,7 +101,7 @@ func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Dep
 			return zero, p.d, err
 		}
 		c := Classify(err)
-		if c == ClassTimeout {
+		if c == ClassTimeout && r.settings.RoutingStrategy == LatencyBased {
 			// LiteLLM lowest_latency: a timeout counts as a very slow sample
 			k := 0
 			if stream {

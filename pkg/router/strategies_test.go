@@ -98,7 +98,7 @@ func TestLatencyBased(t *testing.T) {
 	got = count(t, r, g, 40)
 	require.Greater(t, got["slow"], 5, "%v", got)
 	// ttl: samples older than ttl are forgotten, so the slow one is tried again
-	r, g = build(t, router.Settings{RoutingStrategy: router.LatencyBased, LatencyTTL: time.Millisecond}, upstream("slow", slow, ""), upstream("fast", fast, ""))
+	r, g = build(t, router.Settings{RoutingStrategy: router.LatencyBased, LatencyTTL: time.Nanosecond}, upstream("slow", slow, ""), upstream("fast", fast, ""))
 	got = count(t, r, g, 20)
 	require.Greater(t, got["slow"], 2, "%v", got)
 }
@@ -383,4 +383,26 @@ func TestSharedCooldowns(t *testing.T) {
 	bad.SetStatus(0)
 	got = count(t, b, gb, 40)
 	require.Positive(t, got["bad"])
+}
+
+// A stream's tokens (its usage frames) count against the deployment's tpm when it is closed.
+func TestStreamTokensCountAgainstTPM(t *testing.T) {
+	t.Parallel()
+	r, g := build(t, router.Settings{}, mock("capped", `,"tpm":90,"order":1`), mock("free", `,"order":2`))
+	sbody := []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
+	got := map[string]int{}
+	for range 10 {
+		st, d, err := r.Stream(context.Background(), g, provider.FormatChat, sbody)
+		require.NoError(t, err)
+		for {
+			if _, err := st.Next(); err != nil {
+				break
+			}
+		}
+		require.NoError(t, st.Close())
+		got[d.ModelID]++
+	}
+	// 30 tokens a call: three fill tpm 90 (a fourth may be admitted on the last positive lease)
+	require.LessOrEqual(t, got["capped"], 4, "%v", got)
+	require.GreaterOrEqual(t, got["capped"], 3, "%v", got)
 }
