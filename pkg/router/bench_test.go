@@ -41,7 +41,7 @@ func (s *leaseStore) LeaseSlots(context.Context, string, string, int, int, time.
 	return 0, nil
 }
 func (s *leaseStore) RenewSlots(context.Context, string, time.Duration) error { return nil }
-func (s *leaseStore) PruneLimits(context.Context, time.Duration) error       { return nil }
+func (s *leaseStore) PruneLimits(context.Context, time.Duration) error        { return nil }
 
 // BenchmarkRoute prints the routing step alone (Router.Do on two mock deployments, 32
 // goroutines): p50 per call of simple-shuffle and of usage-based-routing-v2 (every deployment's
