@@ -230,3 +230,104 @@ func TestRouterUpstreamErrorCodes(t *testing.T) {
 		up.SetStatus(0)
 	}
 }
+
+// Each routing strategy on a replica process, with fake upstreams slowed or failed on command.
+func TestRouterStrategiesOnReplicas(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	start := func(id, strategy string) *Gateway {
+		return StartGateway(t, db, id, GatewayOpts{Config: "router_settings:\n  routing_strategy: " + strategy +
+			"\n  routing_strategy_args: {ttl: 1}\n  allowed_fails: 0\n  cooldown_time: 30\n"})
+	}
+	newGroup := func(g *Gateway, name string, deps map[string]map[string]any) map[string]*fakeupstream.Server {
+		ups := map[string]*fakeupstream.Server{}
+		for id, extra := range deps {
+			ups[id] = fakeupstream.Start(t)
+			info, _ := extra["model_info"].(map[string]any)
+			delete(extra, "model_info")
+			params := map[string]any{"model": "openai/m", "api_base": ups[id].URL + "/v1", "api_key": "k"}
+			for k, v := range extra {
+				params[k] = v
+			}
+			mi := map[string]any{"id": id}
+			for k, v := range info {
+				mi[k] = v
+			}
+			st, b := g.Do(t, "POST", "/model/new", map[string]any{"model_name": name, "litellm_params": params, "model_info": mi})
+			require.Equal(t, 200, st, "%s", b)
+		}
+		Eventually(t, name+" on "+g.ReplicaID, func() bool { st, _ := rtChat(t, g, name); return st == 200 })
+		for _, up := range ups {
+			up.Reset()
+		}
+		return ups
+	}
+	load := func(g *Gateway, model string, n, c int) {
+		var wg sync.WaitGroup
+		next := make(chan int, n)
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		for range c {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range next {
+					st, b := rtChat(t, g, model)
+					require.Equal(t, 200, st, "%s", b)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+
+	t.Run("simple-shuffle weights and order", func(t *testing.T) {
+		g := start("ss", "simple-shuffle")
+		ups := newGroup(g, "rs-weight", map[string]map[string]any{"w1": {"weight": 1}, "w9": {"weight": 9}})
+		load(g, "rs-weight", 200, 4)
+		require.Greater(t, len(ups["w9"].Requests()), 150, "weight 9 of 10: %d", len(ups["w9"].Requests()))
+		ups = newGroup(g, "rs-order", map[string]map[string]any{"o1": {"order": 1}, "o2": {"order": 2}})
+		load(g, "rs-order", 20, 2)
+		require.Len(t, ups["o2"].Requests(), 0, "order 2 while order 1 is healthy")
+		ups["o1"].SetStatus(500) // order 1 cools down (allowed_fails 0): order 2 takes over
+		ups["o1"].Reset()
+		load(g, "rs-order", 20, 2)
+		require.Len(t, ups["o2"].Requests(), 20)
+		require.LessOrEqual(t, len(ups["o1"].Requests()), 2, "one failure per client before the cooldown")
+	})
+	t.Run("least-busy", func(t *testing.T) {
+		g := start("lb", "least-busy")
+		ups := newGroup(g, "rs-busy", map[string]map[string]any{"slow": nil, "quick": nil})
+		ups["slow"].SetLatency(150 * time.Millisecond)
+		load(g, "rs-busy", 120, 8)
+		require.Less(t, len(ups["slow"].Requests()), 40, "the slow deployment holds calls in flight: %d of 120", len(ups["slow"].Requests()))
+	})
+	t.Run("latency-based-routing", func(t *testing.T) {
+		g := start("lat", "latency-based-routing")
+		ups := newGroup(g, "rs-lat", map[string]map[string]any{"a": nil, "b": nil})
+		ups["a"].SetLatency(80 * time.Millisecond)
+		load(g, "rs-lat", 40, 1)
+		require.LessOrEqual(t, len(ups["a"].Requests()), 3, "the slow one: %d of 40", len(ups["a"].Requests()))
+		// the upstreams swap speeds: once the samples are older than ttl (1 s) the router
+		// measures again and follows
+		ups["a"].SetLatency(0)
+		ups["b"].SetLatency(80 * time.Millisecond)
+		ups["a"].Reset()
+		Eventually(t, "traffic moves to a", func() bool {
+			load(g, "rs-lat", 5, 1)
+			return len(ups["a"].Requests()) >= 20
+		})
+	})
+	t.Run("cost-based-routing", func(t *testing.T) {
+		g := start("cost", "cost-based-routing")
+		ups := newGroup(g, "rs-cost", map[string]map[string]any{
+			"cheap": {"model_info": map[string]any{"input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002}},
+			"dear":  {"model_info": map[string]any{"input_cost_per_token": 0.00001, "output_cost_per_token": 0.00002}}})
+		load(g, "rs-cost", 20, 2)
+		require.Len(t, ups["cheap"].Requests(), 20)
+		ups["cheap"].FailWith(429, "rate_limit_exceeded", "slow down")
+		load(g, "rs-cost", 20, 2)
+		require.GreaterOrEqual(t, len(ups["dear"].Requests()), 20, "the cheap one cooled down after its 429")
+	})
+}
