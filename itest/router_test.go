@@ -2,6 +2,9 @@ package itest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -330,4 +333,39 @@ func TestRouterStrategiesOnReplicas(t *testing.T) {
 		load(g, "rs-cost", 20, 2)
 		require.GreaterOrEqual(t, len(ups["dear"].Requests()), 20, "the cheap one cooled down after its 429")
 	})
+}
+
+// router_settings and per-deployment routing keys are checked at start: a bad value stops
+// serve with a one-line reason naming it (exit non-zero).
+func TestRouterSettingsRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct{ config, want string }{
+		{"router_settings: {routing_strategy: fastest}\n", `router_settings.routing_strategy: "fastest" is not supported (supported: simple-shuffle, least-busy, latency-based-routing, usage-based-routing-v2, usage-based-routing, cost-based-routing)`},
+		{"router_settings: {retry_policy: {BadRequestRetries: 1}}\n", "router_settings.retry_policy.BadRequestRetries: unknown error class (known: BadRequestErrorRetries, "},
+		{"router_settings: {allowed_fails_policy: {RateLimitErrorAllowedFails: -1}}\n", "router_settings.allowed_fails_policy.RateLimitErrorAllowedFails: must be >= 0, got -1"},
+		{"router_settings: {routing_strategy_args: {ttl: -5}}\n", "router_settings.routing_strategy_args.ttl: must be a number >= 0, got -5"},
+		{"model_list:\n  - model_name: x\n    litellm_params: {model: openai/x, mock_response: hi, order: 0}\n", "litellm_params.order: must be an integer >= 1, got 0"},
+	} {
+		p := filepath.Join(dir, fmt.Sprintf("c%d.yaml", len(c.want)))
+		require.NoError(t, os.WriteFile(p, []byte(c.config), 0o600))
+		code, out := runGateway(t, []string{"DATABASE_URL="}, "serve", "--config", p)
+		require.NotZero(t, code, c.config)
+		out = strings.TrimSpace(out)
+		require.NotContains(t, out, "\n", "one line: %q", out)
+		require.Contains(t, out, c.want)
+	}
+	// LiteLLM's example router_settings load (redis keys are LiteLLM's, ignored here)
+	p := filepath.Join(dir, "litellm.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("router_settings:\n  routing_strategy: usage-based-routing-v2\n  redis_host: os.environ/REDIS_HOST\n  enable_pre_call_checks: true\n"), 0o600))
+	g := StartGateway(t, pgtest.NewDB(t), "ex", GatewayOpts{Config: string(mustRead(t, p)), Env: []string{"REDIS_HOST=localhost"}})
+	st, _ := g.Do(t, "GET", "/health/readiness", nil)
+	require.Equal(t, 200, st)
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
 }
