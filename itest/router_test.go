@@ -160,15 +160,20 @@ func TestRouterCooldownAcrossReplicas(t *testing.T) {
 		require.Equal(t, 200, st, "%s", b)
 	}
 	require.Empty(t, bad.Requests(), "replicas b and c kept sending to the cooled-down deployment")
-	// /health shows it too
+	// /health and /sync/lag (the status page's source) show it too
 	st, b := gs[2].Do(t, "GET", "/health?model=rt-cool", nil)
 	require.Equal(t, 200, st, "%s", b)
 	require.Contains(t, string(b), `"cooldown_until"`)
+	cds := gs[2].SyncLag(t)["cooldowns"].([]any)
+	require.Len(t, cds, 1)
+	require.Equal(t, "rt-cool-bad", cds[0].(map[string]any)["model_id"])
+	require.Contains(t, cds[0].(map[string]any)["reason"], "replica a")
 
 	// it returns after cooldown_time on every replica
 	bad.SetStatus(0)
 	for _, g := range gs {
 		require.Eventually(t, func() bool { return cooldownOn(t, g, "rt-cool-bad") == nil }, 15*time.Second, 50*time.Millisecond)
+		require.Empty(t, g.SyncLag(t)["cooldowns"])
 	}
 	for _, g := range gs[1:] {
 		bad.Reset()

@@ -11,6 +11,7 @@ import (
 
 	"lockstep/pkg/notify"
 	"lockstep/pkg/readthrough"
+	"lockstep/pkg/router"
 )
 
 // liveliness: GET /health/liveliness → 200 "I'm alive!" (LiteLLM's exact body).
@@ -58,10 +59,15 @@ type LagReport struct {
 	notify.Stats
 	ReadThrough map[string]readthrough.Stats `json:"read_through"`
 	Registries  map[string]registryCount     `json:"registries"`
+	// Cooldowns are the deployments the router skips now on this replica (pkg/router).
+	Cooldowns []router.ActiveCooldown `json:"cooldowns"`
 }
 
 func (s *Server) lagReport() LagReport {
-	r := LagReport{ReplicaID: s.ReplicaID}
+	r := LagReport{ReplicaID: s.ReplicaID, Cooldowns: []router.ActiveCooldown{}}
+	if s.Router != nil {
+		r.Cooldowns = s.Router.Cooldowns()
+	}
 	if s.Syncer != nil {
 		r.Stats = s.Syncer.Stats()
 	} else {

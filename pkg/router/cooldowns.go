@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,4 +183,30 @@ type latency struct {
 	next int
 	avg  atomic.Uint64 // math.Float64bits of the average of the samples younger than ttl
 	last atomic.Int64  // unix nanos of the newest sample
+}
+
+// ActiveCooldown is one deployment cooling down, for /sync/lag and the status page.
+type ActiveCooldown struct {
+	ModelID string    `json:"model_id"`
+	Until   time.Time `json:"until"` // local clock, RFC 3339
+	Reason  string    `json:"reason"`
+}
+
+// Cooldowns lists the deployments cooling down now on this replica, by model_id.
+func (r *Router) Cooldowns() []ActiveCooldown {
+	out := []ActiveCooldown{}
+	now := time.Now().UnixNano()
+	r.states.Range(func(k, v any) bool {
+		st := v.(*depState)
+		if until := st.coolUntil.Load(); until > now {
+			c := ActiveCooldown{ModelID: k.(string), Until: time.Unix(0, until).UTC()}
+			if p := st.reason.Load(); p != nil {
+				c.Reason = *p
+			}
+			out = append(out, c)
+		}
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ModelID < out[j].ModelID })
+	return out
 }
