@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sort"
 	"sync"
@@ -82,7 +83,7 @@ func BenchmarkRoute(b *testing.B) {
 		})
 	}
 	if a, u := p50s[router.SimpleShuffle], p50s[router.UsageBasedV2]; a > 0 && u > 0 {
-		b.Logf("added p50 of usage-based-routing-v2 over simple-shuffle: %v (goal <= 10us)", u-a)
+		fmt.Printf("added p50 of usage-based-routing-v2 over simple-shuffle at 32 goroutines: %v (goal <= 10us)\n", u-a)
 	}
 }
 
