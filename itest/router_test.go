@@ -184,30 +184,33 @@ func TestRouterCooldownAcrossReplicas(t *testing.T) {
 	}
 }
 
-// LiteLLM's example config (routing_strategy: usage-based-routing-v2) loads, and usage stays
-// even over the group's deployments, counted over the replicas together.
+// LiteLLM's example config (routing_strategy: usage-based-routing-v2) loads, and the usage it
+// routes by is counted over the replicas together: tokens spent on a deployment through
+// replica b steer replica a's calls to the group's other deployment.
 func TestRouterUsageBasedV2(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
 	cfg := "router_settings: {routing_strategy: usage-based-routing-v2}\n"
 	gs := []*Gateway{StartGateway(t, db, "a", GatewayOpts{Config: cfg}), StartGateway(t, db, "b", GatewayOpts{Config: cfg})}
-	ups := []*fakeupstream.Server{fakeupstream.Start(t), fakeupstream.Start(t)}
-	for i, up := range ups {
-		rtNewModel(t, gs[0], "rt-usage", fmt.Sprint("rt-usage-", i), up, nil)
-	}
-	for _, g := range gs {
-		Eventually(t, "models on "+g.ReplicaID, func() bool { st, _ := rtChat(t, g, "rt-usage"); return st == 200 })
-	}
-	for _, up := range ups {
-		up.Reset()
-	}
-	for i := range 200 {
-		st, b := rtChat(t, gs[i%2], "rt-usage")
+	used, fresh := fakeupstream.Start(t), fakeupstream.Start(t)
+	rtNewModel(t, gs[1], "rt-usage", "rt-usage-used", used, nil)
+	Eventually(t, "model on b", func() bool { st, _ := rtChat(t, gs[1], "rt-usage"); return st == 200 })
+	for range 100 { // replica b spends tokens on the group's only deployment
+		st, b := rtChat(t, gs[1], "rt-usage")
 		require.Equal(t, 200, st, "%s", b)
 	}
-	a, b := len(ups[0].Requests()), len(ups[1].Requests())
-	t.Logf("usage-based-routing-v2 over 2 replicas: %d and %d calls", a, b)
-	require.InDelta(t, 100, a, 30, "%d vs %d", a, b)
+	rtNewModel(t, gs[1], "rt-usage", "rt-usage-fresh", fresh, nil)
+	Eventually(t, "both deployments on a", func() bool {
+		st, b := gs[0].Do(t, "GET", "/model/info", nil)
+		return st == 200 && strings.Contains(string(b), "rt-usage-fresh") && strings.Contains(string(b), "rt-usage-used")
+	})
+	used.Reset()
+	for range 50 { // replica a never called either; it learns their usage from the leases
+		st, b := rtChat(t, gs[0], "rt-usage")
+		require.Equal(t, 200, st, "%s", b)
+	}
+	t.Logf("replica a after 100 calls through b on one deployment: %d calls to it, %d to the fresh one", len(used.Requests()), len(fresh.Requests()))
+	require.LessOrEqual(t, len(used.Requests()), 3, "replica a routed to the deployment replica b had used")
 }
 
 // Upstream error codes are kept in the envelope (context_length_exceeded, …); without one the
