@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Cooldown is one row of gateway.deployment_cooldowns (sql/007): a deployment skipped by the
+// Cooldown is one row of gateway.deployment_cooldowns (sql/008): a deployment skipped by the
 // router of every replica until its end.
 type Cooldown struct {
 	ModelID string
