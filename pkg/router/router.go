@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
@@ -55,7 +56,11 @@ func BuildRow(row store.Row) (*Deployment, error) {
 	return d, nil
 }
 
-// Build validates a deployment from its parts (API input, config file or DB row).
+// Build validates a deployment from its parts (API input, config file or DB row): the one
+// builder of a model, so every write path refuses the same things. Besides the provider's own
+// checks (provider.NewDeployment), every timeout, price, budget and limit member of
+// litellm_params and model_info (numbers.Guarded: input_cost_per_token, max_budget, rpm, …)
+// must be a finite number >= 0 (numbers.CheckObject; the error names the field).
 func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
 	if strings.TrimSpace(name) == "" {
 		return nil, errors.New("model_name is required")
@@ -67,6 +72,9 @@ func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error
 	if err != nil {
 		return nil, err
 	}
+	if err := numbers.CheckObject("litellm_params", gjson.ParseBytes(litellmParams)); err != nil {
+		return nil, err
+	}
 	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo}
 	if len(modelInfo) == 0 || string(modelInfo) == "null" {
 		d.ModelInfo = json.RawMessage("{}")
@@ -75,6 +83,9 @@ func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error
 	mi := gjson.ParseBytes(modelInfo)
 	if !gjson.ValidBytes(modelInfo) || !mi.IsObject() {
 		return nil, errors.New("model_info must be a JSON object")
+	}
+	if err := numbers.CheckObject("model_info", mi); err != nil {
+		return nil, err
 	}
 	switch ag := mi.Get("access_groups"); {
 	case !ag.Exists() || ag.Type == gjson.Null:
