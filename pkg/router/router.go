@@ -31,6 +31,19 @@ type Deployment struct {
 	ModelInfo     json.RawMessage // as stored, a JSON object
 	AccessGroups  []string        // model_info.access_groups
 	DB            bool            // from gateway.models (false: config file)
+	// group is the model group name as registered when it differs from ModelName: the
+	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
+	group string
+}
+
+// Group is the deployment's model group as registered: ModelName, or for a wildcard match the
+// pattern ("openai/*"), never the name the client sent. Metric labels use it, so that their
+// series are bounded by the model table, not by what clients send.
+func (d *Deployment) Group() string {
+	if d.group != "" {
+		return d.group
+	}
+	return d.ModelName
 }
 
 // modelRow is the JSON shape of a gateway.models row (row_to_json).
@@ -216,7 +229,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out
