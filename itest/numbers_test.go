@@ -13,7 +13,8 @@ import (
 
 // TestNumbersRefusedOnEveryWritePath (issue 17, item 11a): NaN, infinite and negative
 // timeouts, prices, budgets and limits are refused with a 400 naming the field on the
-// management API (models, keys, teams, users, organizations, customers), nothing is stored;
+// management API (models, agents, keys, teams, users, organizations, customers), nothing is
+// stored;
 // the same values written by psql are not applied (apply_errors counted) and the serving
 // version keeps serving, with its own timeout and budget.
 func TestNumbersRefusedOnEveryWritePath(t *testing.T) {
@@ -41,6 +42,10 @@ func TestNumbersRefusedOnEveryWritePath(t *testing.T) {
 		{"/model/new", model(map[string]any{"max_budget": "NaN"}, nil), "litellm_params.max_budget"},
 		{"/model/new", model(map[string]any{"rpm": -1}, nil), "litellm_params.rpm"},
 		{"/model/new", model(map[string]any{"tpm": "NaN"}, nil), "litellm_params.tpm"},
+		{"/v1/agents", map[string]any{"agent_name": "a-bad", "agent_card_params": agentCard("a-bad"),
+			"litellm_params": map[string]any{"model": "m", "timeout": "NaN"}}, "litellm_params.timeout"},
+		{"/v1/agents", map[string]any{"agent_name": "a-bad", "agent_card_params": agentCard("a-bad"),
+			"litellm_params": map[string]any{"model": "m", "input_cost_per_token": -1}}, "litellm_params.input_cost_per_token"},
 		{"/key/generate", map[string]any{"max_budget": -0.5}, "max_budget"},
 		{"/key/generate", map[string]any{"max_budget": "NaN"}, "max_budget"},
 		{"/key/generate", map[string]any{"rpm_limit": -1}, "rpm_limit"},
@@ -62,6 +67,7 @@ func TestNumbersRefusedOnEveryWritePath(t *testing.T) {
 	require.Zero(t, agScalar[int](t, p.DB, "SELECT count(*)::int FROM gateway.models"))
 	require.Zero(t, agScalar[int](t, p.DB, "SELECT count(*)::int FROM gateway.api_keys"))
 	require.Zero(t, agScalar[int](t, p.DB, "SELECT count(*)::int FROM gateway.teams"))
+	require.Zero(t, agScalar[int](t, p.DB, "SELECT count(*)::int FROM gateway.agents"))
 
 	// psql: a serving model and a serving team are broken by hand; neither is applied
 	up := fakeupstream.Start(t)
