@@ -87,20 +87,24 @@ func TestA2ATaskBelongsToItsCreator(t *testing.T) {
 
 	taskID, final := a2aStream(t, b.A, keyB, agent)
 	missing := uuid.NewString()
-	for _, g := range []*Gateway{b.A, b.B} {
-		for _, key := range []string{keyA, keyOtherTeamOnM} {
-			for _, method := range []string{"tasks/get", "tasks/cancel"} {
-				stOwned, owned := g.DoKey(t, key, "POST", "/a2a/"+agent, taskRPC(method, taskID))
-				stMissing, none := g.DoKey(t, key, "POST", "/a2a/"+agent, taskRPC(method, missing))
-				require.Equal(t, stMissing, stOwned, "%s on %s", method, g.URL)
-				require.Equal(t, string(none), strings.ReplaceAll(string(owned), taskID, missing),
-					"%s on %s: another key's task answers as a nonexistent one", method, g.URL)
-				require.Equal(t, int64(-32001), gjson.GetBytes(owned, "error.code").Int(), "%s", owned)
-				require.NotContains(t, string(owned), "secret question", "%s", owned)
+	probe := func(when string) {
+		for _, g := range []*Gateway{b.A, b.B} {
+			for _, key := range []string{keyA, keyOtherTeamOnM} {
+				for _, method := range []string{"tasks/get", "tasks/cancel"} {
+					stOwned, owned := g.DoKey(t, key, "POST", "/a2a/"+agent, taskRPC(method, taskID))
+					stMissing, none := g.DoKey(t, key, "POST", "/a2a/"+agent, taskRPC(method, missing))
+					require.Equal(t, stMissing, stOwned, "%s on %s (%s)", method, g.URL, when)
+					require.Equal(t, string(none), strings.ReplaceAll(string(owned), taskID, missing),
+						"%s on %s (%s): another key's task answers as a nonexistent one", method, g.URL, when)
+					require.Equal(t, int64(-32001), gjson.GetBytes(owned, "error.code").Int(), "%s", owned)
+					require.NotContains(t, string(owned), "secret question", "%s", owned)
+				}
 			}
 		}
 	}
+	probe("task working")
 	require.Equal(t, "completed", <-final, "B's stream was not canceled by another key")
+	probe("task completed") // the owner would get -32002 "not cancelable" here
 
 	for _, g := range []*Gateway{b.A, b.B} {
 		for name, key := range map[string]string{"creator": keyB, "teammate": keyTeammate, "master key": MasterKey} {
