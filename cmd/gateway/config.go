@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lockstep/pkg/keys"
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/store"
 )
 
@@ -310,8 +311,8 @@ func (c *FileConfig) validate() error {
 	if c.RouterSettings.AllowedFails < 0 {
 		return fmt.Errorf("router_settings.allowed_fails: must be >= 0, got %d", c.RouterSettings.AllowedFails)
 	}
-	if t := c.RouterSettings.CooldownTime; t != nil && *t < 0 {
-		return fmt.Errorf("router_settings.cooldown_time: must be >= 0 seconds, got %v", *t)
+	if t := c.RouterSettings.CooldownTime; t != nil && !numbers.Valid(*t) {
+		return fmt.Errorf("router_settings.cooldown_time: must be a finite number >= 0 seconds, got %v", *t)
 	}
 	return nil
 }

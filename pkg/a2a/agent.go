@@ -20,6 +20,9 @@ import (
 	"strings"
 
 	a2atypes "github.com/a2aproject/a2a-go/a2a"
+	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/numbers"
 )
 
 // ErrAgentNotFound is returned by a [Resolver] when no agent has the requested id or name
@@ -188,6 +191,10 @@ func parseLiteLLMParams(raw []byte) (litellmParams, []string) {
 		return out, []string{problem}
 	}
 	c := checker{fields: fields, prefix: root + "."}
+	// timeouts, prices, budgets and limits: finite numbers >= 0 (numbers.CheckObject)
+	if err := numbers.CheckObject(root, gjson.ParseBytes(trimmed)); err != nil {
+		c.problems = append(c.problems, err.Error())
+	}
 	out.model, _ = c.nonEmptyString("model")
 	out.customLLMProvider, _ = c.optionalString("custom_llm_provider")
 	if g, ok := fields["guardrails"]; ok {

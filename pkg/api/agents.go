@@ -450,9 +450,20 @@ func (s *Server) agentRPC(c echo.Context) error {
 		setRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
 	ctx := withPrincipal(req.Context(), who)
+	ctx = a2a.WithOwner(ctx, taskOwner(who))
 	ctx = context.WithValue(ctx, a2aHeadersKey{}, a2aHeaders{req: req.Header, resp: h})
 	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c))
 	return nil
+}
+
+// taskOwner is who creates or asks for an A2A task (API.md: tasks answer only their
+// creator's key, or team): the key's hash and team_id, or the master key (every task).
+func taskOwner(who principal) a2a.Owner {
+	o := a2a.Owner{Admin: who.admin}
+	if who.key != nil {
+		o.Key, o.Team = who.key.Token, who.key.TeamID
+	}
+	return o
 }
 
 // a2aHeaders are an A2A request's header and its response's, carried to the completer.

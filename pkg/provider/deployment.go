@@ -483,7 +483,7 @@ func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, er
 	default:
 		return 0, fmt.Errorf("litellm_params.%s: must be a number of seconds, got %s", field, v.Raw)
 	}
-	if f <= 0 || f > 1e6 {
+	if !(f > 0 && f <= 1e6) { // written so that NaN fails too (issue 17)
 		return 0, fmt.Errorf("litellm_params.%s: %v seconds is out of range (0, 1000000]", field, f)
 	}
 	return time.Duration(f * float64(time.Second)), nil

@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
@@ -30,6 +31,19 @@ type Deployment struct {
 	ModelInfo     json.RawMessage // as stored, a JSON object
 	AccessGroups  []string        // model_info.access_groups
 	DB            bool            // from gateway.models (false: config file)
+	// group is the model group name as registered when it differs from ModelName: the
+	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
+	group string
+}
+
+// Group is the deployment's model group as registered: ModelName, or for a wildcard match the
+// pattern ("openai/*"), never the name the client sent. Metric labels use it, so that their
+// series are bounded by the model table, not by what clients send.
+func (d *Deployment) Group() string {
+	if d.group != "" {
+		return d.group
+	}
+	return d.ModelName
 }
 
 // modelRow is the JSON shape of a gateway.models row (row_to_json).
@@ -55,7 +69,11 @@ func BuildRow(row store.Row) (*Deployment, error) {
 	return d, nil
 }
 
-// Build validates a deployment from its parts (API input, config file or DB row).
+// Build validates a deployment from its parts (API input, config file or DB row): the one
+// builder of a model, so every write path refuses the same things. Besides the provider's own
+// checks (provider.NewDeployment), every timeout, price, budget and limit member of
+// litellm_params and model_info (numbers.Guarded: input_cost_per_token, max_budget, rpm, …)
+// must be a finite number >= 0 (numbers.CheckObject; the error names the field).
 func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
 	if strings.TrimSpace(name) == "" {
 		return nil, errors.New("model_name is required")
@@ -67,6 +85,9 @@ func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error
 	if err != nil {
 		return nil, err
 	}
+	if err := numbers.CheckObject("litellm_params", gjson.ParseBytes(litellmParams)); err != nil {
+		return nil, err
+	}
 	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo}
 	if len(modelInfo) == 0 || string(modelInfo) == "null" {
 		d.ModelInfo = json.RawMessage("{}")
@@ -75,6 +96,9 @@ func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error
 	mi := gjson.ParseBytes(modelInfo)
 	if !gjson.ValidBytes(modelInfo) || !mi.IsObject() {
 		return nil, errors.New("model_info must be a JSON object")
+	}
+	if err := numbers.CheckObject("model_info", mi); err != nil {
+		return nil, err
 	}
 	switch ag := mi.Get("access_groups"); {
 	case !ag.Exists() || ag.Type == gjson.Null:
@@ -205,7 +229,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out
