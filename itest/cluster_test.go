@@ -111,3 +111,36 @@ func TestClusterView(t *testing.T) {
 		return strings.Contains(m, `lockstep_cluster_replica_stale{replica_id="c"} 0`) && strings.Contains(m, "lockstep_cluster_converged 1")
 	}, 10*time.Second, 100*time.Millisecond, "gauges show c back")
 }
+
+// Issue 23 ("The cluster view is current"): a replica writes its gateway.replicas row at every
+// change-feed state change, not only on its timer. With the timer set to an hour, only the
+// transition writes can make /sync/cluster right: as soon as both replicas answer readiness
+// and /sync/lag says streaming, /sync/cluster lists both streaming, at the applied position
+// their /sync/lag reports, and converged (before the fix: starting, applied 0, converged false
+// until the next tick).
+func TestClusterViewCurrentAtStateChange(t *testing.T) {
+	t.Parallel()
+	db := pgtestNewMigratedDB(t)
+	PSQL(t, db, `INSERT INTO gateway.models (model_id, model_name, litellm_params) VALUES ('cv', 'cv', '{"model": "openai/x", "mock_response": "hi"}')`)
+	o := GatewayOpts{Env: []string{"GATEWAY_CLUSTER_INTERVAL=1h"}, Args: []string{"--no-migrate"}}
+	a := StartGateway(t, db, "a", o)
+	b := StartGateway(t, db, "b", o)
+	applied := map[string]int64{}
+	for _, g := range []*Gateway{a, b} {
+		Eventually(t, g.ReplicaID+" streaming", func() bool { return g.SyncLag(t)["state"] == "streaming" })
+		applied[g.ReplicaID] = int64(g.SyncLag(t)["applied_seq"].(float64))
+		require.Positive(t, applied[g.ReplicaID])
+	}
+	Eventually(t, "both listed streaming and converged", func() bool {
+		v := a.cluster(t)
+		if len(v.Replicas) != 2 || !v.Converged {
+			return false
+		}
+		for _, r := range v.Replicas {
+			if r.State != "streaming" || r.Applied == nil || *r.Applied != applied[r.ReplicaID] {
+				return false
+			}
+		}
+		return true
+	})
+}

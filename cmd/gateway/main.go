@@ -266,19 +266,20 @@ func serve(ctx context.Context, args []string) error {
 		}
 		defer syncer.Stop()
 	}
+	knobs, err := governanceKnobs()
+	if err != nil {
+		return err
+	}
 	var view *cluster.Reporter
 	if st != nil {
-		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats, Logger: log})
+		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats,
+			Changed: syncer.StateChanged, Interval: knobs.clusterEvery, Logger: log})
 		view.Start(ctx)
 		defer view.Stop()
 	}
 	var limiter *limits.Limiter
 	var tracker *spend.Tracker
 	if st != nil {
-		knobs, err := governanceKnobs()
-		if err != nil {
-			return err
-		}
 		limiter = limits.New(limits.Config{Store: st, ReplicaID: replicaID, Window: knobs.window, SlotTTL: knobs.slotTTL,
 			Log: log.With().Str("component", "limits").Logger()})
 		_ = limiter.Start(ctx)
@@ -482,6 +483,9 @@ type knobs struct {
 	window     time.Duration // GATEWAY_LIMIT_WINDOW: rate-limit window length (default 1m)
 	slotTTL    time.Duration // GATEWAY_LIMIT_SLOT_TTL: parallel-slot lease lifetime (default 10s)
 	spendFlush time.Duration // GATEWAY_SPEND_FLUSH: longest wait of a spend log (default 200ms, at most 1s)
+	// GATEWAY_CLUSTER_INTERVAL: period of the gateway.replicas upsert (default 2s, at most 1h;
+	// a test sets it long to show the row is also written at every state change)
+	clusterEvery time.Duration
 }
 
 func governanceKnobs() (knobs, error) {
@@ -490,7 +494,7 @@ func governanceKnobs() (knobs, error) {
 		env string
 		dst *time.Duration
 		max time.Duration
-	}{{"GATEWAY_LIMIT_WINDOW", &k.window, 24 * time.Hour}, {"GATEWAY_LIMIT_SLOT_TTL", &k.slotTTL, time.Hour}, {"GATEWAY_SPEND_FLUSH", &k.spendFlush, time.Second}} {
+	}{{"GATEWAY_LIMIT_WINDOW", &k.window, 24 * time.Hour}, {"GATEWAY_LIMIT_SLOT_TTL", &k.slotTTL, time.Hour}, {"GATEWAY_SPEND_FLUSH", &k.spendFlush, time.Second}, {"GATEWAY_CLUSTER_INTERVAL", &k.clusterEvery, time.Hour}} {
 		raw := os.Getenv(v.env)
 		if raw == "" {
 			continue
