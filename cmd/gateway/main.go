@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,8 +41,11 @@ const usage = `usage:
                   [--read-through-budget N] [--listen-database-url URL]
   gateway migrate --database-url URL
   gateway dev     [--replicas 2] [--base-port 4000]
+  gateway healthcheck [--url URL]
+  gateway version
 
-"gateway <command> --help" lists every flag of a command with its env var and default.
+"gateway <command> --help" (or "gateway help <command>") lists every flag of a command with
+its env var and default.
 `
 
 func main() {
@@ -61,11 +63,20 @@ func main() {
 		err = migrate(ctx, os.Args[2:])
 	case "dev":
 		err = dev(ctx, os.Args[2:])
+	case "healthcheck":
+		err = healthcheck(ctx, os.Args[2:])
+	case "version", "--version", "-version":
+		printVersion()
+		return
 	case "-h", "--help", "help":
+		if len(os.Args) > 2 && os.Args[1] == "help" {
+			err = commandHelp(ctx, os.Args[2])
+			break
+		}
 		fmt.Print(usage)
 		return
 	default:
-		err = fmt.Errorf("unknown command %q (want serve, migrate or dev)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want serve, migrate, dev, healthcheck or version; see gateway --help)", os.Args[1])
 	}
 	logOut.Flush()
 	if err != nil {
@@ -75,22 +86,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway:", oneLine(err.Error()))
 		os.Exit(exitCode(err))
 	}
-}
-
-// buildVersion is the module version and VCS revision the binary was built from, as
-// gateway.replicas and /sync/cluster report it ("(devel)" for a plain go build).
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -125,7 +120,7 @@ func parseServe(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return f, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		return f, fmt.Errorf("serve: unexpected argument %q (see gateway serve --help)", fs.Arg(0))
 	}
 	switch f.syncSource {
 	case "listen", "logical":
@@ -206,7 +201,16 @@ func serve(ctx context.Context, args []string) error {
 	}
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
-	addr, err := listenAddr(firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR")), master)
+	addrFrom, rawAddr := "--addr", f.addr
+	if rawAddr == "" {
+		addrFrom, rawAddr = "GATEWAY_ADDR", os.Getenv("GATEWAY_ADDR")
+	}
+	if rawAddr != "" {
+		if _, _, err := splitAddr(rawAddr); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("serve: %s %w", addrFrom, err)}
+		}
+	}
+	addr, err := listenAddr(rawAddr, master)
 	if err != nil {
 		return err
 	}
