@@ -10,8 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -169,17 +172,29 @@ func firstNonEmpty(v ...string) string {
 // logOut buffers the log (see bufferedLog); main flushes it before exiting.
 var logOut = newBufferedLog(os.Stderr)
 
-func newLogger(format string) zerolog.Logger {
+// logLevels are the GATEWAY_LOG_LEVEL values serve accepts (zerolog's level names).
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// logLevel is GATEWAY_LOG_LEVEL's level (info when unset); another value is an error naming
+// the allowed ones.
+func logLevel() (zerolog.Level, error) {
+	v := os.Getenv("GATEWAY_LOG_LEVEL")
+	if v == "" {
+		return zerolog.InfoLevel, nil
+	}
+	if slices.Contains(logLevels, v) {
+		return zerolog.ParseLevel(v)
+	}
+	return 0, fmt.Errorf("GATEWAY_LOG_LEVEL: %q is not a log level (want %s)", v, strings.Join(logLevels, ", "))
+}
+
+func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	var w io.Writer = logOut
 	if format == "console" {
 		fi, err := os.Stderr.Stat()
 		tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
 		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !tty} // for people: unbuffered
-	}
-	lvl := zerolog.InfoLevel
-	if l, err := zerolog.ParseLevel(os.Getenv("GATEWAY_LOG_LEVEL")); err == nil && os.Getenv("GATEWAY_LOG_LEVEL") != "" {
-		lvl = l
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }
@@ -191,7 +206,11 @@ func serve(ctx context.Context, args []string) error {
 	}
 	cfg := &FileConfig{}
 	if f.config != "" {
-		if cfg, err = loadConfig(f.config); err != nil {
+		preset := map[string]bool{ // flag > env > config: a config value these win over is not resolved
+			"general_settings.database_url": firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL")) != "",
+			"general_settings.master_key":   firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY")) != "",
+		}
+		if cfg, err = loadConfig(f.config, preset); err != nil {
 			return err
 		}
 	}
@@ -216,8 +235,15 @@ func serve(ctx context.Context, args []string) error {
 	}
 	host, _ := os.Hostname()
 	replicaID := firstNonEmpty(f.replicaID, os.Getenv("GATEWAY_REPLICA_ID"), fmt.Sprintf("%s-%d", host, os.Getpid()))
-	log := newLogger(f.logFormat).With().Str("replica_id", replicaID).Logger()
+	lvl, err := logLevel()
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log := newLogger(f.logFormat, lvl).With().Str("replica_id", replicaID).Logger()
 
+	if len(cfg.notImplemented) > 0 {
+		log.Info().Strs("keys", cfg.notImplemented).Msg("config: LiteLLM settings lockstep does not implement, accepted and ignored")
+	}
 	objects, err := buildConfigObjects(cfg)
 	if err != nil {
 		return err
@@ -225,6 +251,9 @@ func serve(ctx context.Context, args []string) error {
 	supported := cfg.supported()
 	var st *store.Store
 	if dbURL != "" {
+		if err := checkDatabaseURL(dbURLSource(f.databaseURL, os.Getenv("DATABASE_URL")), dbURL); err != nil {
+			return err
+		}
 		if st, err = store.Open(ctx, dbURL); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
@@ -310,8 +339,16 @@ func serve(ctx context.Context, args []string) error {
 	if st == nil {
 		log.Warn().Msg("no database configured: serving the config file only")
 	}
-	log.Info().Str("addr", addr).Int("models", regs.models.Len()).Bool("database", st != nil).Msg("gateway serving")
-	if err := srv.Start(ctx, addr, 30*time.Second); err != nil && !errors.Is(err, context.Canceled) && err.Error() != "http: Server closed" {
+	// bind first: "gateway serving" is logged only once the port is ours
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("serve: cannot listen on %s: address already in use (another process holds the port; stop it or pick another --addr)", addr)
+		}
+		return fmt.Errorf("serve: cannot listen on %s: %w", addr, err)
+	}
+	log.Info().Str("addr", ln.Addr().String()).Int("models", regs.models.Len()).Bool("database", st != nil).Msg("gateway serving")
+	if err := srv.Serve(ctx, ln, 30*time.Second); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve %s: %w", addr, err)
 	}
 	log.Info().Msg("gateway stopped")
@@ -468,6 +505,9 @@ func migrate(ctx context.Context, args []string) error {
 	u := firstNonEmpty(*url, os.Getenv("DATABASE_URL"))
 	if u == "" {
 		return errors.New("migrate: --database-url (or DATABASE_URL) is required")
+	}
+	if err := checkDatabaseURL(dbURLSource(*url, os.Getenv("DATABASE_URL")), u); err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
 	st, err := store.Open(ctx, u)
 	if err != nil {
