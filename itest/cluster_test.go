@@ -1,6 +1,7 @@
 package itest
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"lockstep/itest/pgtest"
@@ -148,4 +150,36 @@ func TestClusterViewCurrentAtStateChange(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// Issue 23 ("The cluster view is current"): a reconnect (streaming → reconnecting →
+// catching_up → streaming) rewrites the replica's row, tick or not: with the timer at an hour,
+// its heartbeat_at moves once the listener connection is killed and the feed streams again.
+func TestClusterRowWrittenOnReconnect(t *testing.T) {
+	t.Parallel()
+	db := pgtestNewMigratedDB(t)
+	a := StartGateway(t, db, "a", GatewayOpts{Env: []string{"GATEWAY_CLUSTER_INTERVAL=1h"}, Args: []string{"--no-migrate"}})
+	Eventually(t, "a listed streaming", func() bool {
+		v := a.cluster(t)
+		return len(v.Replicas) == 1 && v.Replicas[0].State == "streaming"
+	})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	heartbeat := func() (hb time.Time) {
+		require.NoError(t, conn.QueryRow(ctx, `SELECT heartbeat_at FROM gateway.replicas WHERE replica_id = 'a'`).Scan(&hb))
+		return hb
+	}
+	before := heartbeat()
+	var killed int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'lockstep-listener-a'`).Scan(&killed))
+	require.Equal(t, 1, killed)
+	Eventually(t, "a reconnected and streaming", func() bool {
+		l := a.SyncLag(t)
+		return l["reconnects"].(float64) >= 1 && l["state"] == "streaming"
+	})
+	Eventually(t, "the row rewritten after the reconnect", func() bool { return heartbeat().After(before) })
+	require.Equal(t, "streaming", a.cluster(t).Replicas[0].State)
 }
