@@ -204,6 +204,10 @@ func serve(ctx context.Context, args []string) error {
 	if err := provider.SetAllowedEnvSecrets(cfg.GeneralSettings.AllowedEnvSecrets); err != nil {
 		return fmt.Errorf("config %s: general_settings.%w", f.config, err)
 	}
+	// credentials at rest (LiteLLM's LITELLM_SALT_KEY), in force before any row is built or written
+	if err := provider.SetSaltKey(firstNonEmpty(os.Getenv("GATEWAY_SALT_KEY"), os.Getenv("LITELLM_SALT_KEY"))); err != nil {
+		return fmt.Errorf("salt key: %w", err)
+	}
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
 	addr, err := listenAddr(firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR")), master)
@@ -404,7 +408,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 			return nil, err
 		}
 		id := configModelID(i, m, params)
-		d, err := router.Build(id, m.ModelName, params, info)
+		d, err := router.BuildConfig(id, m.ModelName, params, info)
 		if err != nil {
 			return nil, fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
 		}
@@ -435,6 +439,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
 		}
+		agent.FromConfig = true
 		co.agents[id] = agent
 	}
 	return co, nil

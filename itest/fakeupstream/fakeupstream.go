@@ -29,6 +29,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,35 @@ type config struct {
 	errorBody  string
 	cutAfter   int
 	latency    time.Duration
+	echoHdrs   bool
+	redirect   int
+	redirectTo string
+}
+
+// WithEchoHeaders makes an injected error (WithStatus, SetStatus, FailNext, and GET /models)
+// quote every request header in its message, "... (request headers: Name: value; ...)", as
+// some upstreams and proxies echo what they were sent: for redaction tests.
+func WithEchoHeaders() Option { return func(c *config) { c.echoHdrs = true } }
+
+// WithRedirect answers every request with status code (a 3xx) and Location target + the
+// request's path and query (target: another server's URL): for redirect tests.
+func WithRedirect(code int, target string) Option {
+	return func(c *config) { c.redirect, c.redirectTo = code, target }
+}
+
+// echo appends the request's headers to msg when WithEchoHeaders is set.
+func (s *Server) echo(msg string, r *http.Request) string {
+	if !s.cfg.echoHdrs {
+		return msg
+	}
+	var parts []string
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	slices.Sort(parts)
+	return msg + " (request headers: " + strings.Join(parts, "; ") + ")"
 }
 
 // Option configures a [Server].
@@ -254,6 +284,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.cfg.redirect != 0 {
+		w.Header().Set("Location", s.cfg.redirectTo+r.URL.RequestURI())
+		w.WriteHeader(s.cfg.redirect)
+		return
+	}
 	if s.native != nil {
 		s.native(w, r, body)
 		return
@@ -318,7 +353,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
-		s.fail(w, api, code, msg)
+		s.fail(w, api, code, s.echo(msg, r))
 		return
 	}
 	if api == APITranscriptions {
@@ -935,6 +970,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
+		msg = s.echo(msg, r)
 		if anthropic {
 			writeAnthropicError(w, code, anthropicErrorType(code), msg)
 		} else {

@@ -61,7 +61,7 @@ func TestVertexADCFailureNotCached(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "adc.json")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
 	params, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_project": "proj-adc"})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := provider.NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -99,7 +99,7 @@ func TestBedrockChainLoadFailureNotCached(t *testing.T) {
 	awsEnv(t, dir)
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL,
 		"aws_region_name": brc.Region, "aws_profile_name": "lockstep-test"})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := provider.NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -137,7 +137,7 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	awsEnv(t, t.TempDir())
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", ep.URL+"/creds")
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL, "aws_region_name": brc.Region})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := provider.NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)

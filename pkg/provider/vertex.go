@@ -29,7 +29,9 @@ const vertexScope = "https://www.googleapis.com/auth/cloud-platform"
 //     (publishers/anthropic), with anthropic_version "vertex-2023-10-16" in the body.
 //   - Credentials: vertex_credentials, a service-account (or authorized-user) JSON given
 //     inline or as a file path, else Application Default Credentials
-//     (GOOGLE_APPLICATION_CREDENTIALS, gcloud, the metadata server), looked up on first use.
+//     (GOOGLE_APPLICATION_CREDENTIALS, gcloud, the metadata server), looked up on first use;
+//     a database object may use ADC only when allowed_env_secrets allows
+//     GOOGLE_APPLICATION_CREDENTIALS (implicitChain).
 //     Tokens come from golang.org/x/oauth2/google (the token_uri of the JSON), cached until
 //     shortly before they expire, and are sent as "Authorization: Bearer".
 func setupVertex(d *Deployment, p gjson.Result) error {
@@ -69,6 +71,9 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 			project = creds.ProjectID
 		}
 	} else if d.MockResponse == nil {
+		if err := d.implicitChain("vertex_credentials", "GOOGLE_APPLICATION_CREDENTIALS"); err != nil {
+			return fmt.Errorf("%w (without vertex_credentials Application Default Credentials would be used)", err)
+		}
 		vs.adc = &lazyValue[oauth2.TokenSource]{find: func() (oauth2.TokenSource, error) {
 			creds, err := google.FindDefaultCredentials(tokenContext, vertexScope)
 			if err != nil {

@@ -55,15 +55,26 @@ func BuildRow(row store.Row) (*Deployment, error) {
 	return d, nil
 }
 
-// Build validates a deployment from its parts (API input, config file or DB row).
+// Build validates a deployment from its parts (API input or DB row: a database object, see
+// provider.NewDeployment).
 func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, provider.NewDeployment)
+}
+
+// BuildConfig is [Build] for a config-file model (provider.NewConfigDeployment: the
+// provider's implicit environment credentials are not subject to allowed_env_secrets).
+func BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, provider.NewConfigDeployment)
+}
+
+func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(id, name string, params []byte) (*provider.Deployment, error)) (*Deployment, error) {
 	if strings.TrimSpace(name) == "" {
 		return nil, errors.New("model_name is required")
 	}
 	if len(litellmParams) == 0 || string(litellmParams) == "null" {
 		return nil, errors.New("litellm_params is required")
 	}
-	pd, err := provider.NewDeployment(id, name, litellmParams)
+	pd, err := newDeployment(id, name, litellmParams)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +212,11 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		pd, err := provider.NewDeployment(d.ModelID, name, params)
+		newDeployment := provider.NewDeployment
+		if !d.DB {
+			newDeployment = provider.NewConfigDeployment
+		}
+		pd, err := newDeployment(d.ModelID, name, params)
 		if err != nil {
 			continue
 		}
