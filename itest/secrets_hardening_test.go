@@ -170,6 +170,9 @@ func TestUpstreamRedirectNotFollowed(t *testing.T) {
 			require.Equal(t, 502, st, "%s %v: %s", m, stream, body)
 			require.Contains(t, string(body), "upstream answered 307 Temporary Redirect")
 			require.Contains(t, string(body), "upstream redirects are not followed")
+			if !stream {
+				require.Equal(t, "upstream_redirect", gjson.GetBytes(body, "error.type").Str, "%s", body)
+			}
 			st, body = p.B.Do(t, "POST", "/v1/messages", map[string]any{"model": m, "max_tokens": 10, "stream": stream,
 				"messages": []map[string]any{{"role": "user", "content": "hi"}}})
 			require.Equal(t, 502, st, "%s %v: %s", m, stream, body)

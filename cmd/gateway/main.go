@@ -107,7 +107,8 @@ func parseServe(args []string) (serveFlags, error) {
 	fs := newCommand("serve", "gateway serve [flags]",
 		"Runs one replica: serves the LLM, A2A and management routes from memory, kept in sync with\n"+
 			"Postgres by the change feed. Also read from the environment: GATEWAY_LOG_LEVEL\n"+
-			"(debug, info, warn, error; default info).")
+			"(debug, info, warn, error; default info); GATEWAY_SALT_KEY, then LITELLM_SALT_KEY (the key\n"+
+			"provider credentials are encrypted with in the database; default none: stored in clear).")
 	fs.StringVar(&f.config, "config", "", "LiteLLM-style YAML config `FILE` (model_list, guardrails, agents, general_settings, router_settings)")
 	fs.StringVar(&f.addr, "addr", "", "`HOST:PORT` to listen on (env GATEWAY_ADDR; default 0.0.0.0:4000, or 127.0.0.1:4000 without a master key; without a master key only a loopback address is accepted)")
 	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres `URL` (env DATABASE_URL; default general_settings.database_url, else none: serve the config file only)")
