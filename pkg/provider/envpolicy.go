@@ -65,7 +65,8 @@ func matchAny(patterns []string, name string) bool {
 }
 
 // resolveEnv reads an "os.environ/NAME" reference (LiteLLM's get_secret) in litellm_params
-// field of an object stored in the database; any other value is returned as is. Config-file
+// field of an object stored in the database, and opens a value sealed at rest (unseal,
+// SealParams); any other value is returned as is. Config-file
 // objects never get here with a reference: the config loader resolves every one of them, for
 // any variable. Errors name the field:
 //
