@@ -153,3 +153,27 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	}
 	require.Equal(t, int64(1), fetched.Load(), "the credentials are cached until near their expiry")
 }
+
+// A vertex_credentials file path reads a file of the gateway's host (the operator's
+// credentials, as GOOGLE_APPLICATION_CREDENTIALS names one): a database object may name one
+// only when allowed_env_secrets allows GOOGLE_APPLICATION_CREDENTIALS; a config object may;
+// inline JSON is the writer's own and always may.
+func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
+	vx := fakeupstream.StartVertex(t, "proj-file")
+	path := filepath.Join(t.TempDir(), "sa.json")
+	require.NoError(t, os.WriteFile(path, []byte(vx.ServiceAccountJSON()), 0o600))
+	t.Cleanup(func() { require.NoError(t, provider.SetAllowedEnvSecrets(nil)) })
+	file, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": path})
+	inline, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
+
+	_, err := provider.NewDeployment("id", "grp", file)
+	require.EqualError(t, err, "litellm_params.vertex_credentials: environment variable GOOGLE_APPLICATION_CREDENTIALS is not allowed for database objects (a vertex_credentials file path reads the gateway's own files)")
+	_, err = provider.NewDeployment("id", "grp", inline)
+	require.NoError(t, err)
+	d, err := provider.NewConfigDeployment("id", "grp", file)
+	require.NoError(t, err)
+	require.NoError(t, credCall(t, d))
+	require.NoError(t, provider.SetAllowedEnvSecrets([]string{"GOOGLE_APPLICATION_CREDENTIALS"}))
+	_, err = provider.NewDeployment("id", "grp", file)
+	require.NoError(t, err)
+}

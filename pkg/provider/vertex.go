@@ -30,8 +30,8 @@ const vertexScope = "https://www.googleapis.com/auth/cloud-platform"
 //   - Credentials: vertex_credentials, a service-account (or authorized-user) JSON given
 //     inline or as a file path, else Application Default Credentials
 //     (GOOGLE_APPLICATION_CREDENTIALS, gcloud, the metadata server), looked up on first use;
-//     a database object may use ADC only when allowed_env_secrets allows
-//     GOOGLE_APPLICATION_CREDENTIALS (implicitChain).
+//     a database object may use ADC, or a vertex_credentials file path, only when
+//     allowed_env_secrets allows GOOGLE_APPLICATION_CREDENTIALS (implicitChain).
 //     Tokens come from golang.org/x/oauth2/google (the token_uri of the JSON), cached until
 //     shortly before they expire, and are sent as "Authorization: Bearer".
 func setupVertex(d *Deployment, p gjson.Result) error {
@@ -54,6 +54,11 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 	if credsParam != "" {
 		js := []byte(credsParam)
 		if !strings.HasPrefix(strings.TrimSpace(credsParam), "{") {
+			// a file of the gateway's host, as GOOGLE_APPLICATION_CREDENTIALS names one: the
+			// operator's credentials, not the database writer's
+			if err := d.implicitChain("vertex_credentials", "GOOGLE_APPLICATION_CREDENTIALS"); err != nil {
+				return fmt.Errorf("%w (a vertex_credentials file path reads the gateway's own files)", err)
+			}
 			if js, err = os.ReadFile(credsParam); err != nil {
 				return fmt.Errorf("litellm_params.vertex_credentials: %w", err)
 			}
