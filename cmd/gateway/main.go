@@ -105,7 +105,8 @@ func parseServe(args []string) (serveFlags, error) {
 	fs := newCommand("serve", "gateway serve [flags]",
 		"Runs one replica: serves the LLM, A2A and management routes from memory, kept in sync with\n"+
 			"Postgres by the change feed. Also read from the environment: GATEWAY_LOG_LEVEL\n"+
-			"(debug, info, warn, error; default info).")
+			"(debug, info, warn, error; default info); GATEWAY_SALT_KEY, then LITELLM_SALT_KEY (the key\n"+
+			"provider credentials are encrypted with in the database; default none: stored in clear).")
 	fs.StringVar(&f.config, "config", "", "LiteLLM-style YAML config `FILE` (model_list, guardrails, agents, general_settings, router_settings)")
 	fs.StringVar(&f.addr, "addr", "", "`HOST:PORT` to listen on (env GATEWAY_ADDR; default 0.0.0.0:4000, or 127.0.0.1:4000 without a master key; without a master key only a loopback address is accepted)")
 	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres `URL` (env DATABASE_URL; default general_settings.database_url, else none: serve the config file only)")
@@ -217,6 +218,10 @@ func serve(ctx context.Context, args []string) error {
 	// the secrets policy of database objects, in force before any row is built
 	if err := provider.SetAllowedEnvSecrets(cfg.GeneralSettings.AllowedEnvSecrets); err != nil {
 		return fmt.Errorf("config %s: general_settings.%w", f.config, err)
+	}
+	// credentials at rest (LiteLLM's LITELLM_SALT_KEY), in force before any row is built or written
+	if err := provider.SetSaltKey(firstNonEmpty(os.Getenv("GATEWAY_SALT_KEY"), os.Getenv("LITELLM_SALT_KEY"))); err != nil {
+		return fmt.Errorf("salt key: %w", err)
 	}
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
@@ -446,7 +451,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 			return nil, err
 		}
 		id := configModelID(i, m, params)
-		d, err := router.Build(id, m.ModelName, params, info)
+		d, err := router.BuildConfig(id, m.ModelName, params, info)
 		if err != nil {
 			return nil, fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
 		}
@@ -477,6 +482,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
 		}
+		agent.FromConfig = true
 		co.agents[id] = agent
 	}
 	return co, nil

@@ -96,6 +96,9 @@ type config struct {
 	errorBody  string
 	cutAfter   int
 	latency    time.Duration
+	echoHdrs   bool
+	redirect   int
+	redirectTo string
 }
 
 // Option configures a [Server].
@@ -254,6 +257,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.cfg.redirect != 0 {
+		w.Header().Set("Location", s.cfg.redirectTo+r.URL.RequestURI())
+		w.WriteHeader(s.cfg.redirect)
+		return
+	}
 	if s.native != nil {
 		s.native(w, r, body)
 		return
@@ -318,7 +326,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
-		s.fail(w, api, code, msg)
+		s.fail(w, api, code, s.echo(msg, r))
 		return
 	}
 	if api == APITranscriptions {
@@ -935,6 +943,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
+		msg = s.echo(msg, r)
 		if anthropic {
 			writeAnthropicError(w, code, anthropicErrorType(code), msg)
 		} else {

@@ -51,6 +51,10 @@ type Agent struct {
 	// calls the upstream directly (api_base, api_key, ...). It may hold secrets: never serve it
 	// unmasked.
 	LitellmParams json.RawMessage
+	// FromConfig: the agent comes from the config file, whose objects may take the
+	// provider's implicit environment credentials whatever allowed_env_secrets says
+	// (provider.NewConfigDeployment); false for database agents.
+	FromConfig bool
 }
 
 // ValidationError lists every problem found in an agent definition, each naming the field,

@@ -69,19 +69,29 @@ func BuildRow(row store.Row) (*Deployment, error) {
 	return d, nil
 }
 
-// Build validates a deployment from its parts (API input, config file or DB row): the one
-// builder of a model, so every write path refuses the same things. Besides the provider's own
-// checks (provider.NewDeployment), every timeout, price, budget and limit member of
+// Build validates a deployment from its parts (API input or DB row: a database object, see
+// provider.NewDeployment): the one builder of a model, so every write path refuses the same
+// things. Besides the provider's own checks, every timeout, price, budget and limit member of
 // litellm_params and model_info (numbers.Guarded: input_cost_per_token, max_budget, rpm, …)
 // must be a finite number >= 0 (numbers.CheckObject; the error names the field).
 func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, provider.NewDeployment)
+}
+
+// BuildConfig is [Build] for a config-file model (provider.NewConfigDeployment: the
+// provider's implicit environment credentials are not subject to allowed_env_secrets).
+func BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, provider.NewConfigDeployment)
+}
+
+func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(id, name string, params []byte) (*provider.Deployment, error)) (*Deployment, error) {
 	if strings.TrimSpace(name) == "" {
 		return nil, errors.New("model_name is required")
 	}
 	if len(litellmParams) == 0 || string(litellmParams) == "null" {
 		return nil, errors.New("litellm_params is required")
 	}
-	pd, err := provider.NewDeployment(id, name, litellmParams)
+	pd, err := newDeployment(id, name, litellmParams)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +235,11 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		pd, err := provider.NewDeployment(d.ModelID, name, params)
+		newDeployment := provider.NewDeployment
+		if !d.DB {
+			newDeployment = provider.NewConfigDeployment
+		}
+		pd, err := newDeployment(d.ModelID, name, params)
 		if err != nil {
 			continue
 		}
