@@ -1,7 +1,6 @@
 package guardrail
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -31,7 +30,7 @@ func (k matcherKind) startsOnDigit() bool { return k >= kindSSN }
 
 type prebuilt struct {
 	kind matcherKind
-	re   *regexp.Regexp // kind == kindRegex
+	re   *pyRegex // kind == kindRegex
 }
 
 var prebuiltByName = map[string]prebuilt{
@@ -47,11 +46,11 @@ var prebuiltByName = map[string]prebuilt{
 	"ipv4":           {kind: kindIPv4},
 	"aws_access_key": {kind: kindAWSKey},
 	"github_token":   {kind: kindGitHubToken},
-	"slack_token": {re: regexp.MustCompile(
+	"slack_token": {re: mustCompilePy(
 		`(?i)\b(xox[pboa]-[0-9]{10,13}-[0-9]{10,13}-[a-zA-Z0-9]{24,32})\b`)},
-	"generic_api_key": {re: regexp.MustCompile(
+	"generic_api_key": {re: mustCompilePy(
 		`(?i)\b([Aa][Pp][Ii][-_]?[Kk][Ee][Yy][\s:=]+['"]?[A-Za-z0-9_\-]{20,}['"]?)\b`)},
-	"url": {re: regexp.MustCompile(
+	"url": {re: mustCompilePy(
 		`(?i)\b(?:https?://|www\.)[^\s/$.?#].[^\s]*\b`)},
 }
 
@@ -108,18 +107,15 @@ func (g *Guardrail) scanPatterns(text string, spans []span, regexHits uint64) []
 			if p.prefBit != 0 && regexHits&p.prefBit == 0 {
 				continue
 			}
-			for _, m := range p.re.FindAllStringIndex(text, -1) {
-				if m[0] < m[1] { // an empty match masks nothing
-					spans = append(spans, span{start: m[0], end: m[1], prio: i})
-				}
-			}
+			spans = p.re.findAll(text, i, spans)
 		}
 	}
 	return spans
 }
 
-// scanDigitRules runs all digit-started matchers in one pass over the candidate starts: an
-// ASCII digit, '+' or '(' not preceded by a word character.
+// scanDigitRules runs all digit-started matchers in one pass over the candidate starts: a
+// decimal digit (any Unicode Nd, as Python's \d) not preceded by a word character, '+' or
+// '('.
 func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 	var buf [8]int
 	var lastEnd []int
@@ -132,6 +128,10 @@ func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 		switch digitStart[text[i]] {
 		case 0:
 			continue
+		case startLead:
+			if _, w := digitAt(text, i); w == 0 || wordBefore(text, i) {
+				continue
+			}
 		case startDigit:
 			if wordBefore(text, i) {
 				continue
@@ -153,6 +153,7 @@ func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 const (
 	startDigit = 1 // an ASCII digit: a candidate start after a non-word character
 	startPunct = 2 // '+' or '(': a candidate phone start anywhere
+	startLead  = 3 // a UTF-8 lead byte of a rune >= U+0640: maybe a non-ASCII decimal digit
 )
 
 var digitStart = func() (t [256]uint8) {
@@ -160,6 +161,9 @@ var digitStart = func() (t [256]uint8) {
 		t[c] = startDigit
 	}
 	t['+'], t['('] = startPunct, startPunct
+	for c := 0xd9; c <= 0xf4; c++ {
+		t[c] = startLead
+	}
 	return t
 }()
 
@@ -168,7 +172,7 @@ func matchDigitRule(kind matcherKind, text string, i int) int {
 	if kind == kindPhone {
 		return matchPhone(text, i)
 	}
-	if !isDigit(text[i]) {
+	if _, w := digitAt(text, i); w == 0 {
 		return 0
 	}
 	switch kind {
@@ -235,49 +239,76 @@ func digitsAt(text string, i, n int) bool {
 	return true
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, c := range []byte(s) {
-		n = n*10 + int(c-'0')
+// readDigits reads n decimal digits (Python's \d: any Unicode Nd) at text[i:] into d as ASCII
+// digits and returns the offset after them, or -1.
+func readDigits(text string, i, n int, d []byte) int {
+	for j := range n {
+		if i < len(text) && isDigit(text[i]) { // the common case, inline
+			d[j] = text[i]
+			i++
+			continue
+		}
+		v, w := digitAt(text, i)
+		if w == 0 {
+			return -1
+		}
+		d[j] = byte('0' + v)
+		i += w
 	}
-	return n
+	return i
 }
 
-func isSpaceSep(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+// validSSN applies the SSA rules to the nine digits: no area 000, 666 or 900-999, no group 00,
+// no serial 0000.
+func validSSN(d []byte) bool {
+	a := int(d[0]-'0')*100 + int(d[1]-'0')*10 + int(d[2]-'0')
+	return a != 0 && a != 666 && a < 900 && string(d[3:5]) != "00" && string(d[5:9]) != "0000"
 }
 
-// validSSN applies the SSA rules: no area 000, 666 or 900-999, no group 00, no serial 0000.
-func validSSN(area, group, serial string) bool {
-	a := atoi(area)
-	return a != 0 && a != 666 && a < 900 && group != "00" && serial != "0000"
+// ssnSep skips the separator of kind dash ('-') or else one Python whitespace character at
+// text[k], returning the offset after it or -1.
+func ssnSep(text string, k int, dash bool) int {
+	if dash {
+		if k < len(text) && text[k] == '-' {
+			return k + 1
+		}
+		return -1
+	}
+	if w := spaceAt(text, k); w > 0 {
+		return k + w
+	}
+	return -1
 }
 
 func matchSSN(text string, i int) int {
-	if !digitsAt(text, i, 3) || i+3 >= len(text) {
+	var d [9]byte
+	k := readDigits(text, i, 3, d[0:3])
+	if k < 0 || k >= len(text) {
 		return 0
 	}
-	sep := text[i+3]
-	if sep != '-' && sep != ' ' {
+	dash := text[k] == '-'
+	if k = ssnSep(text, k, dash); k < 0 {
 		return 0
 	}
-	if !digitsAt(text, i+4, 2) || i+6 >= len(text) || text[i+6] != sep || !digitsAt(text, i+7, 4) {
+	if k = readDigits(text, k, 2, d[3:5]); k < 0 {
 		return 0
 	}
-	end := i + 11
-	if wordAt(text, end) || !validSSN(text[i:i+3], text[i+4:i+6], text[i+7:i+11]) {
+	if k = ssnSep(text, k, dash); k < 0 {
 		return 0
 	}
-	return end
+	if k = readDigits(text, k, 4, d[5:9]); k < 0 || wordAt(text, k) || !validSSN(d[:]) {
+		return 0
+	}
+	return k
 }
 
 func matchSSNNoDash(text string, i int) int {
-	end := i + 9
-	if !digitsAt(text, i, 9) || wordAt(text, end) ||
-		!validSSN(text[i:i+3], text[i+3:i+5], text[i+5:i+9]) {
+	var d [9]byte
+	k := readDigits(text, i, 9, d[:])
+	if k < 0 || wordAt(text, k) || !validSSN(d[:]) {
 		return 0
 	}
-	return end
+	return k
 }
 
 // matchPhone mirrors LiteLLM's us_phone:
@@ -324,12 +355,12 @@ func phoneBody(text string, k int) int {
 	return k
 }
 
-// phoneSep skips one optional [\s.-].
+// phoneSep skips one optional [\s.-] (Python's \s).
 func phoneSep(text string, k int) int {
-	if k < len(text) && (text[k] == '.' || text[k] == '-' || isSpaceSep(text[k])) {
+	if k < len(text) && (text[k] == '.' || text[k] == '-') {
 		return k + 1
 	}
-	return k
+	return k + spaceAt(text, k)
 }
 
 func matchIPv4(text string, i int) int {
@@ -426,19 +457,23 @@ func matchCard(text string, i int, want brand) int {
 	return 0
 }
 
-// readCardGroups reads digit groups of the given sizes, each after the first optionally
-// preceded by one ' ' or '-', into d; it returns the end offset if a word boundary follows.
+// readCardGroups reads digit groups (Python's \d) of the given sizes, each after the first
+// optionally preceded by one '-' or Python whitespace character ([\s\-]), into d as ASCII
+// digits; it returns the end offset if a word boundary follows.
 func readCardGroups(text string, i int, layout []int, d []byte) int {
 	k, n := i, 0
 	for gi, size := range layout {
-		if gi > 0 && k < len(text) && (text[k] == '-' || isSpaceSep(text[k])) {
-			k++
+		if gi > 0 {
+			if k < len(text) && text[k] == '-' {
+				k++
+			} else {
+				k += spaceAt(text, k)
+			}
 		}
-		if !digitsAt(text, k, size) {
+		if k = readDigits(text, k, size, d[n:n+size]); k < 0 {
 			return 0
 		}
-		n += copy(d[n:], text[k:k+size])
-		k += size
+		n += size
 	}
 	if wordAt(text, k) {
 		return 0
