@@ -56,27 +56,31 @@ var prebuiltByName = map[string]prebuilt{
 
 // PrebuiltPatterns returns the names accepted as a prebuilt pattern_name, sorted. Each mirrors
 // the pattern of the same name in LiteLLM's litellm_content_filter/patterns.json, including its
-// `\b` word boundaries (Python's Unicode \w: letters, digits, underscore), with the validity
-// rules noted below added to cut false positives. The common ones are hand-written scanners
+// `\b` word boundaries (Python's Unicode \w: letters, digits, underscore), its Unicode `\d`
+// (any decimal digit, category Nd: '１', '٣', ...) and `\s` (str.isspace: U+00A0, U+2009,
+// U+202F, U+3000, ...; see pyregex.go), with the validity rules noted below added to cut false
+// positives. The common ones are hand-written scanners
 // rather than regexes, as they run on every request and a byte scan is an order of magnitude
 // faster than Go's regexp.
 //
 //	email           local@domain.tld: local [A-Za-z0-9._%+-]+, domain [A-Za-z0-9.-]+, TLD 2+ letters
-//	us_ssn          AAA-GG-SSSS, separators both '-' or both ' '; area not 000, 666 or 900-999,
+//	us_ssn          AAA-GG-SSSS (\d digits), separators both '-' or both \s; area not 000, 666 or 900-999,
 //	                group not 00, serial not 0000 (SSA numbering rules, as in LiteLLM's
 //	                us_ssn_no_dash)
 //	us_ssn_no_dash  the same nine digits without separators
 //	us_phone        optional +1/1 country code, area code optionally in parentheses, 3 + 3 + 4
-//	                digits, each separator one optional ' ', '.', '-' (or other ASCII space)
+//	                ASCII digits ([0-9] in LiteLLM), each separator one optional \s, '.' or '-'
 //	credit_card     visa (4), mastercard (51-55, 2221-2720), discover (6011, 644-649, 65):
-//	                4-4-4-4 digits; amex (34, 37): 4-6-5 digits; each group separator one
-//	                optional ' ' or '-'; the digits must pass the Luhn checksum (ISO/IEC 7812-1)
+//	                4-4-4-4 digits; amex (34, 37): 4-6-5 digits (\d, the brand prefix too); each
+//	                group separator one optional \s or '-'; the digits must pass the Luhn
+//	                checksum (ISO/IEC 7812-1)
 //	visa, mastercard, amex, discover   credit_card restricted to one brand
 //	ipv4            four dot-separated decimal octets 0-255 (1-3 digits each)
 //	aws_access_key  AKIA or ASIA + 16 of [0-9A-Z] (AWS access key ID prefixes; case-sensitive)
 //	github_token    ghp_/gho_/ghu_/ghs_/ghr_ + 36 of [A-Za-z0-9], or github_pat_ + 82 of
 //	                [A-Za-z0-9_] (GitHub token formats; case-sensitive)
-//	slack_token, generic_api_key, url   LiteLLM's regexes, case-insensitive (RE2)
+//	slack_token, generic_api_key, url   LiteLLM's regexes, case-insensitive, with Python's
+//	                \s and \b (compilePy)
 func PrebuiltPatterns() []string {
 	names := make([]string, 0, len(prebuiltByName))
 	for n := range prebuiltByName {
