@@ -2,8 +2,10 @@ package guardrail
 
 import (
 	"fmt"
+	"regexp/syntax"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -162,4 +164,34 @@ func TestCustomRegexPython(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tt.want, out, "%s on %q", tt.expr, tt.in)
 	}
+}
+
+// FuzzCompilePy: every expression Go accepts is still accepted after the rewrite to Python's
+// classes, and its matches are ordered, non-overlapping and on rune boundaries.
+func FuzzCompilePy(f *testing.F) {
+	for _, s := range []string{`\b\d{3}-\d{2}-\d{4}\b`, `[\S\W]+`, `\Q\d\E[^]\s]`, `(?i)\bab|a\b`, `[[:alpha:]\D]\w*\b`} {
+		f.Add(s, "SSN １２３-４５-６７８９ ok 4111\u00a01111 ab a")
+	}
+	f.Fuzz(func(t *testing.T, expr, text string) {
+		if len(expr) > 200 {
+			return
+		}
+		if _, err := syntax.Parse(expr, syntax.Perl); err != nil {
+			return
+		}
+		p, err := compilePy(expr)
+		if err != nil {
+			t.Fatalf("%q accepted by Go, refused after translation %q: %v", expr, translatePy(expr), err)
+		}
+		end := 0
+		for _, s := range p.findAll(text, 0, nil) {
+			if s.start < end || s.end <= s.start || s.end > len(text) ||
+				!utf8.RuneStart(text[s.start]) || (s.end < len(text) && !utf8.RuneStart(text[s.end])) {
+				if utf8.ValidString(text) {
+					t.Fatalf("%q on %q: bad span %+v", expr, text, s)
+				}
+			}
+			end = s.end
+		}
+	})
 }
