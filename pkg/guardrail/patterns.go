@@ -157,7 +157,7 @@ func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 const (
 	startDigit = 1 // an ASCII digit: a candidate start after a non-word character
 	startPunct = 2 // '+' or '(': a candidate phone start anywhere
-	startLead  = 3 // a UTF-8 lead byte of a rune >= U+0640: maybe a non-ASCII decimal digit
+	startLead  = 3 // the UTF-8 lead byte of some non-ASCII decimal digit
 )
 
 var digitStart = func() (t [256]uint8) {
@@ -165,8 +165,22 @@ var digitStart = func() (t [256]uint8) {
 		t[c] = startDigit
 	}
 	t['+'], t['('] = startPunct, startPunct
-	for c := 0xd9; c <= 0xf4; c++ {
-		t[c] = startLead
+	// The UTF-8 lead bytes of non-ASCII decimal digits: not those of Latin, Greek, Cyrillic or
+	// CJK text (U+3000-U+9FFF has none), so such text costs no decoding.
+	var enc [utf8.UTFMax]byte
+	for _, r16 := range unicode.Nd.R16 {
+		for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
+			if r >= utf8.RuneSelf {
+				utf8.EncodeRune(enc[:], r)
+				t[enc[0]] = startLead
+			}
+		}
+	}
+	for _, r32 := range unicode.Nd.R32 {
+		for r := rune(r32.Lo); r <= rune(r32.Hi); r += rune(r32.Stride) {
+			utf8.EncodeRune(enc[:], r)
+			t[enc[0]] = startLead
+		}
 	}
 	return t
 }()
@@ -176,7 +190,7 @@ func matchDigitRule(kind matcherKind, text string, i int) int {
 	if kind == kindPhone {
 		return matchPhone(text, i)
 	}
-	if _, w := digitAt(text, i); w == 0 {
+	if c := text[i]; !isDigit(c) && digitStart[c] != startLead {
 		return 0
 	}
 	switch kind {
@@ -361,8 +375,13 @@ func phoneBody(text string, k int) int {
 
 // phoneSep skips one optional [\s.-] (Python's \s).
 func phoneSep(text string, k int) int {
-	if k < len(text) && (text[k] == '.' || text[k] == '-') {
+	if k >= len(text) {
+		return k
+	}
+	if c := text[k]; c == '.' || c == '-' || c == ' ' {
 		return k + 1
+	} else if isAlnum(c) {
+		return k
 	}
 	return k + spaceAt(text, k)
 }
@@ -467,10 +486,10 @@ func matchCard(text string, i int, want brand) int {
 func readCardGroups(text string, i int, layout []int, d []byte) int {
 	k, n := i, 0
 	for gi, size := range layout {
-		if gi > 0 {
-			if k < len(text) && text[k] == '-' {
+		if gi > 0 && k < len(text) {
+			if c := text[k]; c == '-' || c == ' ' {
 				k++
-			} else {
+			} else if !isDigit(c) {
 				k += spaceAt(text, k)
 			}
 		}

@@ -72,16 +72,32 @@ func digitAt(text string, i int) (int, int) {
 	if isDigit(c) {
 		return int(c - '0'), 1
 	}
-	// Below U+0660 (lead byte 0xD9) the only decimal digits are ASCII.
-	if c < 0xd9 {
+	if digitStart[c] != startLead { // no decimal digit starts with this byte
 		return 0, 0
 	}
 	r, w := utf8.DecodeRuneInString(text[i:])
+	if r < rune(len(ndBMP)) {
+		if v := ndBMP[r]; v != 0 {
+			return int(v - 1), w
+		}
+		return 0, 0
+	}
 	if !unicode.Is(unicode.Nd, r) {
 		return 0, 0
 	}
 	return ndValue(r), w
 }
+
+// ndBMP holds 1 + the value of each BMP decimal digit, 0 for other runes (64 KiB).
+var ndBMP = func() *[0x10000]uint8 {
+	var t [0x10000]uint8
+	for _, r16 := range unicode.Nd.R16 {
+		for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
+			t[r] = uint8(1 + ndValue(r))
+		}
+	}
+	return &t
+}()
 
 // ndRuns are the maximal runs of consecutive Nd code points. Unicode encodes each decimal
 // digit set as ten consecutive code points starting at its zero (Unicode Standard, section
