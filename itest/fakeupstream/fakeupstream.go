@@ -99,6 +99,7 @@ type config struct {
 	echoHdrs   bool
 	redirect   int
 	redirectTo string
+	deltas     []map[string]any
 }
 
 // Option configures a [Server].
@@ -130,6 +131,14 @@ func WithToolCalls() Option { return func(c *config) { c.toolCalls = true } }
 // WithStreamCutAfter makes streamed answers break off after n SSE frames: the connection is
 // aborted without the terminal event, as when an upstream dies mid-stream.
 func WithStreamCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
+
+// WithChatStreamDeltas makes a streamed chat completion send exactly these choice deltas, one
+// chunk each, after the role chunk and before the finish_reason chunk, instead of the reply
+// text split in chunks: e.g. {"content": "card 4111 1111"}, {} (an empty delta),
+// {"role": "assistant"}, {"tool_calls": [...]}.
+func WithChatStreamDeltas(deltas ...map[string]any) Option {
+	return func(c *config) { c.deltas = deltas }
+}
 
 // WithLatency holds every request for d before answering (after recording it), so tests can
 // observe how many calls are in flight at once (see [Server.MaxConcurrent]).
@@ -679,7 +688,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 			}
 		}
 	}
+	for _, d := range s.cfg.deltas {
+		if !e.frame("", chunk(d, nil)) {
+			return
+		}
+	}
 	for _, part := range split(text, s.cfg.chunks) {
+		if s.cfg.deltas != nil {
+			break
+		}
 		if !e.frame("", chunk(map[string]any{"content": part}, nil)) {
 			return
 		}
