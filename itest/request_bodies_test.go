@@ -162,6 +162,14 @@ func TestBodyDuplicateMembersSkipNoGuardrail(t *testing.T) {
 			requireBodyError(t, tc.path, st, b, tc.want)
 		}
 	}
+	// A2A JSON-RPC: HTTP 400 with JSON-RPC -32600, the text as above
+	agentID := createAgent(t, p.A, "dup-agent", map[string]any{"model": "m"})
+	for _, g := range []*Gateway{p.A, p.B} {
+		st, b := g.DoKey(t, key, "POST", "/a2a/"+agentID, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+
+			`{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"hi","text":"the forbidden-plan"}]}}}`)
+		requireBodyError(t, "/a2a/", st, b, `Invalid Request: duplicate member "text" at params.message.parts[0].text`)
+		require.Equal(t, -32600, int(gjson.GetBytes(b, "error.code").Int()), "%s", b)
+	}
 	require.Empty(t, up.Requests(), "nothing was forwarded")
 	// the same texts in one member each are guarded as before
 	st, b := p.B.DoKey(t, key, "POST", "/v1/chat/completions", `{"model":"m","guardrails":["mask-pii"],`+

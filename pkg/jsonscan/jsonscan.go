@@ -23,6 +23,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -439,8 +440,8 @@ func str(b []byte, i int) (end int, esc bool, err error) {
 		// eight bytes at a time while none is special (SWAR: a byte < 0x20, '"', '\\' or
 		// >= 0x80 sets its high bit in special), then byte by byte
 		for len(b)-i >= 8 {
-			w := binary.LittleEndian.Uint64(b[i:])
-			if special(w) != 0 {
+			if sp := special(binary.LittleEndian.Uint64(b[i:])); sp != 0 {
+				i += bits.TrailingZeros64(sp) / 8 // the lowest flagged byte is special
 				break
 			}
 			i += 8
@@ -487,8 +488,9 @@ const (
 	highs = 0x8080808080808080
 )
 
-// special has the high bit of each byte of w set that is < 0x20, '"', '\\' or >= 0x80 (and
-// possibly of a byte after such a byte: only zero or not matters).
+// special has the high bit of each byte of w set that is < 0x20, '"', '\\' or >= 0x80, and
+// possibly of a byte after such a byte (a borrow), never of one before: the lowest set bit is
+// in the first special byte (little endian).
 func special(w uint64) uint64 {
 	quote := w ^ (ones * '"')
 	bslash := w ^ (ones * '\\')

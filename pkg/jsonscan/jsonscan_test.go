@@ -270,7 +270,7 @@ func BenchmarkCheck(b *testing.B) {
 				}
 			}
 		})
-		b.Run(size.name+"/gjson.ValidBytes", func(b *testing.B) { // the check it replaces
+		b.Run(size.name+"-gjson.ValidBytes", func(b *testing.B) { // the check it replaces
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
