@@ -1,6 +1,8 @@
 package itest
 
 import (
+	"bytes"
+	"mime/multipart"
 	"strings"
 	"testing"
 
@@ -40,6 +42,25 @@ func requireBodyError(t *testing.T, path string, st int, b []byte, want string) 
 		require.Equal(t, "400", gjson.GetBytes(b, "error.code").String(), "%s: %s", path, b)
 		require.Equal(t, want, gjson.GetBytes(b, "error.message").String(), "%s: %s", path, b)
 	}
+}
+
+// multipartForm is a multipart/form-data body of parts {name, filename ("" for a plain
+// field), value}; the gateway reads the boundary from the body.
+func multipartForm(t *testing.T, parts [][3]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		if p[1] == "" {
+			require.NoError(t, mw.WriteField(p[0], p[2]))
+			continue
+		}
+		w, err := mw.CreateFormFile(p[0], p[1])
+		require.NoError(t, err)
+		_, _ = w.Write([]byte(p[2]))
+	}
+	require.NoError(t, mw.Close())
+	return buf.Bytes()
 }
 
 // Input 1: 12 MiB of "[" (under the 32 MiB limit) killed the replica with a Go stack overflow
@@ -107,6 +128,14 @@ func TestBodyDuplicateModelRefused(t *testing.T) {
 		} {
 			st, b := g.DoKey(t, key, "POST", tc.path, tc.body)
 			requireBodyError(t, tc.path, st, b, dupModel)
+		}
+		// multipart (audio transcriptions): a second "model" field, or one sent as a file
+		for want, parts := range map[string][][3]string{
+			`duplicate form field "model"`:          {{"model", "", "cheap"}, {"file", "a.wav", "\x00audio"}, {"model", "", "gpt-4-expensive"}},
+			`form field "model" must not be a file`: {{"file", "a.wav", "\x00audio"}, {"model", "m.txt", "gpt-4-expensive"}},
+		} {
+			st, b := g.DoKey(t, key, "POST", "/v1/audio/transcriptions", multipartForm(t, parts))
+			requireBodyError(t, "/v1/audio/transcriptions", st, b, want)
 		}
 		// invalid UTF-8 is refused the same way
 		st, b := g.DoKey(t, key, "POST", "/v1/chat/completions", "{\"model\":\"cheap\","+msgs+",\"user\":\"\xff\"}")

@@ -71,6 +71,9 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		var model string
 		var rf requestFields
 		if f.Multipart() {
+			if err = provider.CheckMultipart(body); err != nil {
+				return err
+			}
 			if model, err = provider.MultipartModel(body); err != nil {
 				return err
 			}

@@ -52,12 +52,12 @@ const (
 //
 //	Syntax:      invalid JSON at byte offset <n>
 //	TooDeep:     JSON nesting deeper than the limit of 128 levels
-//	Duplicate:   duplicate member "<name>" at <path>
+//	Duplicate:   duplicate member "<name>" at <path> (a name over 128 bytes cut, ending in "…")
 //	InvalidUTF8: invalid UTF-8 in a JSON string at byte offset <n>
 type Error struct {
 	Kind   Kind
 	Offset int    // byte offset of the fault in the body
-	Name   string // Duplicate: the member name, unescaped
+	Name   string // Duplicate: the member name, unescaped (whole)
 	Path   string // Duplicate: the member's path (package doc)
 }
 
@@ -66,7 +66,7 @@ func (e *Error) Error() string {
 	case TooDeep:
 		return "JSON nesting deeper than the limit of " + strconv.Itoa(MaxDepth) + " levels"
 	case Duplicate:
-		return "duplicate member " + quote(e.Name) + " at " + e.Path
+		return "duplicate member " + quote(clip(e.Name)) + " at " + e.Path
 	case InvalidUTF8:
 		return "invalid UTF-8 in a JSON string at byte offset " + strconv.Itoa(e.Offset)
 	}
@@ -316,7 +316,7 @@ func (s *scanner) path(b []byte, depth int) string {
 			p = append(p, ']')
 			continue
 		}
-		name := string(s.unescaped(b, f.key, &s.buf2))
+		name := clip(string(s.unescaped(b, f.key, &s.buf2)))
 		if identifier(name) {
 			if len(p) > 0 {
 				p = append(p, '.')
@@ -329,6 +329,21 @@ func (s *scanner) path(b []byte, depth int) string {
 		}
 	}
 	return string(p)
+}
+
+// maxName is how much of a member name an error message shows.
+const maxName = 128
+
+// clip cuts a name longer than maxName bytes at a rune boundary and marks the cut with "…".
+func clip(s string) string {
+	if len(s) <= maxName {
+		return s
+	}
+	i := maxName
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 func identifier(s string) bool {

@@ -85,6 +85,18 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// A long name is cut in the message (not in Error.Name).
+func TestLongNameClipped(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 100) // 200 bytes
+	err := Check([]byte(`{"` + long + `":{"` + long + `":1,"` + long + `":2}}`))
+	cut := strings.Repeat("é", 64) + "…"
+	require.EqualError(t, err, `duplicate member "`+cut+`" at ["`+cut+`"]["`+cut+`"]`)
+	var je *Error
+	require.ErrorAs(t, err, &je)
+	require.Equal(t, long, je.Name)
+}
+
 // CheckNesting is Check without the duplicate rule.
 func TestCheckNesting(t *testing.T) {
 	t.Parallel()
