@@ -186,6 +186,10 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 		writeError(w, http.StatusBadRequest, nil, invalidRequest("read request body: %v", err))
 		return
 	}
+	if e := checkBody(body); e != nil {
+		writeError(w, http.StatusBadRequest, nil, e)
+		return
+	}
 	req, rpcErr := parseRequest(body)
 	if rpcErr != nil {
 		writeError(w, http.StatusOK, req.id, rpcErr)
