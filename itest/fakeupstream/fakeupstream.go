@@ -96,6 +96,10 @@ type config struct {
 	errorBody  string
 	cutAfter   int
 	latency    time.Duration
+	echoHdrs   bool
+	redirect   int
+	redirectTo string
+	deltas     []map[string]any
 }
 
 // Option configures a [Server].
@@ -127,6 +131,14 @@ func WithToolCalls() Option { return func(c *config) { c.toolCalls = true } }
 // WithStreamCutAfter makes streamed answers break off after n SSE frames: the connection is
 // aborted without the terminal event, as when an upstream dies mid-stream.
 func WithStreamCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
+
+// WithChatStreamDeltas makes a streamed chat completion send exactly these choice deltas, one
+// chunk each, after the role chunk and before the finish_reason chunk, instead of the reply
+// text split in chunks: e.g. {"content": "card 4111 1111"}, {} (an empty delta),
+// {"role": "assistant"}, {"tool_calls": [...]}.
+func WithChatStreamDeltas(deltas ...map[string]any) Option {
+	return func(c *config) { c.deltas = deltas }
+}
 
 // WithLatency holds every request for d before answering (after recording it), so tests can
 // observe how many calls are in flight at once (see [Server.MaxConcurrent]).
@@ -203,19 +215,6 @@ func (s *Server) SetStatus(code int) {
 	s.status.Store(int64(code))
 }
 
-// SetLatency changes at run time the delay before every answer (added to WithLatency's; 0 =
-// none): for latency-based routing and timeout tests.
-func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
-
-// FailWith makes every request fail with HTTP status code and, in the OpenAI error envelope,
-// the error code and message given (OpenAI's own: 400 "context_length_exceeded", 400
-// "content_policy_violation", 429 "rate_limit_exceeded"); SetStatus(0) ends it.
-func (s *Server) FailWith(status int, code, message string) {
-	s.errCode.Store(&code)
-	s.errMsg.Store(&message)
-	s.status.Store(int64(status))
-}
-
 // FailNext makes the next n requests (after authentication) fail with status code, then
 // answers normally again: for retry and fallback tests.
 func (s *Server) FailNext(n, code int) {
@@ -276,6 +275,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if s.cfg.redirect != 0 {
+		w.Header().Set("Location", s.cfg.redirectTo+r.URL.RequestURI())
+		w.WriteHeader(s.cfg.redirect)
+		return
 	}
 	if s.native != nil {
 		s.native(w, r, body)
@@ -345,7 +349,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, code, map[string]any{"error": map[string]any{"message": *s.errMsg.Load(), "type": openAIErrorType(code), "param": nil, "code": *c}})
 			return
 		}
-		s.fail(w, api, code, msg)
+		s.fail(w, api, code, s.echo(msg, r))
 		return
 	}
 	if api == APITranscriptions {
@@ -698,7 +702,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 			}
 		}
 	}
+	for _, d := range s.cfg.deltas {
+		if !e.frame("", chunk(d, nil)) {
+			return
+		}
+	}
 	for _, part := range split(text, s.cfg.chunks) {
+		if s.cfg.deltas != nil {
+			break
+		}
 		if !e.frame("", chunk(map[string]any{"content": part}, nil)) {
 			return
 		}
@@ -962,6 +974,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
+		msg = s.echo(msg, r)
 		if anthropic {
 			writeAnthropicError(w, code, anthropicErrorType(code), msg)
 		} else {

@@ -162,7 +162,7 @@ func (s *Server) modelNew(c echo.Context) error {
 		return badRequest("model_info.id %q is already used by a config-file model", id)
 	}
 	row, err := s.Store.Insert(c.Request().Context(), store.Model, store.Values{
-		"model_id": id, "model_name": *req.ModelName, "litellm_params": []byte(req.LitellmParams), "model_info": infoJSON,
+		"model_id": id, "model_name": *req.ModelName, "litellm_params": provider.SealParams(req.LitellmParams), "model_info": infoJSON,
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return errf(http.StatusConflict, "conflict_error", "model with id=%s already exists", id)
@@ -207,7 +207,7 @@ func updateModel(ctx context.Context, tx *store.TxStore, id, name string, params
 	if err := validateModel(id, name, pj, ij); err != nil {
 		return store.Row{}, err
 	}
-	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": pj, "model_info": ij})
+	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": provider.SealParams(pj), "model_info": ij})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Row{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/limits"
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/store"
@@ -32,6 +33,19 @@ type Deployment struct {
 	AccessGroups  []string        // model_info.access_groups
 	DB            bool            // from gateway.models (false: config file)
 	Routing       Params          // order, weight, max_parallel_requests, price (params.go)
+	// group is the model group name as registered when it differs from ModelName: the
+	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
+	group string
+}
+
+// Group is the deployment's model group as registered: ModelName, or for a wildcard match the
+// pattern ("openai/*"), never the name the client sent. Metric labels use it, so that their
+// series are bounded by the model table, not by what clients send.
+func (d *Deployment) Group() string {
+	if d.group != "" {
+		return d.group
+	}
+	return d.ModelName
 }
 
 // modelRow is the JSON shape of a gateway.models row (row_to_json).
@@ -57,16 +71,33 @@ func BuildRow(row store.Row) (*Deployment, error) {
 	return d, nil
 }
 
-// Build validates a deployment from its parts (API input, config file or DB row).
+// Build validates a deployment from its parts (API input or DB row: a database object, see
+// provider.NewDeployment): the one builder of a model, so every write path refuses the same
+// things. Besides the provider's own checks, every timeout, price, budget and limit member of
+// litellm_params and model_info (numbers.Guarded: input_cost_per_token, max_budget, rpm, …)
+// must be a finite number >= 0 (numbers.CheckObject; the error names the field).
 func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, provider.NewDeployment)
+}
+
+// BuildConfig is [Build] for a config-file model (provider.NewConfigDeployment: the
+// provider's implicit environment credentials are not subject to allowed_env_secrets).
+func BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, provider.NewConfigDeployment)
+}
+
+func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(id, name string, params []byte) (*provider.Deployment, error)) (*Deployment, error) {
 	if strings.TrimSpace(name) == "" {
 		return nil, errors.New("model_name is required")
 	}
 	if len(litellmParams) == 0 || string(litellmParams) == "null" {
 		return nil, errors.New("litellm_params is required")
 	}
-	pd, err := provider.NewDeployment(id, name, litellmParams)
+	pd, err := newDeployment(id, name, litellmParams)
 	if err != nil {
+		return nil, err
+	}
+	if err := numbers.CheckObject("litellm_params", gjson.ParseBytes(litellmParams)); err != nil {
 		return nil, err
 	}
 	rp, err := parseParams(litellmParams, modelInfo)
@@ -81,6 +112,9 @@ func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error
 	mi := gjson.ParseBytes(modelInfo)
 	if !gjson.ValidBytes(modelInfo) || !mi.IsObject() {
 		return nil, errors.New("model_info must be a JSON object")
+	}
+	if err := numbers.CheckObject("model_info", mi); err != nil {
+		return nil, err
 	}
 	switch ag := mi.Get("access_groups"); {
 	case !ag.Exists() || ag.Type == gjson.Null:
@@ -221,11 +255,15 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		pd, err := provider.NewDeployment(d.ModelID, name, params)
+		newDeployment := provider.NewDeployment
+		if !d.DB {
+			newDeployment = provider.NewConfigDeployment
+		}
+		pd, err := newDeployment(d.ModelID, name, params)
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, Routing: d.Routing, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out

@@ -138,7 +138,7 @@ func (c Config) Settings() (Settings, error) {
 	}
 	if t := c.CooldownTime; t != nil {
 		if math.IsNaN(*t) || math.IsInf(*t, 0) || *t < 0 {
-			return s, fmt.Errorf("router_settings.cooldown_time: must be >= 0 seconds, got %v", *t)
+			return s, fmt.Errorf("router_settings.cooldown_time: must be a finite number >= 0 seconds, got %v", *t)
 		}
 		s.CooldownTime = time.Duration(*t * float64(time.Second))
 		if s.CooldownTime == 0 {

@@ -273,7 +273,7 @@ func TestBuildRoutingParams(t *testing.T) {
 		`{"model":"openai/m","mock_response":"x","weight":-1}`:                 "litellm_params.weight: must be a number > 0, got -1",
 		`{"model":"openai/m","mock_response":"x","weight":"2"}`:                `litellm_params.weight: must be a number > 0, got "2"`,
 		`{"model":"openai/m","mock_response":"x","max_parallel_requests":0}`:   "litellm_params.max_parallel_requests: must be an integer >= 1, got 0",
-		`{"model":"openai/m","mock_response":"x","max_parallel_requests":"a"}`: `litellm_params.max_parallel_requests: must be an integer >= 1, got "a"`,
+		`{"model":"openai/m","mock_response":"x","max_parallel_requests":"a"}`: `litellm_params.max_parallel_requests must be a finite number >= 0, got "a"`, // pkg/numbers, first
 	} {
 		_, err := router.Build("id", "grp", []byte(params), nil)
 		require.EqualError(t, err, want, params)
@@ -308,7 +308,7 @@ func TestConfigSettings(t *testing.T) {
 		{router.Config{AllowedFailsPolicy: map[string]int{"TimeoutErrorRetries": 1}}, "router_settings.allowed_fails_policy.TimeoutErrorRetries: unknown error class (known: BadRequestErrorAllowedFails, AuthenticationErrorAllowedFails, TimeoutErrorAllowedFails, RateLimitErrorAllowedFails, ContentPolicyViolationErrorAllowedFails, InternalServerErrorAllowedFails)"},
 		{router.Config{RoutingStrategyArgs: map[string]any{"ttl": "1h"}}, "router_settings.routing_strategy_args.ttl: must be a number >= 0, got 1h"},
 		{router.Config{RoutingStrategyArgs: map[string]any{"tll": 1}}, "router_settings.routing_strategy_args.tll: unknown argument (known: ttl, lowest_latency_buffer, max_latency_list_size)"},
-		{router.Config{CooldownTime: f(-1)}, "router_settings.cooldown_time: must be >= 0 seconds, got -1"},
+		{router.Config{CooldownTime: f(-1)}, "router_settings.cooldown_time: must be a finite number >= 0 seconds, got -1"},
 		{router.Config{AllowedFails: n(-1)}, "router_settings.allowed_fails: must be >= 0, got -1"},
 		{router.Config{ModelGroupAlias: map[string]any{"a": 3}}, "router_settings.model_group_alias.a: must be a model group name or {model, hidden}, got 3"},
 	} {
