@@ -84,6 +84,8 @@ type CallInfo struct {
 	// gateway.end_users row (nil when none exists: its spend is still tracked).
 	EndUserID string
 	EndUser   *accounts.EndUser
+	// CallID is the call's id (x-litellm-call-id; the spend log's request_id).
+	CallID string
 }
 
 // Outcome is how an admitted call ended.
@@ -125,6 +127,16 @@ type call struct {
 	ticket Ticket
 	during chan error         // during_call result, nil when none runs
 	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
+	// the response headers' facts (headers.go): the call id, the deployment that answered and
+	// how many upstream calls were made, the fallbacks tried before this call; mock is a
+	// request hook's failure raised instead of routing (hooks.go), nil without one
+	id        string
+	idHeader  []string // x-litellm-call-id: id
+	d         *router.Deployment
+	attempts  int
+	fallbacks int
+	mock      func(ctx context.Context, c *call) error
+	timeout   []string // x-litellm-timeout when the request set one; nil: the deployment's
 }
 
 // callSpec is what a route gives the pipeline.
@@ -190,6 +202,8 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 		return ctx, nil, err
 	}
 	c := &call{s: s, f: sp.format, target: t, body: sp.body}
+	c.id, c.idHeader = s.newCallID()
+	ci.CallID = c.id
 	if s.Limits != nil {
 		tk, err := s.Limits.Admit(ctx, ci)
 		if err != nil {
@@ -301,12 +315,17 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	var res *provider.Response
 	var d *router.Deployment
 	var err error
-	if c.target.direct != nil {
+	switch {
+	case c.mock != nil:
+		err = c.mock(ctx, c)
+	case c.target.direct != nil:
 		d = c.target.direct
 		res, err = c.s.Client.Do(ctx, d.Deployment, c.f, c.body)
-	} else {
-		res, d, err = c.s.Router.Do(ctx, c.target.group, c.f, c.body)
+		c.attempts = 1
+	default:
+		res, d, c.attempts, err = c.s.Router.DoN(ctx, c.target.group, c.f, c.body)
 	}
+	c.d = d
 	if derr := c.waitDuring(); derr != nil {
 		err = derr
 	}
@@ -336,12 +355,17 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 	var st provider.Stream
 	var d *router.Deployment
 	var err error
-	if c.target.direct != nil {
+	switch {
+	case c.mock != nil:
+		err = c.mock(ctx, c)
+	case c.target.direct != nil:
 		d = c.target.direct
 		st, err = c.s.Client.Stream(ctx, d.Deployment, c.f, c.body)
-	} else {
-		st, d, err = c.s.Router.Stream(ctx, c.target.group, c.f, c.body)
+		c.attempts = 1
+	default:
+		st, d, c.attempts, err = c.s.Router.StreamN(ctx, c.target.group, c.f, c.body)
 	}
+	c.d = d
 	// during_call: the upstream is already working; hold the first byte until the input check
 	// is done (a block has cancelled ctx, so a failed call reports the block).
 	if derr := c.waitDuring(); derr != nil {
