@@ -196,3 +196,41 @@ func a2aPost(t *testing.T, g *Gateway, key, path string, body any, headers map[s
 	require.NoError(t, err)
 	return resp.StatusCode, out
 }
+
+// TestAgentAsModel (issue 21, Build: an agent is callable as a model): `model: "a2a/<agent
+// name>"` on /v1/chat/completions of replica B calls an agent created on replica A through the
+// LLM pipeline, plain and streamed; the key needs access to the agent's model; an unknown agent
+// is the route's invalid-model 400.
+func TestAgentAsModel(t *testing.T) {
+	t.Parallel()
+	b := agentSetup(t, GatewayOpts{})
+	createAgent(t, b.A, "model-agent", map[string]any{"model": "m"})
+	key, _ := govKey(t, b.A, map[string]any{"models": []string{"m"}})
+	denied, _ := govKey(t, b.A, map[string]any{"models": []string{"other"}})
+	chat := func(model string, stream bool) map[string]any {
+		return map[string]any{"model": model, "stream": stream,
+			"messages": []any{map[string]any{"role": "user", "content": "hi agent"}}}
+	}
+	st, body := b.B.DoKey(t, key, "POST", "/v1/chat/completions", chat("a2a/model-agent", false))
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "fake reply to: hi agent", gjson.GetBytes(body, "choices.0.message.content").String(), "%s", body)
+
+	st, body = b.B.DoKey(t, key, "POST", "/v1/chat/completions", chat("a2a/model-agent", true))
+	require.Equal(t, 200, st, "%s", body)
+	require.Contains(t, string(body), "data: [DONE]")
+	var text string
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && gjson.ValidBytes(d) {
+			text += gjson.GetBytes(d, "choices.0.delta.content").String()
+		}
+	}
+	require.Equal(t, "fake reply to: hi agent", text)
+
+	st, body = b.B.DoKey(t, denied, "POST", "/v1/chat/completions", chat("a2a/model-agent", false))
+	require.Equal(t, 401, st, "%s", body)
+	require.Contains(t, gjson.GetBytes(body, "error.message").String(), "Tried to access m", "%s", body)
+
+	st, body = b.B.DoKey(t, key, "POST", "/v1/chat/completions", chat("a2a/no-such-agent", false))
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, gjson.GetBytes(body, "error.message").String(), "Invalid model name passed in model=a2a/no-such-agent", "%s", body)
+}
