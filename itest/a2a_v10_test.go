@@ -166,6 +166,17 @@ func TestA2AJSClient10(t *testing.T) {
 	require.Equal(t, "", gjson.GetBytes(body, "result.nextPageToken").String(), "%s", body)
 	require.Equal(t, int64(2), gjson.GetBytes(body, "result.totalSize").Int(), "%s", body)
 
+	// filters run in the shared table: status timestamp, state, context
+	body = v10(b.B, key, "ListTasks", map[string]any{"statusTimestampAfter": "2999-01-01T00:00:00Z"})
+	require.Equal(t, int64(0), gjson.GetBytes(body, "result.totalSize").Int(), "%s", body)
+	body = v10(b.B, key, "ListTasks", map[string]any{"statusTimestampAfter": "2000-01-01T00:00:00Z", "status": "TASK_STATE_COMPLETED"})
+	require.Equal(t, int64(2), gjson.GetBytes(body, "result.totalSize").Int(), "%s", body)
+	body = v10(b.B, key, "ListTasks", map[string]any{"status": "TASK_STATE_CANCELED"})
+	require.Equal(t, int64(0), gjson.GetBytes(body, "result.totalSize").Int(), "%s", body)
+	body = v10(b.B, key, "ListTasks", map[string]any{"contextId": task03.ContextID})
+	require.Equal(t, string(task03.ID), gjson.GetBytes(body, "result.tasks.0.id").String(), "%s", body)
+	require.Equal(t, int64(1), gjson.GetBytes(body, "result.totalSize").Int(), "%s", body)
+
 	// an unsupported version is VersionNotSupportedError; no header is 0.3, where 1.0 names are unknown
 	st, body = a2aPost(t, b.A, key, "/a2a/"+agent, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": map[string]any{}},
 		map[string]string{"A2A-Version": "2.0"})

@@ -13,7 +13,8 @@ import (
 	a2atypes "github.com/a2aproject/a2a-go/a2a"
 )
 
-// ListTasks page sizes (A2A 1.0 spec §3.1.4: pageSize 1..100, default 50).
+// ListTasks page sizes (a2a.proto ListTasksRequest.page_size: 1 to 100, at most 50 when
+// unspecified).
 const (
 	DefaultListPageSize = 50
 	MaxListPageSize     = 100
@@ -27,7 +28,8 @@ type TaskQuery struct {
 	// ContextID and State ("" for any; State in 0.3 form, e.g. "working") filter the tasks.
 	ContextID string
 	State     string
-	// StatusAfter, when set, keeps tasks whose status timestamp is after it.
+	// StatusAfter, when set, keeps tasks whose status timestamp is at or after it (a2a.proto
+	// ListTasksRequest.status_timestamp_after: "greater than or equal to").
 	StatusAfter *time.Time
 	// Limit is the page size; After, when set, is the cursor: only tasks strictly before it
 	// in the order (updated desc, id desc).
@@ -147,7 +149,9 @@ func decodeCursor(s string) (TaskCursor, bool) {
 
 // list implements ListTasks (A2A 1.0 spec §3.1.4): the tasks of agentID that caller may
 // access (others' tasks are never listed; API.md: tasks answer only their creator's key or
-// team), most recently updated first, cursor-paginated. With a shared table (every replica's
+// team; the spec: "MUST return only tasks visible to the authenticated client"), most recently
+// updated first and cursor-paginated (both MUSTs of §3.1.4); nextPageToken is always present,
+// "" on the last page. With a shared table (every replica's
 // tasks) the page is read from it; otherwise from this process's tasks. Artifacts are left
 // out unless includeArtifacts; history is trimmed to historyLength when given.
 func (s *taskStore) list(ctx context.Context, agentID string, caller Owner, p *listParams) (*listTasksResponse10, error) {
@@ -210,7 +214,7 @@ func (s *taskStore) listLocal(q TaskQuery) TaskPage {
 		if e.status.Timestamp != nil {
 			updated = *e.status.Timestamp
 		}
-		if q.StatusAfter != nil && !updated.After(*q.StatusAfter) {
+		if q.StatusAfter != nil && updated.Before(*q.StatusAfter) {
 			continue
 		}
 		st := e.stored()

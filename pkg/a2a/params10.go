@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -144,6 +145,9 @@ func parsePart10(i int, raw json.RawMessage) (a2atypes.Part, *Error) {
 	if len(c.problems) > 0 {
 		return nil, invalidParams("%s", c.problems[0])
 	}
+	if content[0] == "raw" && !isBase64(value) {
+		return nil, invalidParams("%s.raw must be base64", path)
+	}
 	fileMeta := a2atypes.FileMeta{MimeType: mediaType, Name: filename}
 	switch content[0] {
 	case "text":
@@ -160,4 +164,15 @@ func parsePart10(i int, raw json.RawMessage) (a2atypes.Part, *Error) {
 		obj = map[string]any{"value": data}
 	}
 	return a2atypes.DataPart{Data: obj, Metadata: meta}, nil
+}
+
+// isBase64 accepts the base64 forms ProtoJSON accepts for bytes (RFC 4648 standard or URL-safe
+// alphabet, padded or not).
+func isBase64(s string) bool {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if _, err := enc.DecodeString(s); err == nil {
+			return true
+		}
+	}
+	return false
 }

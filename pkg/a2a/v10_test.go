@@ -95,6 +95,7 @@ func TestSendMessage10BadParams(t *testing.T) {
 		`{"role": "ROLE_USER", "parts": [{}]}`:                    "params.message.parts[0] must have one of text, raw, url or data",
 		`{"parts": [{"text": "x", "url": "u"}]}`:                  "params.message.parts[0] must have only one of text, raw, url or data (has text, url)",
 		`{"parts": [{"text": 1}]}`:                                "params.message.parts[0].text must be a string",
+		`{"parts": [{"raw": "not base64!"}, {"text": "x"}]}`:      "params.message.parts[0].raw must be base64",
 		`{"parts": [{"url": "u"}]}`:                               "params.message.parts has no text part",
 		`{"parts": []}`:                                           "params.message.parts must not be empty",
 		`{"parts": [{"text": "x", "metadata": []}]}`:              "params.message.parts[0].metadata must be an object",
@@ -185,7 +186,15 @@ func TestListTasks10Local(t *testing.T) {
 	require.ElementsMatch(t, ids, got)
 	require.Len(t, got, 3)
 
-	data := b.call10(t, "echo-agent", `{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"status": "TASK_STATE_WORKING"}}`)
+	// statusTimestampAfter keeps tasks whose status timestamp is at or after it
+	data := b.call10(t, "echo-agent", `{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}`)
+	newest := gjson.GetBytes(data, "result.tasks.0")
+	data = b.call10(t, "echo-agent", `{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"statusTimestampAfter": "`+newest.Get("status.timestamp").String()+`"}}`)
+	require.Equal(t, newest.Get("id").String(), gjson.GetBytes(data, "result.tasks.0.id").String(), "%s", data)
+	data = b.call10(t, "echo-agent", `{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"statusTimestampAfter": "2999-01-01T00:00:00Z"}}`)
+	require.Equal(t, int64(0), gjson.GetBytes(data, "result.totalSize").Int(), "%s", data)
+
+	data = b.call10(t, "echo-agent", `{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"status": "TASK_STATE_WORKING"}}`)
 	require.JSONEq(t, `{"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0}`, gjson.GetBytes(data, "result").Raw)
 	for params, want := range map[string]string{
 		`{"status": "working"}`:         `params.status must be a TASK_STATE_* task state, not "working"`,

@@ -8,8 +8,8 @@ import (
 
 // Protocol versions served on the same route (API.md "Agents and A2A"): A2A 0.3 (the
 // default) and A2A 1.0, chosen per request by the A2A-Version header (A2A 1.0 spec §3.2.6
-// "Service Parameters": clients send the Major.Minor version they speak; a request without
-// it is treated as 0.3).
+// "Service Parameters": the A2A-Version parameter is the version the client uses, e.g. "0.3";
+// this gateway serves a request without it in 0.3, API.md "Agents and A2A").
 const (
 	// VersionHeader is the A2A 1.0 service parameter naming the protocol version of a request.
 	VersionHeader = "A2A-Version"
@@ -35,8 +35,10 @@ const (
 	MethodGetExtendedCard10    = "GetExtendedAgentCard"
 )
 
-// CodeVersionNotSupported is A2A 1.0's VersionNotSupportedError (A2A 1.0 spec §5.4 error code
-// mapping: -32009), answered to a request whose A2A-Version this gateway does not serve.
+// CodeVersionNotSupported is the JSON-RPC code of A2A 1.0's VersionNotSupportedError (A2A 1.0
+// spec §3.2.6: "If the version is not supported, the agent returns VersionNotSupportedError";
+// -32009 as the A2A SDKs map it, e.g. @a2a-js/sdk 1.x A2A_ERROR_CODE.VERSION_NOT_SUPPORTED),
+// answered to a request whose A2A-Version this gateway does not serve.
 const CodeVersionNotSupported = -32009
 
 // wire is the protocol version one request is served in.

@@ -7,13 +7,13 @@ import (
 	a2atypes "github.com/a2aproject/a2a-go/a2a"
 )
 
-// A2A 1.0 wire shapes (A2A 1.0 spec §4 "Protocol Data Model", serialized as the JSON-RPC
+// A2A 1.0 wire shapes (A2A 1.0 spec §4 data model, normatively specification/a2a.proto, serialized as the JSON-RPC
 // binding does: the ProtoJSON mapping of specification/a2a.proto, camelCase fields, enums as
 // their names, oneofs as the member's field name, no "kind" discriminators). The handler keeps
 // tasks in the 0.3 model (a2a-go's types, the shared gateway.a2a_tasks rows) and converts at
 // the edge, so both versions see the same tasks.
 
-// part10 is a Part (§4.1.6, "unified parts"): exactly one of text, raw (base64), url or data,
+// part10 is a Part (a2a.proto Part, the "unified parts"): exactly one of text, raw (base64), url or data,
 // with optional metadata, filename and mediaType.
 type part10 struct {
 	Text      *string        `json:"text,omitempty"`
@@ -37,14 +37,14 @@ type message10 struct {
 	ReferenceTaskIDs []string       `json:"referenceTaskIds,omitempty"`
 }
 
-// status10 is a TaskStatus (§4.1.2); state is "TASK_STATE_*"; timestamp RFC 3339 UTC.
+// status10 is a TaskStatus (a2a.proto TaskStatus); state is "TASK_STATE_*"; timestamp RFC 3339 UTC.
 type status10 struct {
 	State     string     `json:"state"`
 	Message   *message10 `json:"message,omitempty"`
 	Timestamp string     `json:"timestamp,omitempty"`
 }
 
-// artifact10 is an Artifact (§4.1.7).
+// artifact10 is an Artifact (a2a.proto Artifact).
 type artifact10 struct {
 	ArtifactID  string         `json:"artifactId"`
 	Name        string         `json:"name,omitempty"`
@@ -83,8 +83,8 @@ type artifactUpdate10 struct {
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
-// streamResponse10 is a StreamResponse (§3.1.2): one of task, message, statusUpdate,
-// artifactUpdate. sendResponse10 (SendMessageResponse, §3.1.1) uses the first two.
+// streamResponse10 is a StreamResponse (§3.2.3): one of task, message, statusUpdate,
+// artifactUpdate. SendMessage answers the first two (SendMessageResponse, the same oneof).
 type streamResponse10 struct {
 	Task           *task10           `json:"task,omitempty"`
 	Message        *message10        `json:"message,omitempty"`

@@ -119,7 +119,7 @@ func (s *Store) PruneTasks(ctx context.Context, maxAge time.Duration, maxRows in
 // TaskListQuery selects ListTasks rows (A2A 1.0 ListTasks): agentID's tasks the caller may
 // see — all when Admin, else those whose owner_token is OwnerToken or, with a non-empty
 // OwnerTeam, whose owner_team is OwnerTeam — optionally of one context (task->>'contextId'),
-// one state, with a status timestamp after StatusAfter, and (the cursor) strictly before
+// one state, with a status timestamp at or after StatusAfter, and (the cursor) strictly before
 // (AfterUpdated, AfterID) in the order updated_at DESC, task_id DESC.
 type TaskListQuery struct {
 	AgentID               string
@@ -144,7 +144,7 @@ func (s *Store) ListTasks(ctx context.Context, q TaskListQuery) ([]TaskRow, []ti
 			  AND ($2 OR owner_token = $3 OR ($4 <> '' AND owner_team = $4))
 			  AND ($5 = '' OR task->>'contextId' = $5)
 			  AND ($6 = '' OR state = $6)
-			  AND ($7::timestamptz IS NULL OR (task->'status'->>'timestamp')::timestamptz > $7))
+			  AND ($7::timestamptz IS NULL OR (task->'status'->>'timestamp')::timestamptz >= $7))
 		SELECT task_id, agent_id, replica_id, state, owner_token, owner_team, task::text, updated_at,
 			(SELECT count(*) FROM m)
 		FROM m
@@ -186,7 +186,7 @@ func (s *Store) ListTasks(ctx context.Context, q TaskListQuery) ([]TaskRow, []ti
 			  AND ($2 OR owner_token = $3 OR ($4 <> '' AND owner_team = $4))
 			  AND ($5 = '' OR task->>'contextId' = $5)
 			  AND ($6 = '' OR state = $6)
-			  AND ($7::timestamptz IS NULL OR (task->'status'->>'timestamp')::timestamptz > $7)`,
+			  AND ($7::timestamptz IS NULL OR (task->'status'->>'timestamp')::timestamptz >= $7)`,
 			q.AgentID, q.Admin, q.OwnerToken, q.OwnerTeam, q.ContextID, q.State, q.StatusAfter).Scan(&n)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("list a2a tasks: %w", mapErr(err))
