@@ -231,3 +231,39 @@ func TestListTasks10Owner(t *testing.T) {
 	require.Empty(t, list(Owner{Key: "k4"}))
 	require.ElementsMatch(t, []string{mine.id, teammate.id, stranger.id}, list(Owner{Admin: true}))
 }
+
+// TestCancelTask10: CancelTask (1.0) stops a running SendStreamingMessage, whose stream ends
+// with TASK_STATE_CANCELED; as a notification (no id) it cancels too and gets HTTP 204; a
+// notification with an unsupported version is 204 and does nothing.
+func TestCancelTask10(t *testing.T) {
+	t.Parallel()
+	for _, notify := range []bool{false, true} {
+		b := setup(t)
+		streaming := make(chan struct{})
+		b.completer.StreamFunc = func(ctx context.Context, _ *Agent, _ string, onDelta func(string) error) error {
+			close(streaming)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		resp := b.post10(t, "echo-agent", "1.0", sendBody(MethodSendStreamingMessage, `1`, userMessage10))
+		r := bufio.NewReader(resp.Body)
+		first := readEvents(t, r, 2)
+		id := gjson.GetBytes(first[0].Result, "task.id").String()
+		<-streaming
+
+		body := `{"jsonrpc": "2.0", "id": 2, "method": "CancelTask", "params": {"id": "` + id + `"}}`
+		if notify {
+			n := b.post10(t, "echo-agent", "2.0", `{"jsonrpc": "2.0", "method": "CancelTask", "params": {"id": "`+id+`"}}`)
+			require.Equal(t, http.StatusNoContent, n.StatusCode)
+			got, _ := b.handler.tasks.get(echoAgentID, Owner{}, id, nil)
+			require.Equal(t, a2atypes.TaskStateWorking, got.Status.State, "an unsupported version cancels nothing")
+			n = b.post10(t, "echo-agent", "1.0", `{"jsonrpc": "2.0", "method": "CancelTask", "params": {"id": "`+id+`"}}`)
+			require.Equal(t, http.StatusNoContent, n.StatusCode)
+		} else {
+			data := b.call10(t, "echo-agent", body)
+			require.Equal(t, "TASK_STATE_CANCELED", gjson.GetBytes(data, "result.status.state").String(), "%s", data)
+		}
+		rest := readEvents(t, r, -1)
+		require.Equal(t, "TASK_STATE_CANCELED", gjson.GetBytes(rest[len(rest)-1].Result, "statusUpdate.status.state").String())
+	}
+}
