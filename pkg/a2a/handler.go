@@ -143,7 +143,9 @@ func agentNotFoundMessage(idOrName string) string {
 }
 
 // RPC serves POST /a2a/{idOrName}: one JSON-RPC 2.0 request of the A2A v0.3 JSON-RPC binding
-// (A2A spec §3.2.1, §7).
+// (A2A spec §3.2.1, §7), or, with "A2A-Version: 1.0", of the A2A 1.0 binding (rpc10, same
+// envelope and HTTP statuses, 1.0 method names and shapes). An A2A-Version other than 0.3 or
+// 1.0 is -32009 "Version not supported" (negotiate) before the agent is looked up.
 //
 // Methods:
 //   - message/send (§7.1): the reply of the agent's model to the message's text parts, as a
