@@ -129,12 +129,10 @@ function chart(id) {
   const svg = $("chart-template").content.firstElementChild.cloneNode(true);
   svg.querySelector("title").textContent = `lag p99 over ${pts.length} report(s): max ${max.toFixed(2)} ms`;
   const line = svg.querySelector("polyline");
-  const xy = pts.map((s) => {
-    const x = pts.length === 1 ? W / 2 : ((s.at - t0) / span) * (W - 4) + 2;
-    const y = H - 2 - (s.p99 / max) * (H - 4);
-    return `${x.toFixed(1)},${y.toFixed(1)}`;
-  });
-  if (xy.length === 1) xy.push(xy[0]);
+  const y = (s) => (H - 2 - (s.p99 / max) * (H - 4)).toFixed(1);
+  // one report: a level segment across the chart, so a single sample is visible
+  const xy = pts.length === 1 ? [`2,${y(pts[0])}`, `${W - 2},${y(pts[0])}`]
+    : pts.map((s) => `${(((s.at - t0) / span) * (W - 4) + 2).toFixed(1)},${y(s)}`);
   line.setAttribute("points", xy.join(" "));
   td.appendChild(svg);
   const label = document.createElement("span");
@@ -180,7 +178,7 @@ function renderReplicas(view, c) {
     cell(tr, rate(rt && rt.limited), "rate-429");
     cell(tr, r.heartbeat_age_ms);
     cell(tr, r.version);
-    cell(tr, r.started_at);
+    cell(tr, r.started_at ? String(r.started_at).replace("T", " ").replace(/\.[0-9]+/, "") : null, "started");
     return tr;
   });
   $("replicas").querySelector("tbody").replaceChildren(...rows);
