@@ -283,13 +283,7 @@ func serve(ctx context.Context, args []string) error {
 	regs := newRegistries(st, supported, rto, log)
 	objects.install(regs)
 	client := provider.NewClient()
-	rs := router.Settings{RoutingStrategy: cfg.RouterSettings.RoutingStrategy, AllowedFails: cfg.RouterSettings.AllowedFails, CooldownTime: cooldown(cfg.RouterSettings)}
-	if n := cfg.RouterSettings.NumRetries; n != nil {
-		rs.NumRetries = *n
-		if *n == 0 {
-			rs.NumRetries = -1
-		}
-	}
+	rs, _ := cfg.RouterSettings.Settings() // validated by loadConfig
 	rt := router.New(regs.models, client, rs)
 
 	var syncer *notify.Syncer
@@ -310,8 +304,14 @@ func serve(ctx context.Context, args []string) error {
 	}
 	var view *cluster.Reporter
 	if st != nil {
+		// deployment caps and cooldowns held cluster-wide (pkg/router caps.go, cooldowns.go)
+		rl := limits.New(limits.Config{Store: st, ReplicaID: replicaID, Window: knobs.window, SlotTTL: knobs.slotTTL,
+			Log: log.With().Str("component", "router").Logger()})
+		_ = rl.Start(ctx)
+		defer rl.Stop()
+		rt.Share(router.Shared{Limiter: rl, Cooldowns: st, ReplicaID: replicaID, Log: log.With().Str("component", "router").Logger()})
 		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats,
-			Changed: syncer.StateChanged, Interval: knobs.clusterEvery, Logger: log})
+			Changed: syncer.StateChanged, Interval: knobs.clusterEvery, Logger: log, OnTick: rt.Tick})
 		view.Start(ctx)
 		defer view.Stop()
 	}

@@ -161,6 +161,11 @@ type Server struct {
 	failCode atomic.Int64
 	inflight atomic.Int64
 	maxIn    atomic.Int64
+	// set at run time (SetLatency, FailWith): an added delay, and the error code and message
+	// of the injected failures
+	latency atomic.Int64
+	errCode atomic.Pointer[string]
+	errMsg  atomic.Pointer[string]
 
 	mu   sync.Mutex
 	reqs []Request
@@ -203,7 +208,12 @@ func New(opts ...Option) (*Server, error) {
 func (s *Server) Close() { s.hs.Close() }
 
 // SetStatus changes the injected error status at run time (0 = answer normally).
-func (s *Server) SetStatus(code int) { s.status.Store(int64(code)) }
+func (s *Server) SetStatus(code int) {
+	if code == 0 {
+		s.errCode.Store(nil)
+	}
+	s.status.Store(int64(code))
+}
 
 // FailNext makes the next n requests (after authentication) fail with status code, then
 // answers normally again: for retry and fallback tests.
@@ -259,9 +269,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	for m := s.maxIn.Load(); cur > m && !s.maxIn.CompareAndSwap(m, cur); m = s.maxIn.Load() {
 	}
-	if s.cfg.latency > 0 {
+	if lat := s.cfg.latency + time.Duration(s.latency.Load()); lat > 0 {
 		select {
-		case <-time.After(s.cfg.latency):
+		case <-time.After(lat):
 		case <-r.Context().Done():
 			return
 		}
@@ -334,6 +344,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		msg := s.cfg.errorBody
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
+		}
+		if c := s.errCode.Load(); c != nil && *c != "" && api != APIMessages {
+			writeJSON(w, code, map[string]any{"error": map[string]any{"message": *s.errMsg.Load(), "type": openAIErrorType(code), "param": nil, "code": *c}})
+			return
 		}
 		s.fail(w, api, code, s.echo(msg, r))
 		return

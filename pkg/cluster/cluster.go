@@ -46,6 +46,9 @@ type Config struct {
 	Interval time.Duration
 	Stale    time.Duration
 	Prune    time.Duration
+	// OnTick, when set, runs on every tick after the upsert (also when it failed): state
+	// other packages read on the heartbeat, e.g. the router's shared cooldowns (router.Tick).
+	OnTick func(ctx context.Context)
 }
 
 // Reporter upserts this replica's row on a timer and at every change-feed state change, and
@@ -142,6 +145,9 @@ func (r *Reporter) Stop() {
 }
 
 func (r *Reporter) tick(ctx context.Context, prune bool) {
+	if r.cfg.OnTick != nil {
+		defer r.cfg.OnTick(ctx)
+	}
 	st := r.cfg.Status()
 	row := store.ReplicaStatus{
 		ReplicaID: r.cfg.ReplicaID, Addr: r.cfg.Addr, Source: string(st.Source), State: string(st.State),

@@ -87,6 +87,10 @@ type UpstreamError struct {
 	Message string
 	// Type is the upstream's error.type when it sent one (e.g. "rate_limit_error").
 	Type string
+	// Code is the upstream's error.code when it sent one (OpenAI: "context_length_exceeded",
+	// "content_policy_violation", "rate_limit_exceeded"); "" when none. The error envelope
+	// keeps it; without one the envelope's code is the status (API.md "LLM routes").
+	Code string
 	// Body is the upstream error body (at most 64 KiB), nil when there was none.
 	Body []byte
 	// Retryable is true for 408, 409, 429, 5xx, transport failures and timeouts: another
@@ -375,7 +379,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 			msg = "status " + strconv.Itoa(resp.StatusCode)
 		}
 	}
-	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Retryable: retryableStatus(resp.StatusCode)}
+	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Code: errorCode(body), Retryable: retryableStatus(resp.StatusCode)}
 	if len(body) > 0 {
 		e.Body = body
 	}
