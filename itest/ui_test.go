@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"lockstep/itest/fakeupstream"
 	"lockstep/itest/pgtest"
 )
 
@@ -145,15 +146,17 @@ func (p page) forget() {
 // is SIGSTOPped while models are written through a. Opened with a proxy_admin_viewer user's
 // key, the page shows: the cluster badge "stale" (red), c's state cell "stale" and never
 // green, c's models count marked behind a's and b's, apply_errors marked on all three, a lag
-// history chart, the database reachable, the version; and after calls on a that answer 200,
-// 400 and 429, request, error and 429 rates. Checked from the rendered DOM and computed
+// history chart, the database reachable, the version, no cooldown; then a deployment a cools
+// down is listed with its reason; and after calls on a that answer 200, 400 and 429, request,
+// error and 429 rates. Checked from the rendered DOM and computed
 // styles; a screenshot is kept (artifactDir; the path is logged).
 func TestStatusPageInChromium(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	a := StartGateway(t, db, "a", GatewayOpts{})
-	b := StartGateway(t, db, "b", GatewayOpts{})
-	c := StartGateway(t, db, "c", GatewayOpts{})
+	o := GatewayOpts{Config: "router_settings: {allowed_fails: 1, cooldown_time: 120, num_retries: 1}\n"}
+	a := StartGateway(t, db, "a", o)
+	b := StartGateway(t, db, "b", o)
+	c := StartGateway(t, db, "c", o)
 	ctx := browser(t)
 	p := page{t: t, ctx: ctx}
 	Eventually(t, "three replicas listed", func() bool { v := a.cluster(t); return len(v.Replicas) == 3 && v.Converged })
@@ -257,8 +260,24 @@ func TestStatusPageInChromium(t *testing.T) {
 	require.Equal(t, "ok", p.eval(`document.getElementById("db").dataset.state`))
 	require.Contains(t, p.text("#db"), "reachable")
 	require.Regexp(t, `^version \S+`, p.text("#version"))
-	cooldowns := p.text("#cooldowns tbody")
-	require.True(t, cooldowns == "none" || cooldowns == "not reported by this gateway (no cooldowns in GET /sync/lag)", cooldowns)
+	require.Equal(t, "none", p.text("#cooldowns tbody"), "no deployment cooling down yet")
+
+	// a deployment cooling down (allowed_fails 1; its failures retried on the other one): listed
+	bad, good := fakeupstream.Start(t), fakeupstream.Start(t)
+	rtNewModel(t, a, "ui-cool", "ui-cool-bad", bad, nil)
+	rtNewModel(t, a, "ui-cool", "ui-cool-good", good, nil)
+	Eventually(t, "ui-cool served on a", func() bool { st, _ := rtChat(t, a, "ui-cool"); return st == 200 })
+	bad.SetStatus(500)
+	Eventually(t, "ui-cool-bad cooling down on a", func() bool {
+		st, body := rtChat(t, a, "ui-cool")
+		require.Equal(t, 200, st, "%s", body)
+		return cooldownOn(t, a, "ui-cool-bad") != nil
+	})
+	cool := `#cooldowns tr[data-model-id="ui-cool-bad"]`
+	p.wait("the cooldown listed", fmt.Sprintf(`!!document.querySelector(%q)`, cool))
+	require.Contains(t, p.text(cool+" td:nth-child(3)"), "replica a", "the reason names the deciding replica")
+	_, err := time.Parse(time.RFC3339Nano, p.text(cool+" td:nth-child(2)"))
+	require.NoError(t, err, "until is a time")
 
 	// rates: 200s, a 400 and 429s on a (a key limited to one request a minute)
 	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"rpm_limit": 1})

@@ -6,7 +6,7 @@
 --   lag_samples    change-feed lag samples behind lag_p50_ms/lag_p99_ms (60 s window; 0: none)
 --   requests_*     HTTP requests answered since it started (status routes excluded): all,
 --                  4xx other than 429, 5xx, and 429
--- Numbered 009: 007 is a2a_task_owner and 008 is left to deployment_cooldowns (branch router).
+-- Numbered 009: 007 is a2a_task_owner, 008 deployment_cooldowns.
 ALTER TABLE gateway.replicas
     ADD COLUMN IF NOT EXISTS registries      jsonb  NOT NULL DEFAULT '{}',
     ADD COLUMN IF NOT EXISTS apply_errors    bigint NOT NULL DEFAULT 0,
