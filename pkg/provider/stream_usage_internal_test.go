@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,5 +75,17 @@ func BenchmarkPassthroughUsageAsked(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.passthroughUsage(raw, nil, chunk)
+	}
+}
+
+// BenchmarkAskUsage is the request edit of a streamed call on a ~4 KB chat body (one copy).
+func BenchmarkAskUsage(b *testing.B) {
+	body := []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 340) + `"}]}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if out, hide := askUsage(body); !hide || len(out) == len(body) {
+			b.Fatal("not asked")
+		}
 	}
 }
