@@ -385,11 +385,6 @@ type guardedStream struct {
 	st    provider.Stream
 	d     *router.Deployment
 	hold  int // bytes of each streamed text held back; 0 without MASK rules
-	// up is the upstream's context of a charged call (nil: not charged); frames and textBytes
-	// count what the upstream streamed, for the estimate (stream_charge.go)
-	up        *upstreamCtx
-	frames    int
-	textBytes int
 	chans map[string]*streamText
 	queue []*heldFrame
 	out   []byte // frames ready to return
@@ -397,6 +392,12 @@ type guardedStream struct {
 	next  error // error (or io.EOF) to return once out is drained
 	err   error // how the call ended, for the limits step
 	ended bool
+
+	// up is the upstream's context of a charged call (nil: not charged); frames and textBytes
+	// count what the upstream streamed, for the estimate (stream_charge.go)
+	up        *upstreamCtx
+	frames    int
+	textBytes int
 }
 
 // streamText is one streamed text (channel) of a guardedStream.
