@@ -89,3 +89,34 @@ func BenchmarkAskUsage(b *testing.B) {
 		}
 	}
 }
+
+// FuzzRemoveMember: on any JSON object, removing its top-level "usage" leaves valid JSON
+// without it, every other member kept.
+func FuzzRemoveMember(f *testing.F) {
+	for _, s := range []string{`{"usage":null}`, `{"a":1,"usage":{"x":[1]}}`, `{ "usage" : 1 , "b" : "usage" }`, `{"x":{"usage":1},"usage":null}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !gjson.Valid(in) || !gjson.Parse(in).IsObject() {
+			return
+		}
+		v := gjson.Get(in, "usage")
+		if !v.Exists() {
+			return
+		}
+		out, ok := removeMember(nil, []byte(in), "usage", v)
+		if !ok {
+			return
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("%s → invalid %s", in, out)
+		}
+		n := 0
+		gjson.Parse(in).ForEach(func(k, _ gjson.Result) bool { n++; return true })
+		m := 0
+		gjson.ParseBytes(out).ForEach(func(k, _ gjson.Result) bool { m++; return true })
+		if m != n-1 {
+			t.Fatalf("%s → %s: %d members, want %d", in, out, m, n-1)
+		}
+	})
+}
