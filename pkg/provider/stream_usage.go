@@ -51,10 +51,13 @@ func (s *sliceStream) StreamUsage() (Usage, bool) { return s.usage, true }
 // other byte kept. A stream_options that is not an object (nor null) is left for the upstream
 // to refuse.
 func askUsage(body []byte) (out []byte, hide bool) {
+	if !bytes.Contains(body, streamOptionsKey) { // the usual case: no member look-up
+		return appendMember(body, `"stream_options":{"include_usage":true}`), true
+	}
 	so := gjson.Get(bytesView(body), "stream_options")
 	switch {
 	case !so.Exists():
-		return insertMember(body, firstBrace(body), `"stream_options":{"include_usage":true}`), true
+		return appendMember(body, `"stream_options":{"include_usage":true}`), true
 	case so.Type == gjson.Null:
 		return replaceRaw(body, so, `{"include_usage":true}`), true
 	case !so.IsObject():
@@ -70,12 +73,22 @@ func askUsage(body []byte) (out []byte, hide bool) {
 	return insertMember(body, so.Index, `"include_usage":true`), true
 }
 
-// firstBrace is the offset of the first '{' of body (a JSON object), len(body) if none.
-func firstBrace(body []byte) int {
-	if i := bytes.IndexByte(body, '{'); i >= 0 {
-		return i
+// appendMember adds member (`"key":value`) as the last member of the object body, in a copy:
+// last, so that an upstream parser keeping the last of repeated members (most do) reads it even
+// if the client wrote the same key with escapes the byte search above did not see.
+func appendMember(body []byte, member string) []byte {
+	end := bytes.LastIndexByte(body, '}')
+	if end < 0 {
+		return body
 	}
-	return len(body)
+	p := skipSpaceBack(body, end)
+	out := make([]byte, 0, len(body)+len(member)+1)
+	out = append(out, body[:p]...)
+	if p > 0 && body[p-1] != '{' {
+		out = append(out, ',')
+	}
+	out = append(out, member...)
+	return append(out, body[p:]...)
 }
 
 // insertMember inserts member (`"key":value`) as the first member of the object opening at
@@ -184,7 +197,10 @@ func (s *httpStream) passthroughUsage(raw, event, data []byte) (out []byte, drop
 	return raw, false
 }
 
-var usageKey = []byte(`"usage"`)
+var (
+	usageKey         = []byte(`"usage"`)
+	streamOptionsKey = []byte(`"stream_options"`)
+)
 
 // removeMember appends to dst the JSON object obj without its top-level member key, whose
 // value v was found by gjson.Get(obj, key) (v.Index its offset in obj). ok is false (dst

@@ -14,8 +14,10 @@ func TestAskUsage(t *testing.T) {
 		in, want string
 		hide     bool
 	}{
-		{`{"model":"m","stream":true}`, `{"stream_options":{"include_usage":true},"model":"m","stream":true}`, true},
+		{`{"model":"m","stream":true}`, `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`, true},
 		{` { } `, ` {"stream_options":{"include_usage":true} } `, true},
+		{"{\"a\":[1] \n}\n", "{\"a\":[1],\"stream_options\":{\"include_usage\":true} \n}\n", true},
+		{`{"stream\u005foptions":{"include_usage":false}}`, `{"stream\u005foptions":{"include_usage":false},"stream_options":{"include_usage":true}}`, true},
 		{`{"stream_options":null,"x":1}`, `{"stream_options":{"include_usage":true},"x":1}`, true},
 		{`{"stream_options":{"include_usage":false},"x":1}`, `{"stream_options":{"include_usage":true},"x":1}`, true},
 		{`{"stream_options": {"include_obfuscation": false}}`, `{"stream_options": {"include_usage":true,"include_obfuscation": false}}`, true},
