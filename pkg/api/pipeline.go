@@ -362,10 +362,12 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 		c.done(d, provider.Usage{}, err)
 		return nil, err
 	}
+	g := newGuardedStream(c, st, d)
 	if up != nil {
 		up.started.Store(true)
+		g.up = up
 	}
-	return newGuardedStream(c, st, d, up), nil
+	return g, nil
 }
 
 // guardedStream applies post_call guardrails to a stream and reports its end to the limits
@@ -423,8 +425,8 @@ type heldDelta struct {
 // any email, card number, phone number, SSN, IBAN or keyword a content filter masks.
 const streamHold = 256
 
-func newGuardedStream(c *call, st provider.Stream, d *router.Deployment, up *upstreamCtx) *guardedStream {
-	g := &guardedStream{c: c, st: st, d: d, up: up}
+func newGuardedStream(c *call, st provider.Stream, d *router.Deployment) *guardedStream {
+	g := &guardedStream{c: c, st: st, d: d}
 	if c.post {
 		for _, gr := range c.gs {
 			if gr.Runs(guardrail.PostCall) && gr.Masks() {

@@ -83,7 +83,9 @@ func chargedStreamOn(client context.Context, st provider.Stream, body string) (*
 		f.ctx = up.ctx
 	}
 	up.started.Store(true)
-	return newGuardedStream(c, st, nil, up), rec, up
+	g := newGuardedStream(c, st, nil)
+	g.up = up
+	return g, rec, up
 }
 
 func TestStreamChargeHungUpDrainsToTheUsage(t *testing.T) {
@@ -160,7 +162,8 @@ func TestStreamChargeDrainTimeBound(t *testing.T) {
 	up := detachUpstream(client)
 	up.started.Store(true)
 	st := &fakeStream{events: textEvents(2, "abcdefgh"), block: up.ctx}
-	g := newGuardedStream(c, st, nil, up)
+	g := newGuardedStream(c, st, nil)
+	g.up = up
 	_, err := g.Next()
 	require.NoError(t, err)
 	hangUp()
@@ -186,7 +189,8 @@ func BenchmarkChargedStreamOverhead(b *testing.B) {
 	for b.Loop() {
 		up := detachUpstream(ctx)
 		up.started.Store(true)
-		g := newGuardedStream(c, st, nil, up)
+		g := newGuardedStream(c, st, nil)
+		g.up = up
 		g.ended = true
 		up.end()
 		_ = g.charge()
