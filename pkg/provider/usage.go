@@ -15,6 +15,65 @@ func usageFrom(f Format, u gjson.Result) Usage {
 	return Usage{PromptTokens: u.Get("prompt_tokens").Int(), CompletionTokens: u.Get("completion_tokens").Int()}
 }
 
+// AddStreamUsage updates u from the SSE frames in data (format f) that report usage: chat's
+// usage chunk (stream_options.include_usage), Anthropic's message_start and message_delta,
+// Responses' response.completed / incomplete. Later reports replace earlier ones field by
+// field.
+func AddStreamUsage(f Format, data []byte, u *Usage) {
+	for pos := 0; pos < len(data); {
+		n := sseFrameLen(data[pos:])
+		frame := data[pos : pos+n]
+		pos += n
+		i := indexData(frame)
+		if i < 0 {
+			continue
+		}
+		j := gjson.Parse(bytesView(frame[i:]))
+		var r gjson.Result
+		switch f {
+		case FormatChat, FormatCompletions:
+			r = j.Get("usage")
+		case FormatMessages:
+			switch j.Get("type").Str {
+			case "message_start":
+				r = j.Get("message.usage")
+			case "message_delta":
+				r = j.Get("usage")
+			}
+		case FormatResponses:
+			r = j.Get("response.usage")
+		}
+		if !r.IsObject() {
+			continue
+		}
+		got := usageFrom(f, r)
+		if got.PromptTokens > 0 {
+			u.PromptTokens = got.PromptTokens
+		}
+		if got.CompletionTokens > 0 {
+			u.CompletionTokens = got.CompletionTokens
+		}
+	}
+}
+
+// indexData is the offset of the JSON value of a frame's first "data: {" line, -1 if none.
+func indexData(frame []byte) int {
+	for i := 0; i+6 < len(frame); {
+		if (i == 0 || frame[i-1] == '\n') && string(frame[i:i+5]) == "data:" {
+			k := i + 5
+			for k < len(frame) && frame[k] == ' ' {
+				k++
+			}
+			if k < len(frame) && frame[k] == '{' {
+				return k
+			}
+			return -1
+		}
+		i++
+	}
+	return -1
+}
+
 // AnswerText is the assistant text of an answer in format f: the first choice's content
 // (chat), the text blocks (messages), the message items' output_text (responses); "" for
 // embeddings.
