@@ -1,6 +1,9 @@
 # syntax=docker/dockerfile:1
 # lockstep gateway image: a static binary (CGO_ENABLED=0) on a distroless base, run as a
-# non-root user. Build: docker build -t lockstep .   Run: see compose.yaml and docs/operations.md.
+# non-root user. Run: see compose.yaml and docs/operations.md. Build, stamping the version
+# (.git is not in the build context, so the binary cannot read it; `gateway version` prints these):
+#   docker build -t lockstep --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg COMMIT=$(git rev-parse HEAD) --build-arg BUILD_TIME=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -8,7 +11,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" \
+ARG VERSION=""
+ARG COMMIT=""
+ARG BUILD_TIME=""
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false \
+      -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.buildTime=${BUILD_TIME}" \
       -o /out/gateway ./cmd/gateway
 
 FROM gcr.io/distroless/static-debian12:nonroot
@@ -17,5 +24,9 @@ COPY --from=build /out/gateway /usr/local/bin/gateway
 USER 65532:65532
 EXPOSE 4000
 ENV GATEWAY_ADDR=0.0.0.0:4000
+# distroless has no shell or curl: the binary checks its own readiness (GET /health/readiness
+# on GATEWAY_ADDR's port; exit 0 when 200)
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["/usr/local/bin/gateway", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/gateway"]
 CMD ["serve"]

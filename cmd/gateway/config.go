@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lockstep/pkg/keys"
+	"lockstep/pkg/router"
 	"lockstep/pkg/store"
 )
 
@@ -24,6 +25,11 @@ type FileConfig struct {
 	Agents          []AgentConfig     `yaml:"agents"`
 	GeneralSettings GeneralSettings   `yaml:"general_settings"`
 	RouterSettings  RouterSettings    `yaml:"router_settings"`
+
+	// notImplemented are the keys present that LiteLLM defines and lockstep accepts without
+	// reading (its other top-level sections, general_settings keys), as "section" or
+	// "general_settings.key": serve logs them once at start.
+	notImplemented []string
 }
 
 // ModelConfig is one model_list entry: a deployment of model group ModelName.
@@ -86,31 +92,36 @@ func (g GeneralSettings) spendRetention() (period, every time.Duration, err erro
 	return period, every, nil
 }
 
-// RouterSettings mirrors LiteLLM's router_settings.
-type RouterSettings struct {
-	RoutingStrategy string   `yaml:"routing_strategy"` // simple-shuffle (default)
-	NumRetries      *int     `yaml:"num_retries"`      // default 2
-	AllowedFails    int      `yaml:"allowed_fails"`    // default 3 per minute
-	CooldownTime    *float64 `yaml:"cooldown_time"`    // seconds, default 5
-}
+// RouterSettings mirrors LiteLLM's router_settings: router.Config (its fields, names and
+// defaults are documented there and in docs/configuration.md).
+type RouterSettings = router.Config
 
 // loadConfig reads and validates a config file. Errors name the file and the bad field.
-func loadConfig(path string) (*FileConfig, error) {
+// preset names the settings a flag or env var already set ("general_settings.master_key",
+// "general_settings.database_url"): their os.environ/NAME is not resolved (flag > env > config,
+// so an unset NAME there is no error) and their config value is dropped. Every unset
+// os.environ/NAME is reported in one error.
+func loadConfig(path string, preset map[string]bool) (*FileConfig, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	var node yaml.Node
 	if err := yaml.Unmarshal(raw, &node); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, yamlSyntaxError(raw, err))
+	}
+	var unset []string
+	if err := resolveEnv(&node, "", preset, &unset); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := resolveEnv(&node, ""); err != nil {
+	if len(unset) > 0 {
+		return nil, fmt.Errorf("config %s: %s", path, strings.Join(unset, "; "))
+	}
+	ignored, err := checkConfigShape(&node)
+	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := checkConfigShape(&node); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	var cfg FileConfig
+	cfg := FileConfig{notImplemented: ignored}
 	dec := func() error {
 		if len(node.Content) == 0 {
 			return nil
@@ -143,17 +154,19 @@ var entryFields = map[string][]string{
 
 // checkConfigShape refuses what decoding would silently drop or report without a field name:
 // an unknown top-level key (other than LiteLLM's sections, accepted and ignored), an unknown
-// key in a model_list, guardrails or agents entry, and a value of the wrong type anywhere in
-// the sections lockstep reads (named as section.key, e.g. router_settings.num_retries).
-// Unknown keys inside general_settings and router_settings are accepted and ignored, as LiteLLM
-// has many that lockstep does not use.
-func checkConfigShape(doc *yaml.Node) error {
+// key in a model_list, guardrails or agents entry, a general_settings key LiteLLM does not
+// define (liteLLMGeneralSettings; with a "did you mean" for a near miss), and a value of the
+// wrong type anywhere in the sections lockstep reads (named as section.key, e.g.
+// router_settings.num_retries). Unknown keys inside router_settings are accepted and ignored.
+// It returns the LiteLLM sections and general_settings keys present that lockstep does not
+// read (FileConfig.notImplemented).
+func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 	if len(doc.Content) == 0 {
-		return nil
+		return nil, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("the config must be a mapping of sections (model_list, guardrails, agents, general_settings, router_settings), got a %s", kindName(root))
+		return nil, fmt.Errorf("the config must be a mapping of sections (model_list, guardrails, agents, general_settings, router_settings), got a %s", kindName(root))
 	}
 	sections := map[string]any{"model_list": &[]ModelConfig{}, "guardrails": &[]GuardrailConfig{},
 		"agents": &[]AgentConfig{}, "general_settings": &GeneralSettings{}, "router_settings": &RouterSettings{}}
@@ -161,35 +174,78 @@ func checkConfigShape(doc *yaml.Node) error {
 		key, val := root.Content[i].Value, root.Content[i+1]
 		if _, ok := sections[key]; !ok {
 			if liteLLMSections[key] {
+				notImplemented = append(notImplemented, key)
 				continue
 			}
-			return fmt.Errorf("unknown top-level key %q (line %d): lockstep reads model_list, guardrails, agents, general_settings and router_settings", key, root.Content[i].Line)
+			return nil, fmt.Errorf("unknown top-level key %q (line %d): lockstep reads model_list, guardrails, agents, general_settings and router_settings", key, root.Content[i].Line)
 		}
 		if val.Kind == yaml.ScalarNode && val.Tag == "!!null" {
 			continue
 		}
 		if fieldsOf, ok := entryFields[key]; ok {
 			if val.Kind != yaml.SequenceNode {
-				return fmt.Errorf("%s must be a list, got a %s (line %d)", key, kindName(val), val.Line)
+				return nil, fmt.Errorf("%s must be a list, got a %s (line %d)", key, kindName(val), val.Line)
 			}
 			for j, item := range val.Content {
 				if item.Kind != yaml.MappingNode {
-					return fmt.Errorf("%s[%d] must be a mapping, got a %s (line %d)", key, j, kindName(item), item.Line)
+					return nil, fmt.Errorf("%s[%d] must be a mapping, got a %s (line %d)", key, j, kindName(item), item.Line)
 				}
 				if err := checkPairs(item, fmt.Sprintf("%s[%d]", key, j), fieldsOf, reflect.TypeOf(sections[key]).Elem().Elem()); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			continue
 		}
 		if val.Kind != yaml.MappingNode {
-			return fmt.Errorf("%s must be a mapping, got a %s (line %d)", key, kindName(val), val.Line)
+			return nil, fmt.Errorf("%s must be a mapping, got a %s (line %d)", key, kindName(val), val.Line)
+		}
+		if key == "general_settings" {
+			ni, err := checkGeneralSettingsKeys(val)
+			if err != nil {
+				return nil, err
+			}
+			notImplemented = append(notImplemented, ni...)
 		}
 		if err := checkPairs(val, key, nil, reflect.TypeOf(sections[key]).Elem()); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return notImplemented, nil
+}
+
+// checkGeneralSettingsKeys refuses a general_settings key that neither lockstep
+// (GeneralSettings) nor LiteLLM (liteLLMGeneralSettings) defines, naming it and its line, with
+// `did you mean "master_key"?` for a near miss; it returns the LiteLLM keys lockstep does not
+// read, as "general_settings.key".
+func checkGeneralSettingsKeys(m *yaml.Node) ([]string, error) {
+	read := yamlKeys(reflect.TypeOf(GeneralSettings{}))
+	var ignored []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		switch {
+		case slices.Contains(read, k.Value):
+		case slices.Contains(liteLLMGeneralSettings, k.Value):
+			ignored = append(ignored, "general_settings."+k.Value)
+		default:
+			msg := fmt.Sprintf("general_settings: unknown key %q (line %d): neither lockstep nor LiteLLM defines it", k.Value, k.Line)
+			if near := didYouMean(k.Value, append(read, liteLLMGeneralSettings...)); near != "" {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+			return nil, errors.New(msg)
+		}
+	}
+	return ignored, nil
+}
+
+// yamlKeys are the yaml tag names of struct type t's fields.
+func yamlKeys(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // checkPairs decodes each key of mapping m alone into a fresh value of type t, so a type error
@@ -224,9 +280,10 @@ func kindName(n *yaml.Node) string {
 	return "node"
 }
 
-// resolveEnv replaces every "os.environ/NAME" scalar with $NAME; a missing variable is an
-// error naming the field.
-func resolveEnv(n *yaml.Node, path string) error {
+// resolveEnv replaces every "os.environ/NAME" scalar with $NAME, except at the paths in preset
+// (set by a flag or env var: the value is dropped, unresolved). Each unset variable is added to
+// *unset as "path: environment variable NAME is not set"; other errors are returned.
+func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]string) error {
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for i, c := range n.Content {
@@ -234,7 +291,7 @@ func resolveEnv(n *yaml.Node, path string) error {
 			if n.Kind == yaml.SequenceNode {
 				p = fmt.Sprintf("%s[%d]", path, i)
 			}
-			if err := resolveEnv(c, p); err != nil {
+			if err := resolveEnv(c, p, preset, unset); err != nil {
 				return err
 			}
 		}
@@ -254,15 +311,20 @@ func resolveEnv(n *yaml.Node, path string) error {
 			default:
 				return fmt.Errorf("%s: a mapping key must be a string (line %d)", strings.TrimSuffix(path, "."), k.Line)
 			}
-			if err := resolveEnv(n.Content[i+1], p); err != nil {
+			if err := resolveEnv(n.Content[i+1], p, preset, unset); err != nil {
 				return err
 			}
 		}
 	case yaml.ScalarNode:
+		if preset[path] {
+			n.Value, n.Tag, n.Style = "", "!!str", yaml.DoubleQuotedStyle
+			return nil
+		}
 		if name, ok := strings.CutPrefix(n.Value, "os.environ/"); ok {
 			v, set := os.LookupEnv(name)
 			if !set {
-				return fmt.Errorf("%s: environment variable %s is not set", path, name)
+				*unset = append(*unset, fmt.Sprintf("%s: environment variable %s is not set", path, name))
+				return nil
 			}
 			n.Value, n.Tag, n.Style = v, "!!str", yaml.DoubleQuotedStyle
 		}
@@ -301,17 +363,8 @@ func (c *FileConfig) validate() error {
 	if _, _, err := c.GeneralSettings.spendRetention(); err != nil {
 		return err
 	}
-	if s := c.RouterSettings.RoutingStrategy; s != "" && s != "simple-shuffle" {
-		return fmt.Errorf("router_settings.routing_strategy: %q is not supported (supported: simple-shuffle)", s)
-	}
-	if n := c.RouterSettings.NumRetries; n != nil && *n < 0 {
-		return fmt.Errorf("router_settings.num_retries: must be >= 0, got %d", *n)
-	}
-	if c.RouterSettings.AllowedFails < 0 {
-		return fmt.Errorf("router_settings.allowed_fails: must be >= 0, got %d", c.RouterSettings.AllowedFails)
-	}
-	if t := c.RouterSettings.CooldownTime; t != nil && *t < 0 {
-		return fmt.Errorf("router_settings.cooldown_time: must be >= 0 seconds, got %v", *t)
+	if _, err := c.RouterSettings.Settings(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -350,11 +403,4 @@ func toJSON(field string, v any) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return b, nil
-}
-
-func cooldown(s RouterSettings) time.Duration {
-	if s.CooldownTime == nil {
-		return 0
-	}
-	return time.Duration(*s.CooldownTime * float64(time.Second))
 }

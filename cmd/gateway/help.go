@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -43,13 +45,17 @@ func newCommand(name, synopsis, about string) *command {
 }
 
 // parse parses args; -h/--help prints the subcommand's help (printHelp) to stdout and returns
-// flag.ErrHelp (exit 0).
+// flag.ErrHelp (exit 0). Any other error points to the subcommand's --help.
 func (c *command) parse(args []string) error {
 	err := c.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		printHelp(os.Stdout, c.FlagSet, c.synopsis, c.about)
+		return err
 	}
-	return err
+	if err != nil {
+		return flagHint(err, c.Name())
+	}
+	return nil
 }
 
 // printHelp writes a subcommand's help: the synopsis, what it does, then every flag with its
@@ -95,4 +101,43 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// commandHelp is `gateway help COMMAND`: the command's own --help (exit 0).
+func commandHelp(ctx context.Context, name string) error {
+	run := map[string]func(context.Context, []string) error{"serve": serve, "migrate": migrate, "dev": dev, "healthcheck": healthcheck}
+	if name == "version" {
+		fmt.Print("usage: gateway version (or gateway --version)\n\nPrints the module version, commit and build time.\n")
+		return nil
+	}
+	f, ok := run[name]
+	if !ok {
+		return fmt.Errorf("help: unknown command %q (want serve, migrate, dev, healthcheck or version)", name)
+	}
+	return f(ctx, []string{"--help"})
+}
+
+// flagHint adds a pointer to the command's --help to a flag parse error (Go's flag package
+// says only "flag provided but not defined: -x").
+func flagHint(err error, cmd string) error {
+	return fmt.Errorf("%w (see gateway %s --help)", err, cmd)
+}
+
+// splitAddr splits a listen address HOST:PORT; an address without a port (such as "4100") is
+// an error saying what is wanted, with an example built from it.
+func splitAddr(addr string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(addr)
+	if err == nil {
+		if _, perr := net.LookupPort("tcp", port); perr != nil || port == "" {
+			err = errors.New("bad port")
+		}
+	}
+	if err != nil {
+		eg := "127.0.0.1:4000"
+		if n, aerr := strconv.Atoi(addr); aerr == nil && n > 0 && n < 65536 {
+			eg = "127.0.0.1:" + addr
+		}
+		return "", "", fmt.Errorf("%q: want HOST:PORT, e.g. %s", addr, eg)
+	}
+	return host, port, nil
 }

@@ -10,9 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,8 +44,11 @@ const usage = `usage:
                   [--read-through-budget N] [--listen-database-url URL]
   gateway migrate --database-url URL
   gateway dev     [--replicas 2] [--base-port 4000]
+  gateway healthcheck [--url URL]
+  gateway version
 
-"gateway <command> --help" lists every flag of a command with its env var and default.
+"gateway <command> --help" (or "gateway help <command>") lists every flag of a command with
+its env var and default.
 `
 
 func main() {
@@ -61,11 +66,20 @@ func main() {
 		err = migrate(ctx, os.Args[2:])
 	case "dev":
 		err = dev(ctx, os.Args[2:])
+	case "healthcheck":
+		err = healthcheck(ctx, os.Args[2:])
+	case "version", "--version", "-version":
+		printVersion()
+		return
 	case "-h", "--help", "help":
+		if len(os.Args) > 2 && os.Args[1] == "help" {
+			err = commandHelp(ctx, os.Args[2])
+			break
+		}
 		fmt.Print(usage)
 		return
 	default:
-		err = fmt.Errorf("unknown command %q (want serve, migrate or dev)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want serve, migrate, dev, healthcheck or version; see gateway --help)", os.Args[1])
 	}
 	logOut.Flush()
 	if err != nil {
@@ -75,22 +89,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway:", oneLine(err.Error()))
 		os.Exit(exitCode(err))
 	}
-}
-
-// buildVersion is the module version and VCS revision the binary was built from, as
-// gateway.replicas and /sync/cluster report it ("(devel)" for a plain go build).
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -107,7 +105,8 @@ func parseServe(args []string) (serveFlags, error) {
 	fs := newCommand("serve", "gateway serve [flags]",
 		"Runs one replica: serves the LLM, A2A and management routes from memory, kept in sync with\n"+
 			"Postgres by the change feed. Also read from the environment: GATEWAY_LOG_LEVEL\n"+
-			"(debug, info, warn, error; default info).")
+			"(debug, info, warn, error; default info); GATEWAY_SALT_KEY, then LITELLM_SALT_KEY (the key\n"+
+			"provider credentials are encrypted with in the database; default none: stored in clear).")
 	fs.StringVar(&f.config, "config", "", "LiteLLM-style YAML config `FILE` (model_list, guardrails, agents, general_settings, router_settings)")
 	fs.StringVar(&f.addr, "addr", "", "`HOST:PORT` to listen on (env GATEWAY_ADDR; default 0.0.0.0:4000, or 127.0.0.1:4000 without a master key; without a master key only a loopback address is accepted)")
 	fs.StringVar(&f.databaseURL, "database-url", "", "Postgres `URL` (env DATABASE_URL; default general_settings.database_url, else none: serve the config file only)")
@@ -125,7 +124,7 @@ func parseServe(args []string) (serveFlags, error) {
 		return f, fmt.Errorf("serve: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return f, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		return f, fmt.Errorf("serve: unexpected argument %q (see gateway serve --help)", fs.Arg(0))
 	}
 	switch f.syncSource {
 	case "listen", "logical":
@@ -174,17 +173,29 @@ func firstNonEmpty(v ...string) string {
 // logOut buffers the log (see bufferedLog); main flushes it before exiting.
 var logOut = newBufferedLog(os.Stderr)
 
-func newLogger(format string) zerolog.Logger {
+// logLevels are the GATEWAY_LOG_LEVEL values serve accepts (zerolog's level names).
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// logLevel is GATEWAY_LOG_LEVEL's level (info when unset); another value is an error naming
+// the allowed ones.
+func logLevel() (zerolog.Level, error) {
+	v := os.Getenv("GATEWAY_LOG_LEVEL")
+	if v == "" {
+		return zerolog.InfoLevel, nil
+	}
+	if slices.Contains(logLevels, v) {
+		return zerolog.ParseLevel(v)
+	}
+	return 0, fmt.Errorf("GATEWAY_LOG_LEVEL: %q is not a log level (want %s)", v, strings.Join(logLevels, ", "))
+}
+
+func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	var w io.Writer = logOut
 	if format == "console" {
 		fi, err := os.Stderr.Stat()
 		tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
 		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !tty} // for people: unbuffered
-	}
-	lvl := zerolog.InfoLevel
-	if l, err := zerolog.ParseLevel(os.Getenv("GATEWAY_LOG_LEVEL")); err == nil && os.Getenv("GATEWAY_LOG_LEVEL") != "" {
-		lvl = l
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }
@@ -196,7 +207,11 @@ func serve(ctx context.Context, args []string) error {
 	}
 	cfg := &FileConfig{}
 	if f.config != "" {
-		if cfg, err = loadConfig(f.config); err != nil {
+		preset := map[string]bool{ // flag > env > config: a config value these win over is not resolved
+			"general_settings.database_url": firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL")) != "",
+			"general_settings.master_key":   firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY")) != "",
+		}
+		if cfg, err = loadConfig(f.config, preset); err != nil {
 			return err
 		}
 	}
@@ -204,16 +219,36 @@ func serve(ctx context.Context, args []string) error {
 	if err := provider.SetAllowedEnvSecrets(cfg.GeneralSettings.AllowedEnvSecrets); err != nil {
 		return fmt.Errorf("config %s: general_settings.%w", f.config, err)
 	}
+	// credentials at rest (LiteLLM's LITELLM_SALT_KEY), in force before any row is built or written
+	if err := provider.SetSaltKey(firstNonEmpty(os.Getenv("GATEWAY_SALT_KEY"), os.Getenv("LITELLM_SALT_KEY"))); err != nil {
+		return fmt.Errorf("salt key: %w", err)
+	}
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
-	addr, err := listenAddr(firstNonEmpty(f.addr, os.Getenv("GATEWAY_ADDR")), master)
+	addrFrom, rawAddr := "--addr", f.addr
+	if rawAddr == "" {
+		addrFrom, rawAddr = "GATEWAY_ADDR", os.Getenv("GATEWAY_ADDR")
+	}
+	if rawAddr != "" {
+		if _, _, err := splitAddr(rawAddr); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("serve: %s %w", addrFrom, err)}
+		}
+	}
+	addr, err := listenAddr(rawAddr, master)
 	if err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
 	replicaID := firstNonEmpty(f.replicaID, os.Getenv("GATEWAY_REPLICA_ID"), fmt.Sprintf("%s-%d", host, os.Getpid()))
-	log := newLogger(f.logFormat).With().Str("replica_id", replicaID).Logger()
+	lvl, err := logLevel()
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log := newLogger(f.logFormat, lvl).With().Str("replica_id", replicaID).Logger()
 
+	if len(cfg.notImplemented) > 0 {
+		log.Info().Strs("keys", cfg.notImplemented).Msg("config: LiteLLM settings lockstep does not implement, accepted and ignored")
+	}
 	objects, err := buildConfigObjects(cfg)
 	if err != nil {
 		return err
@@ -221,6 +256,9 @@ func serve(ctx context.Context, args []string) error {
 	supported := cfg.supported()
 	var st *store.Store
 	if dbURL != "" {
+		if err := checkDatabaseURL(dbURLSource(f.databaseURL, os.Getenv("DATABASE_URL")), dbURL); err != nil {
+			return err
+		}
 		if st, err = store.Open(ctx, dbURL); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
@@ -245,13 +283,7 @@ func serve(ctx context.Context, args []string) error {
 	regs := newRegistries(st, supported, rto, log)
 	objects.install(regs)
 	client := provider.NewClient()
-	rs := router.Settings{RoutingStrategy: cfg.RouterSettings.RoutingStrategy, AllowedFails: cfg.RouterSettings.AllowedFails, CooldownTime: cooldown(cfg.RouterSettings)}
-	if n := cfg.RouterSettings.NumRetries; n != nil {
-		rs.NumRetries = *n
-		if *n == 0 {
-			rs.NumRetries = -1
-		}
-	}
+	rs, _ := cfg.RouterSettings.Settings() // validated by loadConfig
 	rt := router.New(regs.models, client, rs)
 
 	var syncer *notify.Syncer
@@ -266,19 +298,26 @@ func serve(ctx context.Context, args []string) error {
 		}
 		defer syncer.Stop()
 	}
+	knobs, err := governanceKnobs()
+	if err != nil {
+		return err
+	}
 	var view *cluster.Reporter
 	if st != nil {
-		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats, Logger: log})
+		// deployment caps and cooldowns held cluster-wide (pkg/router caps.go, cooldowns.go)
+		rl := limits.New(limits.Config{Store: st, ReplicaID: replicaID, Window: knobs.window, SlotTTL: knobs.slotTTL,
+			Log: log.With().Str("component", "router").Logger()})
+		_ = rl.Start(ctx)
+		defer rl.Stop()
+		rt.Share(router.Shared{Limiter: rl, Cooldowns: st, ReplicaID: replicaID, Log: log.With().Str("component", "router").Logger()})
+		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats,
+			Changed: syncer.StateChanged, Interval: knobs.clusterEvery, Logger: log, OnTick: rt.Tick})
 		view.Start(ctx)
 		defer view.Stop()
 	}
 	var limiter *limits.Limiter
 	var tracker *spend.Tracker
 	if st != nil {
-		knobs, err := governanceKnobs()
-		if err != nil {
-			return err
-		}
 		limiter = limits.New(limits.Config{Store: st, ReplicaID: replicaID, Window: knobs.window, SlotTTL: knobs.slotTTL,
 			Log: log.With().Str("component", "limits").Logger()})
 		_ = limiter.Start(ctx)
@@ -305,8 +344,16 @@ func serve(ctx context.Context, args []string) error {
 	if st == nil {
 		log.Warn().Msg("no database configured: serving the config file only")
 	}
-	log.Info().Str("addr", addr).Int("models", regs.models.Len()).Bool("database", st != nil).Msg("gateway serving")
-	if err := srv.Start(ctx, addr, 30*time.Second); err != nil && !errors.Is(err, context.Canceled) && err.Error() != "http: Server closed" {
+	// bind first: "gateway serving" is logged only once the port is ours
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("serve: cannot listen on %s: address already in use (another process holds the port; stop it or pick another --addr)", addr)
+		}
+		return fmt.Errorf("serve: cannot listen on %s: %w", addr, err)
+	}
+	log.Info().Str("addr", ln.Addr().String()).Int("models", regs.models.Len()).Bool("database", st != nil).Msg("gateway serving")
+	if err := srv.Serve(ctx, ln, 30*time.Second); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve %s: %w", addr, err)
 	}
 	log.Info().Msg("gateway stopped")
@@ -404,7 +451,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 			return nil, err
 		}
 		id := configModelID(i, m, params)
-		d, err := router.Build(id, m.ModelName, params, info)
+		d, err := router.BuildConfig(id, m.ModelName, params, info)
 		if err != nil {
 			return nil, fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
 		}
@@ -435,6 +482,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: agents[%d] (%s): %w", i, a.AgentName, err)
 		}
+		agent.FromConfig = true
 		co.agents[id] = agent
 	}
 	return co, nil
@@ -464,6 +512,9 @@ func migrate(ctx context.Context, args []string) error {
 	if u == "" {
 		return errors.New("migrate: --database-url (or DATABASE_URL) is required")
 	}
+	if err := checkDatabaseURL(dbURLSource(*url, os.Getenv("DATABASE_URL")), u); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	st, err := store.Open(ctx, u)
 	if err != nil {
 		return fmt.Errorf("database unreachable: %w", err)
@@ -482,6 +533,9 @@ type knobs struct {
 	window     time.Duration // GATEWAY_LIMIT_WINDOW: rate-limit window length (default 1m)
 	slotTTL    time.Duration // GATEWAY_LIMIT_SLOT_TTL: parallel-slot lease lifetime (default 10s)
 	spendFlush time.Duration // GATEWAY_SPEND_FLUSH: longest wait of a spend log (default 200ms, at most 1s)
+	// GATEWAY_CLUSTER_INTERVAL: period of the gateway.replicas upsert (default 2s, at most 1h;
+	// a test sets it long to show the row is also written at every state change)
+	clusterEvery time.Duration
 }
 
 func governanceKnobs() (knobs, error) {
@@ -490,7 +544,7 @@ func governanceKnobs() (knobs, error) {
 		env string
 		dst *time.Duration
 		max time.Duration
-	}{{"GATEWAY_LIMIT_WINDOW", &k.window, 24 * time.Hour}, {"GATEWAY_LIMIT_SLOT_TTL", &k.slotTTL, time.Hour}, {"GATEWAY_SPEND_FLUSH", &k.spendFlush, time.Second}} {
+	}{{"GATEWAY_LIMIT_WINDOW", &k.window, 24 * time.Hour}, {"GATEWAY_LIMIT_SLOT_TTL", &k.slotTTL, time.Hour}, {"GATEWAY_SPEND_FLUSH", &k.spendFlush, time.Second}, {"GATEWAY_CLUSTER_INTERVAL", &k.clusterEvery, time.Hour}} {
 		raw := os.Getenv(v.env)
 		if raw == "" {
 			continue

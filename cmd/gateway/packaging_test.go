@@ -149,6 +149,17 @@ func TestComposeFile(t *testing.T) {
 		require.False(t, ports[host], "%s: host port %s is published twice", name, host)
 		ports[host] = true
 		require.Equal(t, "0.0.0.0:"+container, f.addr, "%s: the published port is the one serve listens on", name)
+		// issue 23: a health check by the binary itself (distroless has no curl), on serve's port
+		require.NotNil(t, s.Healthcheck, "%s: a healthcheck", name)
+		hc := s.Healthcheck.Test
+		require.GreaterOrEqual(t, len(hc), 3, name)
+		require.Equal(t, []string{"CMD", "/usr/local/bin/gateway", "healthcheck"}, hc[:3], "%s: the healthcheck runs gateway healthcheck", name)
+		if i := slices.Index(hc, "--url"); i >= 0 {
+			u, err := url.Parse(hc[i+1])
+			require.NoError(t, err, name)
+			require.Equal(t, container, u.Port(), "%s: the healthcheck asks serve's port", name)
+			require.Equal(t, "/health/readiness", u.Path, name)
+		}
 	}
 	require.Len(t, replicas, 2, "two gateway replicas")
 }
@@ -224,7 +235,11 @@ func TestDockerfile(t *testing.T) {
 
 	require.NotEqual(t, build.from, final.from)
 	require.Regexp(t, `^(gcr\.io/distroless/static|scratch|alpine)`, final.from, "a minimal final image")
-	var copied, user, entry string
+	// issue 23: the version is stamped from the build args (.git is not in the context)
+	for _, v := range []string{"main.version=${VERSION}", "main.commit=${COMMIT}", "main.buildTime=${BUILD_TIME}"} {
+		require.Contains(t, buildCmd, "-X "+v, "go build stamps %s", v)
+	}
+	var copied, user, entry, health string
 	for _, l := range final.lines {
 		instr, rest, _ := strings.Cut(l, " ")
 		switch strings.ToUpper(instr) {
@@ -236,6 +251,8 @@ func TestDockerfile(t *testing.T) {
 			user = rest
 		case "ENTRYPOINT":
 			entry = rest
+		case "HEALTHCHECK":
+			health = rest
 		case "ENV":
 			k, _, _ := strings.Cut(rest, "=")
 			require.True(t, gatewayEnvNames(t)[k], "the gateway reads no env var %s", k)
@@ -246,4 +263,6 @@ func TestDockerfile(t *testing.T) {
 	uid, _, _ := strings.Cut(user, ":")
 	require.NotContains(t, []string{"root", "0"}, uid, "runs as a non-root user")
 	require.Equal(t, `["`+copied+`"]`, entry, "the entrypoint is the copied binary")
+	// issue 23: distroless has no curl; the image checks itself with `gateway healthcheck`
+	require.Contains(t, health, `CMD ["`+copied+`", "healthcheck"]`, "HEALTHCHECK names gateway healthcheck")
 }

@@ -97,6 +97,10 @@ type config struct {
 	errorBody  string
 	cutAfter   int
 	latency    time.Duration
+	echoHdrs   bool
+	redirect   int
+	redirectTo string
+	deltas     []map[string]any
 }
 
 // Option configures a [Server].
@@ -129,6 +133,14 @@ func WithToolCalls() Option { return func(c *config) { c.toolCalls = true } }
 // aborted without the terminal event, as when an upstream dies mid-stream.
 func WithStreamCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
 
+// WithChatStreamDeltas makes a streamed chat completion send exactly these choice deltas, one
+// chunk each, after the role chunk and before the finish_reason chunk, instead of the reply
+// text split in chunks: e.g. {"content": "card 4111 1111"}, {} (an empty delta),
+// {"role": "assistant"}, {"tool_calls": [...]}.
+func WithChatStreamDeltas(deltas ...map[string]any) Option {
+	return func(c *config) { c.deltas = deltas }
+}
+
 // WithLatency holds every request for d before answering (after recording it), so tests can
 // observe how many calls are in flight at once (see [Server.MaxConcurrent]).
 func WithLatency(d time.Duration) Option { return func(c *config) { c.latency = d } }
@@ -150,6 +162,11 @@ type Server struct {
 	failCode atomic.Int64
 	inflight atomic.Int64
 	maxIn    atomic.Int64
+	// set at run time (SetLatency, FailWith): an added delay, and the error code and message
+	// of the injected failures
+	latency atomic.Int64
+	errCode atomic.Pointer[string]
+	errMsg  atomic.Pointer[string]
 
 	mu   sync.Mutex
 	reqs []Request
@@ -192,7 +209,12 @@ func New(opts ...Option) (*Server, error) {
 func (s *Server) Close() { s.hs.Close() }
 
 // SetStatus changes the injected error status at run time (0 = answer normally).
-func (s *Server) SetStatus(code int) { s.status.Store(int64(code)) }
+func (s *Server) SetStatus(code int) {
+	if code == 0 {
+		s.errCode.Store(nil)
+	}
+	s.status.Store(int64(code))
+}
 
 // FailNext makes the next n requests (after authentication) fail with status code, then
 // answers normally again: for retry and fallback tests.
@@ -248,12 +270,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	for m := s.maxIn.Load(); cur > m && !s.maxIn.CompareAndSwap(m, cur); m = s.maxIn.Load() {
 	}
-	if s.cfg.latency > 0 {
+	if lat := s.cfg.latency + time.Duration(s.latency.Load()); lat > 0 {
 		select {
-		case <-time.After(s.cfg.latency):
+		case <-time.After(lat):
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if s.cfg.redirect != 0 {
+		w.Header().Set("Location", s.cfg.redirectTo+r.URL.RequestURI())
+		w.WriteHeader(s.cfg.redirect)
+		return
 	}
 	if s.native != nil {
 		s.native(w, r, body)
@@ -319,7 +346,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
-		s.fail(w, api, code, msg)
+		if c := s.errCode.Load(); c != nil && *c != "" && api != APIMessages {
+			writeJSON(w, code, map[string]any{"error": map[string]any{"message": *s.errMsg.Load(), "type": openAIErrorType(code), "param": nil, "code": *c}})
+			return
+		}
+		s.fail(w, api, code, s.echo(msg, r))
 		return
 	}
 	if api == APITranscriptions {
@@ -679,7 +710,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 			}
 		}
 	}
+	for _, d := range s.cfg.deltas {
+		if !e.frame("", chunk(d, nil)) {
+			return
+		}
+	}
 	for _, part := range split(text, s.cfg.chunks) {
+		if s.cfg.deltas != nil {
+			break
+		}
 		if !e.frame("", chunk(map[string]any{"content": part}, nil)) {
 			return
 		}
@@ -943,6 +982,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
 		}
+		msg = s.echo(msg, r)
 		if anthropic {
 			writeAnthropicError(w, code, anthropicErrorType(code), msg)
 		} else {

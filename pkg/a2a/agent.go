@@ -20,6 +20,9 @@ import (
 	"strings"
 
 	a2atypes "github.com/a2aproject/a2a-go/a2a"
+	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/numbers"
 )
 
 // ErrAgentNotFound is returned by a [Resolver] when no agent has the requested id or name
@@ -48,6 +51,10 @@ type Agent struct {
 	// calls the upstream directly (api_base, api_key, ...). It may hold secrets: never serve it
 	// unmasked.
 	LitellmParams json.RawMessage
+	// FromConfig: the agent comes from the config file, whose objects may take the
+	// provider's implicit environment credentials whatever allowed_env_secrets says
+	// (provider.NewConfigDeployment); false for database agents.
+	FromConfig bool
 }
 
 // ValidationError lists every problem found in an agent definition, each naming the field,
@@ -188,6 +195,10 @@ func parseLiteLLMParams(raw []byte) (litellmParams, []string) {
 		return out, []string{problem}
 	}
 	c := checker{fields: fields, prefix: root + "."}
+	// timeouts, prices, budgets and limits: finite numbers >= 0 (numbers.CheckObject)
+	if err := numbers.CheckObject(root, gjson.ParseBytes(trimmed)); err != nil {
+		c.problems = append(c.problems, err.Error())
+	}
 	out.model, _ = c.nonEmptyString("model")
 	out.customLLMProvider, _ = c.optionalString("custom_llm_provider")
 	if g, ok := fields["guardrails"]; ok {

@@ -149,12 +149,13 @@ func agentNotFoundMessage(idOrName string) string {
 //     last can be marked, and an empty reply gives one empty chunk); a status-update
 //     "completed", final true. A Completer error ends the stream with status-update "failed",
 //     final true, whose status.message says why; tasks/cancel ends it with "canceled".
-//   - tasks/get (§7.3): a task created by message/stream on this replica, with the history
-//     (trimmed to params.historyLength) and the artifact text accumulated so far; otherwise
-//     -32001 "Task not found".
+//   - tasks/get (§7.3): a task created by message/stream, with the history (trimmed to
+//     params.historyLength) and the artifact text accumulated so far; otherwise -32001 "Task
+//     not found". Only the task's creator (the key, a key of its team, or the master key; see
+//     Owner and WithOwner) finds it: to anyone else it is -32001 exactly as an unknown id.
 //   - tasks/cancel (§7.4): cancels a submitted or working task (its model call is stopped) and
 //     returns it "canceled"; a task in a terminal state is -32002 "Task cannot be canceled";
-//     an unknown one -32001.
+//     an unknown one, or another caller's, -32001.
 //   - tasks/pushNotificationConfig/*: -32003; agent/getAuthenticatedExtendedCard: -32007;
 //     tasks/resubscribe: -32004 (as an SSE event); any other method: -32601.
 //
@@ -183,6 +184,10 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 			return
 		}
 		writeError(w, http.StatusBadRequest, nil, invalidRequest("read request body: %v", err))
+		return
+	}
+	if e := checkBody(body); e != nil {
+		writeError(w, http.StatusBadRequest, nil, e)
 		return
 	}
 	req, rpcErr := parseRequest(body)
@@ -220,7 +225,7 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 			writeError(w, http.StatusOK, req.id, perr)
 			return
 		}
-		task, ok := h.tasks.get(agent.ID, p.id, p.historyLength)
+		task, ok := h.tasks.get(agent.ID, ownerFrom(ctx), p.id, p.historyLength)
 		if !ok {
 			writeError(w, http.StatusOK, req.id, taskNotFound(p.id))
 			return
@@ -232,7 +237,7 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 			writeError(w, http.StatusOK, req.id, perr)
 			return
 		}
-		task, cerr := h.tasks.cancel(agent.ID, p.id)
+		task, cerr := h.tasks.cancel(agent.ID, ownerFrom(ctx), p.id)
 		if cerr != nil {
 			writeError(w, http.StatusOK, req.id, cerr)
 			return
@@ -279,7 +284,7 @@ func (h *Handler) notification(ctx context.Context, w http.ResponseWriter, log *
 	if err != nil {
 		return
 	}
-	if _, cerr := h.tasks.cancel(agent.ID, p.id); cerr == nil {
+	if _, cerr := h.tasks.cancel(agent.ID, ownerFrom(ctx), p.id); cerr == nil {
 		log.Debug().Str("task_id", p.id).Msg("task canceled (notification)")
 	}
 }
@@ -319,7 +324,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, log *zer
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	entry, task := h.tasks.create(agent.ID, p.message, cancel)
+	entry, task := h.tasks.create(agent.ID, ownerFrom(r.Context()), p.message, cancel)
 	log = ptr(log.With().Str("agent_id", agent.ID).Str("task_id", entry.id).Logger())
 	info := a2atypes.TaskInfo{TaskID: a2atypes.TaskID(entry.id), ContextID: entry.contextID}
 	statusEvent := func(status a2atypes.TaskStatus, final bool) *a2atypes.TaskStatusUpdateEvent {

@@ -594,7 +594,7 @@ func TestMessageStreamClientGone(t *testing.T) {
 
 	require.ErrorIs(t, <-stopped, context.Canceled)
 	require.Eventually(t, func() bool {
-		got, ok := b.handler.tasks.get(echoAgentID, string(task.TaskInfo().TaskID), nil)
+		got, ok := b.handler.tasks.get(echoAgentID, Owner{}, string(task.TaskInfo().TaskID), nil)
 		return ok && got.Status.State == a2atypes.TaskStateFailed
 	}, timeout, tick)
 }

@@ -78,7 +78,7 @@ func TestTasksCancelNotification(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, n.StatusCode)
 	require.Empty(t, body)
 
-	got, ok := b.handler.tasks.get(echoAgentID, taskID, nil)
+	got, ok := b.handler.tasks.get(echoAgentID, Owner{}, taskID, nil)
 	require.True(t, ok)
 	require.Equal(t, a2atypes.TaskStateCanceled, got.Status.State)
 }

@@ -36,10 +36,12 @@ const (
 	StoredTaskTTL    = 24 * time.Hour
 )
 
-// StoredTask is a task as the shared table holds it: Task is the A2A Task object (JSON).
+// StoredTask is a task as the shared table holds it: Task is the A2A Task object (JSON);
+// OwnerKey and OwnerTeam are its creator (Owner.Key, Owner.Team), never part of Task.
 type StoredTask struct {
-	ID, AgentID, State string
-	Task               []byte
+	ID, AgentID, State  string
+	OwnerKey, OwnerTeam string
+	Task                []byte
 }
 
 // SharedTasks is the shared task table (implemented over pkg/store by pkg/api).
@@ -120,7 +122,8 @@ func (e *taskEntry) stored() StoredTask {
 		t.Artifacts[0].Parts = a2atypes.ContentParts{a2atypes.TextPart{Text: e.text.String()[:MaxStoredText]}}
 	}
 	b, _ := json.Marshal(t)
-	return StoredTask{ID: e.id, AgentID: e.agentID, State: string(e.status.State), Task: b}
+	return StoredTask{ID: e.id, AgentID: e.agentID, State: string(e.status.State),
+		OwnerKey: e.owner.Key, OwnerTeam: e.owner.Team, Task: b}
 }
 
 // save stores e now (creation, end, cancel). A failure is logged: the task stays served here.
@@ -168,7 +171,7 @@ func (s *taskStore) cancelLocal(id string) {
 }
 
 // getShared answers tasks/get for a task this replica does not hold.
-func (s *taskStore) getShared(agentID, id string, historyLength *int) (*a2atypes.Task, bool) {
+func (s *taskStore) getShared(agentID string, caller Owner, id string, historyLength *int) (*a2atypes.Task, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, found, err := s.shared.LoadTask(ctx, id)
@@ -176,7 +179,7 @@ func (s *taskStore) getShared(agentID, id string, historyLength *int) (*a2atypes
 		s.log.Warn().Err(err).Str("task_id", id).Msg("tasks/get: shared task table unreadable")
 		return nil, false
 	}
-	if !found || st.AgentID != agentID {
+	if !found || !st.accessible(agentID, caller) {
 		return nil, false
 	}
 	var t a2atypes.Task
@@ -189,10 +192,26 @@ func (s *taskStore) getShared(agentID, id string, historyLength *int) (*a2atypes
 	return &t, true
 }
 
-// cancelShared answers tasks/cancel for a task this replica does not hold.
-func (s *taskStore) cancelShared(agentID, id string) (*a2atypes.Task, *Error) {
+// accessible reports whether st is agentID's task and caller may access it.
+func (st StoredTask) accessible(agentID string, caller Owner) bool {
+	return st.AgentID == agentID && caller.mayAccess(Owner{Key: st.OwnerKey, Team: st.OwnerTeam})
+}
+
+// cancelShared answers tasks/cancel for a task this replica does not hold. The row is read
+// first so that a task caller may not access is not found (its creator never changes, so the
+// read cannot go stale before the cancel).
+func (s *taskStore) cancelShared(agentID string, caller Owner, id string) (*a2atypes.Task, *Error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if !caller.Admin {
+		st, found, err := s.shared.LoadTask(ctx, id)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		if !found || !st.accessible(agentID, caller) {
+			return nil, taskNotFound(id)
+		}
+	}
 	now := s.now()
 	status, _ := json.Marshal(a2atypes.TaskStatus{State: a2atypes.TaskStateCanceled, Timestamp: &now})
 	st, found, canceled, err := s.shared.CancelTask(ctx, agentID, id, status)

@@ -44,6 +44,7 @@ type taskStore struct {
 type taskEntry struct {
 	id         string
 	agentID    string
+	owner      Owner // the caller of message/stream (Admin is not recorded)
 	contextID  string
 	artifactID string
 	created    time.Time
@@ -73,7 +74,7 @@ func newTaskStore(max int, ttl time.Duration) *taskStore {
 // and returns it with its first snapshot. msg is stored as the first history entry with the
 // new task's id and context id filled in (a2a-go's NewSubmittedTask does the same); a taskId
 // the client put on msg is not honoured: every message/stream starts a new task.
-func (s *taskStore) create(agentID string, msg *a2atypes.Message, cancel context.CancelFunc) (*taskEntry, *a2atypes.Task) {
+func (s *taskStore) create(agentID string, owner Owner, msg *a2atypes.Message, cancel context.CancelFunc) (*taskEntry, *a2atypes.Task) {
 	now := s.now()
 	contextID := msg.ContextID
 	if contextID == "" {
@@ -83,6 +84,7 @@ func (s *taskStore) create(agentID string, msg *a2atypes.Message, cancel context
 	e := &taskEntry{
 		id:         uuid.NewString(),
 		agentID:    agentID,
+		owner:      Owner{Key: owner.Key, Team: owner.Team},
 		contextID:  contextID,
 		artifactID: uuid.NewString(),
 		created:    now,
@@ -115,10 +117,11 @@ func (s *taskStore) remove(e *taskEntry) {
 	delete(s.dirty, e.id)
 }
 
-// lookup returns agentID's task id; a task of another agent is not found.
-func (s *taskStore) lookup(agentID, id string) (*taskEntry, bool) {
+// lookup returns agentID's task id; a task of another agent, or one caller may not access
+// (Owner.mayAccess), is not found.
+func (s *taskStore) lookup(agentID string, caller Owner, id string) (*taskEntry, bool) {
 	e, ok := s.byID[id]
-	if !ok || e.agentID != agentID {
+	if !ok || e.agentID != agentID || !caller.mayAccess(e.owner) {
 		return nil, false
 	}
 	if s.expired(e, s.now()) {
@@ -128,11 +131,11 @@ func (s *taskStore) lookup(agentID, id string) (*taskEntry, bool) {
 	return e, true
 }
 
-// get returns a snapshot of agentID's task id with at most historyLength history messages.
-// A task not held here is read from the shared table (when shared).
-func (s *taskStore) get(agentID, id string, historyLength *int) (*a2atypes.Task, bool) {
+// get returns a snapshot of agentID's task id with at most historyLength history messages,
+// when caller may access it. A task not held here is read from the shared table (when shared).
+func (s *taskStore) get(agentID string, caller Owner, id string, historyLength *int) (*a2atypes.Task, bool) {
 	s.mu.Lock()
-	e, ok := s.lookup(agentID, id)
+	e, ok := s.lookup(agentID, caller, id)
 	if ok {
 		defer s.mu.Unlock()
 		return e.snapshot(historyLength), true
@@ -141,7 +144,7 @@ func (s *taskStore) get(agentID, id string, historyLength *int) (*a2atypes.Task,
 	if s.shared == nil {
 		return nil, false
 	}
-	return s.getShared(agentID, id, historyLength)
+	return s.getShared(agentID, caller, id, historyLength)
 }
 
 // setWorking moves a submitted task to "working"; it reports false when the task is already
@@ -188,16 +191,16 @@ func (s *taskStore) finish(e *taskEntry, state a2atypes.TaskState, msg *a2atypes
 
 // cancel implements tasks/cancel (A2A spec §7.4): a working or submitted task becomes
 // "canceled" and its stream is stopped; a task in a terminal state is not cancelable
-// (-32002, §8.2); an unknown one is -32001.
+// (-32002, §8.2); an unknown one, or one caller may not access, is -32001.
 // A task not held here is canceled in the shared table (when shared); the replica running it
 // stops its stream when it next polls (shared.go).
-func (s *taskStore) cancel(agentID, id string) (*a2atypes.Task, *Error) {
+func (s *taskStore) cancel(agentID string, caller Owner, id string) (*a2atypes.Task, *Error) {
 	s.mu.Lock()
-	e, ok := s.lookup(agentID, id)
+	e, ok := s.lookup(agentID, caller, id)
 	if !ok {
 		s.mu.Unlock()
 		if s.shared != nil {
-			return s.cancelShared(agentID, id)
+			return s.cancelShared(agentID, caller, id)
 		}
 		return nil, taskNotFound(id)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
@@ -40,9 +41,16 @@ func (l *Limits) RateLimits() limits.Limits { return l.rate }
 // Budget is max_budget and budget_duration as the spend tracker takes them.
 func (l *Limits) Budget() spend.Budget { return l.budget }
 
-// finish builds the limiter's and the spend tracker's views; a bad budget_duration refuses the
-// row (the serving version, if any, stays).
+// finish builds the limiter's and the spend tracker's views; a bad budget_duration, or a
+// negative or non-finite budget or limit (numbers.Check: psql may write what the API refuses),
+// refuses the row (the serving version, if any, stays).
 func (l *Limits) finish() error {
+	for _, err := range []error{numbers.CheckPtr("max_budget", l.MaxBudget), numbers.CheckPtr("tpm_limit", l.TPMLimit),
+		numbers.CheckPtr("rpm_limit", l.RPMLimit), numbers.CheckPtr("max_parallel_requests", l.MaxParallel)} {
+		if err != nil {
+			return err
+		}
+	}
 	set := func(p *int64) (int64, bool) {
 		if p == nil {
 			return 0, false

@@ -17,7 +17,8 @@ type sharedTasks struct {
 var _ a2a.SharedTasks = sharedTasks{}
 
 func (t sharedTasks) SaveTask(ctx context.Context, x a2a.StoredTask) error {
-	return t.st.SaveTask(ctx, store.TaskRow{ID: x.ID, AgentID: x.AgentID, ReplicaID: t.replica, State: x.State, Task: x.Task})
+	return t.st.SaveTask(ctx, store.TaskRow{ID: x.ID, AgentID: x.AgentID, ReplicaID: t.replica, State: x.State,
+		OwnerToken: x.OwnerKey, OwnerTeam: x.OwnerTeam, Task: x.Task})
 }
 
 func (t sharedTasks) LoadTask(ctx context.Context, id string) (a2a.StoredTask, bool, error) {
@@ -28,7 +29,11 @@ func (t sharedTasks) LoadTask(ctx context.Context, id string) (a2a.StoredTask, b
 	if err != nil {
 		return a2a.StoredTask{}, false, err
 	}
-	return a2a.StoredTask{ID: r.ID, AgentID: r.AgentID, State: r.State, Task: r.Task}, true, nil
+	return storedTask(r), true, nil
+}
+
+func storedTask(r store.TaskRow) a2a.StoredTask {
+	return a2a.StoredTask{ID: r.ID, AgentID: r.AgentID, State: r.State, OwnerKey: r.OwnerToken, OwnerTeam: r.OwnerTeam, Task: r.Task}
 }
 
 func (t sharedTasks) CancelTask(ctx context.Context, agentID, id string, status []byte) (a2a.StoredTask, bool, bool, error) {
@@ -39,7 +44,7 @@ func (t sharedTasks) CancelTask(ctx context.Context, agentID, id string, status 
 	if err != nil {
 		return a2a.StoredTask{}, false, false, err
 	}
-	return a2a.StoredTask{ID: r.ID, AgentID: r.AgentID, State: r.State, Task: r.Task}, true, canceled, nil
+	return storedTask(r), true, canceled, nil
 }
 
 func (t sharedTasks) CancelRequested(ctx context.Context, ids []string) ([]string, error) {

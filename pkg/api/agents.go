@@ -177,7 +177,7 @@ func (s *Server) agentNew(c echo.Context) error {
 	}
 	row, err := s.Store.Insert(c.Request().Context(), store.Agent, store.Values{
 		"agent_id": id, "agent_name": name,
-		"agent_card_params": []byte(req.AgentCardParams), "litellm_params": []byte(req.LitellmParams),
+		"agent_card_params": []byte(req.AgentCardParams), "litellm_params": provider.SealParams(req.LitellmParams),
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return agentNameTaken(name)
@@ -384,7 +384,7 @@ func (s *Server) updateAgent(c echo.Context, id, name string, card, params []byt
 		return agentNameTaken(name)
 	}
 	row, err := s.Store.Update(c.Request().Context(), store.Agent, id, store.Values{
-		"agent_name": name, "agent_card_params": card, "litellm_params": params,
+		"agent_name": name, "agent_card_params": card, "litellm_params": provider.SealParams(params),
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -450,9 +450,20 @@ func (s *Server) agentRPC(c echo.Context) error {
 		setRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
 	ctx := withPrincipal(req.Context(), who)
+	ctx = a2a.WithOwner(ctx, taskOwner(who))
 	ctx = context.WithValue(ctx, a2aHeadersKey{}, a2aHeaders{req: req.Header, resp: h})
 	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c))
 	return nil
+}
+
+// taskOwner is who creates or asks for an A2A task (API.md: tasks answer only their
+// creator's key, or team): the key's hash and team_id, or the master key (every task).
+func taskOwner(who principal) a2a.Owner {
+	o := a2a.Owner{Admin: who.admin}
+	if who.key != nil {
+		o.Key, o.Team = who.key.Token, who.key.TeamID
+	}
+	return o
 }
 
 // a2aHeaders are an A2A request's header and its response's, carried to the completer.
@@ -654,8 +665,12 @@ func a2aError(err error, agent *a2a.Agent) error {
 //   - failing that, a "provider/model" is called at the provider's default endpoint with its
 //     environment key (OPENAI_API_KEY, ...), as LiteLLM would.
 func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, error) {
+	newDeployment := provider.NewDeployment // a database agent: the secrets policy applies
+	if agent.FromConfig {
+		newDeployment = provider.NewConfigDeployment
+	}
 	direct := func() (target, error) {
-		d, err := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)
+		d, err := newDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)
 		if err != nil {
 			return target{}, fmt.Errorf("agent %q: %w", agent.Name, err)
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
+
+	"lockstep/pkg/keys"
 )
 
 // front is the one middleware every request passes (registered first with e.Use). It does,
@@ -50,7 +52,8 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 		if status >= 500 {
 			ev = s.Log.Warn()
 		}
-		ev.Str("request_id", rid).Str("method", req.Method).Str("path", req.URL.Path).Int("status", status).
+		// the path may carry a raw virtual key (/key/{key}/regenerate): logged as sk-…abcd
+		ev.Str("request_id", rid).Str("method", req.Method).Str("path", keys.RedactText(req.URL.Path)).Int("status", status).
 			Dur("duration", time.Since(start)).Int64("bytes_out", c.Response().Size).Msg("request")
 		return nil
 	}

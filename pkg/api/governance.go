@@ -209,6 +209,7 @@ func (g *govCall) Done(o Outcome) {
 	}
 	if d := o.Deployment; d != nil {
 		l.ModelID = d.ModelID
+		l.ModelGroup = d.Group()
 		l.Spend = spend.Cost(d.ModelInfo, o.Usage.PromptTokens, o.Usage.CompletionTokens)
 	}
 	g.s.Spend.Record(l)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -193,6 +194,9 @@ func (s *Server) health(c echo.Context) error {
 		_ = json.Unmarshal(provider.MaskParams(e.Value.LitellmParams), &ep)
 		ep["model_name"] = e.Value.ModelName
 		ep["model_id"] = e.Value.ModelID
+		if cd, ok := s.Router.CooldownOf(e.Value.ModelID); ok { // skipped by the router until then
+			ep["cooldown_until"], ep["cooldown_reason"] = cd.Until.UTC().Format(time.RFC3339Nano), cd.Reason
+		}
 		if errs[i] != nil {
 			ep["error"] = errs[i].Error()
 			unhealthy = append(unhealthy, ep)
@@ -202,6 +206,27 @@ func (s *Server) health(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"healthy_endpoints": healthy, "unhealthy_endpoints": unhealthy,
 		"healthy_count": len(healthy), "unhealthy_count": len(unhealthy)})
+}
+
+// anonymousFunc matches the name Go gives a closure handler ("func9", "func1.2").
+var anonymousFunc = regexp.MustCompile(`^func\d+(\.\d+)*$`)
+
+// routeName names a route by its path: "/v1/chat/completions" → "v1_chat_completions",
+// "/key/:key_id" → "key_key_id" (the name of a route whose handler is a closure).
+func routeName(path string) string {
+	var b strings.Builder
+	for _, r := range strings.Trim(path, "/") {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "_"):
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "root"
+	}
+	return strings.TrimSuffix(b.String(), "_")
 }
 
 // listRoutes: GET /routes → {"routes": [{"path", "methods", "name"}]}, every route this
@@ -221,7 +246,11 @@ func (s *Server) listRoutes(c echo.Context) error {
 		if i := strings.LastIndex(n, "."); i >= 0 {
 			n = n[i+1:]
 		}
-		names[r.Path] = strings.TrimSuffix(strings.TrimPrefix(n, "("), "-fm")
+		n = strings.TrimSuffix(strings.TrimPrefix(n, "("), "-fm")
+		if anonymousFunc.MatchString(n) { // a closure (func9): named after its path instead
+			n = routeName(r.Path)
+		}
+		names[r.Path] = n
 	}
 	paths := make([]string, 0, len(byPath))
 	for p := range byPath {

@@ -162,7 +162,7 @@ func (s *Server) modelNew(c echo.Context) error {
 		return badRequest("model_info.id %q is already used by a config-file model", id)
 	}
 	row, err := s.Store.Insert(c.Request().Context(), store.Model, store.Values{
-		"model_id": id, "model_name": *req.ModelName, "litellm_params": []byte(req.LitellmParams), "model_info": infoJSON,
+		"model_id": id, "model_name": *req.ModelName, "litellm_params": provider.SealParams(req.LitellmParams), "model_info": infoJSON,
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return errf(http.StatusConflict, "conflict_error", "model with id=%s already exists", id)
@@ -207,7 +207,7 @@ func updateModel(ctx context.Context, tx *store.TxStore, id, name string, params
 	if err := validateModel(id, name, pj, ij); err != nil {
 		return store.Row{}, err
 	}
-	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": pj, "model_info": ij})
+	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": provider.SealParams(pj), "model_info": ij})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Row{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
 	}
@@ -317,11 +317,17 @@ func (s *Server) modelDelete(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"message": "Model: " + req.ID + " deleted successfully"})
 }
 
-func modelInfoEntry(e *registry.Entry[*router.Deployment]) map[string]any {
+func (s *Server) modelInfoEntry(e *registry.Entry[*router.Deployment]) map[string]any {
 	d := e.Value
 	info, _ := objectOf(d.ModelInfo, "model_info")
 	info["id"] = d.ModelID
 	info["db_model"] = !e.Config
+	// the router's cooldown of the deployment, as this replica holds it (shared by every
+	// replica within a heartbeat tick): when it ends (RFC 3339) and why; null when none
+	info["cooldown_until"], info["cooldown_reason"] = nil, nil
+	if cd, ok := s.Router.CooldownOf(d.ModelID); ok {
+		info["cooldown_until"], info["cooldown_reason"] = cd.Until.UTC().Format(time.RFC3339Nano), cd.Reason
+	}
 	if len(d.AccessGroups) > 0 {
 		info["access_groups"] = d.AccessGroups
 	}
@@ -358,7 +364,7 @@ func (s *Server) modelInfo(c echo.Context) error {
 		if !p.canUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
 			continue
 		}
-		data = append(data, modelInfoEntry(e))
+		data = append(data, s.modelInfoEntry(e))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": data})
 }

@@ -378,7 +378,8 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 // checked as the tail of its whole text so far (streamCheckWindow) when its frame arrives, so
 // a keyword split across chunks is caught before the chunk completing it is sent. With a MASK
 // rule in play, frames carrying deltas are held back until streamHold more bytes of their
-// text have arrived (or a frame without deltas, or the end, comes): each released delta then
+// text have arrived (or the end comes); a frame without deltas waits behind held frames, in
+// order, and releases nothing (a match can still span it): each released delta then
 // carries the masked text up to its end, moved back to before any match still open there
 // (guardrail.SafeCut), so a value split across chunks is masked whole and never leaves in
 // pieces. A frame that repeats a whole text (*.done, response.completed) is masked whole.
@@ -501,13 +502,17 @@ func (g *guardedStream) add(data []byte) error {
 			return err
 		}
 		if len(deltas) == 0 {
-			// No streamed text: whatever it ends, release every held frame first.
-			if err := g.release(true); err != nil {
-				return err
+			// No streamed text (an empty or role-only delta, a finish_reason, a ping): it
+			// changes nothing for the held text, so it passes at once only when nothing is
+			// held, else waits in order behind the held frames (issue 17 input 13: releasing
+			// them here sent a card split around such a frame in clear).
+			if len(g.queue) == 0 {
+				if err := g.emit(&heldFrame{frame: frame}, true); err != nil {
+					return err
+				}
+				continue
 			}
-			if err := g.emit(&heldFrame{frame: frame}, true); err != nil {
-				return err
-			}
+			g.queue = append(g.queue, &heldFrame{frame: append([]byte(nil), frame...)})
 			continue
 		}
 		g.queue = append(g.queue, &heldFrame{frame: append([]byte(nil), frame...), deltas: deltas})

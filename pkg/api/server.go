@@ -268,7 +268,10 @@ type Error struct {
 	Message string
 	Type    string // OpenAI/Anthropic error type
 	Param   string
-	style   int
+	// Code is the envelope's "code": the upstream's own (context_length_exceeded, …) when it
+	// sent one, else "" and the status is written (API.md "LLM routes").
+	Code  string
+	style int
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -301,15 +304,19 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	var he *echo.HTTPError
 	var ue *provider.UpstreamError
 	var gb *guardrailBlock
+	var nd *router.NoDeploymentsError
 	switch {
 	case bodyTooLarge(err):
 		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
 	case errors.As(err, &ae):
-		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, style: ae.style}
+		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, Code: ae.Code, style: ae.style}
 	case errors.As(err, &gb):
 		ae = badRequest("%s", gb.Message)
+	case errors.As(err, &nd): // every deployment cooling down or at its cap (LiteLLM's 429)
+		ae = errf(http.StatusTooManyRequests, "rate_limit_error", "%s", nd.Error())
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int((nd.RetryAfter+time.Second-1)/time.Second))))
 	case errors.As(err, &ue):
-		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type}
+		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type, Code: ue.Code}
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}
@@ -368,7 +375,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		if ae.Param != "" {
 			param = ae.Param
 		}
-		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": typ, "param": param, "code": fmt.Sprint(ae.Status)}}
+		code := ae.Code
+		if code == "" {
+			code = fmt.Sprint(ae.Status)
+		}
+		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": typ, "param": param, "code": code}}
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(ae.Status)

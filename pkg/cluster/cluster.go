@@ -1,5 +1,6 @@
 // Package cluster is the cluster view: every replica upserts its change-feed state into
-// gateway.replicas every 2 s (a non-notifying table, DESIGN.md "Non-notifying shared tables"),
+// gateway.replicas every 2 s and at every change-feed state change (a non-notifying table,
+// DESIGN.md "Non-notifying shared tables"),
 // and any replica can report the whole cluster from it (GET /sync/cluster, API.md "Health,
 // sync and metrics").
 package cluster
@@ -32,14 +33,22 @@ type Config struct {
 	Version   string // build version
 	Store     *store.Store
 	// Status returns this replica's change-feed state (notify.Syncer.Stats).
-	Status   func() notify.Stats
+	Status func() notify.Stats
+	// Changed returns a channel closed at the feed's next state change
+	// (notify.Syncer.StateChanged): the row is upserted then too, so /sync/cluster agrees with
+	// each replica's /sync/lag within one round trip of a transition. Nil: the timer only.
+	Changed  func() <-chan struct{}
 	Logger   zerolog.Logger
 	Interval time.Duration
 	Stale    time.Duration
 	Prune    time.Duration
+	// OnTick, when set, runs on every tick after the upsert (also when it failed): state
+	// other packages read on the heartbeat, e.g. the router's shared cooldowns (router.Tick).
+	OnTick func(ctx context.Context)
 }
 
-// Reporter upserts this replica's row on a timer and keeps the last cluster view read.
+// Reporter upserts this replica's row on a timer and at every change-feed state change, and
+// keeps the last cluster view read.
 // Start once; Stop is idempotent, blocks, and deletes the row.
 type Reporter struct {
 	cfg     Config
@@ -65,25 +74,38 @@ func New(cfg Config) *Reporter {
 	return &Reporter{cfg: cfg, log: cfg.Logger.With().Str("component", "cluster").Logger(), started: time.Now().UTC()}
 }
 
-// Start writes the first row and starts the timer. A failed first write is logged, not
-// returned: the view is advisory and Postgres may come back (static stability).
+// Start writes the first row and starts the timer and the state-change watch. A failed write
+// is logged, not returned: the view is advisory and Postgres may come back (static stability).
 func (r *Reporter) Start(ctx context.Context) {
 	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	changed := r.changed() // taken before the state is read: a change after it is not missed
 	r.tick(ctx, true)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		t := time.NewTicker(r.cfg.Interval)
 		defer t.Stop()
-		for n := 1; ; n++ {
+		for n := 1; ; {
 			select {
 			case <-ctx.Done():
 				return
+			case <-changed:
+				changed = r.changed()
+				r.tick(ctx, false)
 			case <-t.C:
 				r.tick(ctx, n%15 == 0) // prune about every 30 s
+				n++
 			}
 		}
 	}()
+}
+
+// changed is the channel closed at the next state change (never closed without Config.Changed).
+func (r *Reporter) changed() <-chan struct{} {
+	if r.cfg.Changed == nil {
+		return nil
+	}
+	return r.cfg.Changed()
 }
 
 // Stop stops the timer and deletes this replica's row (a clean shutdown is not "stale").
@@ -102,6 +124,9 @@ func (r *Reporter) Stop() {
 }
 
 func (r *Reporter) tick(ctx context.Context, prune bool) {
+	if r.cfg.OnTick != nil {
+		defer r.cfg.OnTick(ctx)
+	}
 	st := r.cfg.Status()
 	err := r.cfg.Store.UpsertReplica(ctx, store.ReplicaStatus{
 		ReplicaID: r.cfg.ReplicaID, Addr: r.cfg.Addr, Source: string(st.Source), State: string(st.State),

@@ -68,6 +68,12 @@ func benchText(withMatches bool) string {
 	return b.String()
 }
 
+// benchCJK is a paragraph with non-ASCII decimal digits and spaces (full-width, ideographic),
+// where every digit and lead byte is a candidate start for the digit scanners.
+const benchCJK = "障害報告：２０２４年５月１３日　１４時３０分、サービス　ｖ２．１４．３　の展開後にエラー率が" +
+	"０．２％から７．５％に上昇しました。接続プールの既定値１６は４８の処理に対して小さすぎました。" +
+	"対策：プールを６４に増やし、８００ミリ秒を超える遅延に警報を設定します。よろしくお願いします。\n"
+
 // BenchmarkCheck4KB runs Check on a ~4 KB message with 20 keywords and 8 patterns.
 func BenchmarkCheck4KB(b *testing.B) {
 	g, err := Compile("bench", []byte(benchParams))
@@ -77,8 +83,12 @@ func BenchmarkCheck4KB(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
 		matches bool
-	}{{"no_match", false}, {"mask_3", true}} {
+		cjk     bool
+	}{{"no_match", false, false}, {"mask_3", true, false}, {"cjk_no_match", false, true}} {
 		text := benchText(bc.matches)
+		if bc.cjk {
+			text = strings.Repeat(benchCJK, 4096/len(benchCJK)+1)
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(text)))

@@ -211,7 +211,7 @@ type patternRule struct {
 	action Action
 	tag    string // MASK replacement
 	kind   matcherKind
-	re     *regexp.Regexp // kind == kindRegex
+	re     *pyRegex // kind == kindRegex
 	// prefBit is set in scanState.regex when a literal required by re occurs; 0 when re has no
 	// such literal and always runs.
 	prefBit uint64
@@ -273,7 +273,7 @@ func (g *Guardrail) compilePatterns(raw map[string]json.RawMessage, format strin
 		}
 		rule.tag = strings.ReplaceAll(format, "{pattern_name}", strings.ToUpper(rule.name))
 		if rule.re != nil {
-			if lits := regexLiterals(rule.re); len(lits) > 0 {
+			if lits := regexLiterals(rule.re.re); len(lits) > 0 {
 				rule.prefBit = 1 << min(prefilters, 63) // past 63, regexes share a bit
 				prefilters++
 				for _, lit := range lits {
@@ -291,9 +291,10 @@ func (g *Guardrail) compilePatterns(raw map[string]json.RawMessage, format strin
 	return nil
 }
 
-// compileUserRegex compiles a custom pattern case-insensitively (LiteLLM uses re.IGNORECASE).
-// The error message quotes the user's expression, e.g. `invalid regex "(": missing closing )`.
-func compileUserRegex(expr string) (*regexp.Regexp, error) {
+// compileUserRegex compiles a custom pattern case-insensitively (LiteLLM uses re.IGNORECASE),
+// with Python's Unicode \d, \s, \w and edge \b (see pyRegex). The error message quotes the
+// user's expression, e.g. `invalid regex "(": missing closing )`.
+func compileUserRegex(expr string) (*pyRegex, error) {
 	if _, err := syntax.Parse(expr, syntax.Perl); err != nil {
 		var se *syntax.Error
 		if errors.As(err, &se) {
@@ -304,7 +305,7 @@ func compileUserRegex(expr string) (*regexp.Regexp, error) {
 		}
 		return nil, fmt.Errorf("invalid regex %q: %v", expr, err)
 	}
-	re, err := regexp.Compile("(?i)" + expr)
+	re, err := compilePy("(?i)" + expr)
 	if err != nil {
 		return nil, fmt.Errorf("invalid regex %q: %v", expr, err)
 	}

@@ -271,9 +271,9 @@ func (g *Guardrail) scanWildcards(text string, wild uint64, spans []span) []span
 	return spans
 }
 
-// nonSpaceRun is what '*' in a keyword matches: any run of characters that are not
-// unicode.IsSpace.
-const nonSpaceRun = `[^\t\n\v\f\r \x{85}\p{Z}]*`
+// nonSpaceRun is what '*' in a keyword matches: any run of characters that are not Python's
+// \s (str.isspace; see pySpaceClass).
+const nonSpaceRun = `[^` + pySpaceClass + `]*`
 
 // compileWildcard compiles a keyword containing '*' into a case-insensitive regex and returns
 // its longest literal segment, used as the automaton prefilter.

@@ -1,7 +1,6 @@
 package guardrail
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -31,7 +30,7 @@ func (k matcherKind) startsOnDigit() bool { return k >= kindSSN }
 
 type prebuilt struct {
 	kind matcherKind
-	re   *regexp.Regexp // kind == kindRegex
+	re   *pyRegex // kind == kindRegex
 }
 
 var prebuiltByName = map[string]prebuilt{
@@ -47,37 +46,41 @@ var prebuiltByName = map[string]prebuilt{
 	"ipv4":           {kind: kindIPv4},
 	"aws_access_key": {kind: kindAWSKey},
 	"github_token":   {kind: kindGitHubToken},
-	"slack_token": {re: regexp.MustCompile(
+	"slack_token": {re: mustCompilePy(
 		`(?i)\b(xox[pboa]-[0-9]{10,13}-[0-9]{10,13}-[a-zA-Z0-9]{24,32})\b`)},
-	"generic_api_key": {re: regexp.MustCompile(
+	"generic_api_key": {re: mustCompilePy(
 		`(?i)\b([Aa][Pp][Ii][-_]?[Kk][Ee][Yy][\s:=]+['"]?[A-Za-z0-9_\-]{20,}['"]?)\b`)},
-	"url": {re: regexp.MustCompile(
+	"url": {re: mustCompilePy(
 		`(?i)\b(?:https?://|www\.)[^\s/$.?#].[^\s]*\b`)},
 }
 
 // PrebuiltPatterns returns the names accepted as a prebuilt pattern_name, sorted. Each mirrors
 // the pattern of the same name in LiteLLM's litellm_content_filter/patterns.json, including its
-// `\b` word boundaries (Python's Unicode \w: letters, digits, underscore), with the validity
-// rules noted below added to cut false positives. The common ones are hand-written scanners
+// `\b` word boundaries (Python's Unicode \w: letters, digits, underscore), its Unicode `\d`
+// (any decimal digit, category Nd: '１', '٣', ...) and `\s` (str.isspace: U+00A0, U+2009,
+// U+202F, U+3000, ...; see pyregex.go), with the validity rules noted below added to cut false
+// positives. The common ones are hand-written scanners
 // rather than regexes, as they run on every request and a byte scan is an order of magnitude
 // faster than Go's regexp.
 //
 //	email           local@domain.tld: local [A-Za-z0-9._%+-]+, domain [A-Za-z0-9.-]+, TLD 2+ letters
-//	us_ssn          AAA-GG-SSSS, separators both '-' or both ' '; area not 000, 666 or 900-999,
+//	us_ssn          AAA-GG-SSSS (\d digits), separators both '-' or both \s; area not 000, 666 or 900-999,
 //	                group not 00, serial not 0000 (SSA numbering rules, as in LiteLLM's
 //	                us_ssn_no_dash)
 //	us_ssn_no_dash  the same nine digits without separators
 //	us_phone        optional +1/1 country code, area code optionally in parentheses, 3 + 3 + 4
-//	                digits, each separator one optional ' ', '.', '-' (or other ASCII space)
+//	                ASCII digits ([0-9] in LiteLLM), each separator one optional \s, '.' or '-'
 //	credit_card     visa (4), mastercard (51-55, 2221-2720), discover (6011, 644-649, 65):
-//	                4-4-4-4 digits; amex (34, 37): 4-6-5 digits; each group separator one
-//	                optional ' ' or '-'; the digits must pass the Luhn checksum (ISO/IEC 7812-1)
+//	                4-4-4-4 digits; amex (34, 37): 4-6-5 digits (\d, the brand prefix too); each
+//	                group separator one optional \s or '-'; the digits must pass the Luhn
+//	                checksum (ISO/IEC 7812-1)
 //	visa, mastercard, amex, discover   credit_card restricted to one brand
 //	ipv4            four dot-separated decimal octets 0-255 (1-3 digits each)
 //	aws_access_key  AKIA or ASIA + 16 of [0-9A-Z] (AWS access key ID prefixes; case-sensitive)
 //	github_token    ghp_/gho_/ghu_/ghs_/ghr_ + 36 of [A-Za-z0-9], or github_pat_ + 82 of
 //	                [A-Za-z0-9_] (GitHub token formats; case-sensitive)
-//	slack_token, generic_api_key, url   LiteLLM's regexes, case-insensitive (RE2)
+//	slack_token, generic_api_key, url   LiteLLM's regexes, case-insensitive, with Python's
+//	                \s and \b (compilePy)
 func PrebuiltPatterns() []string {
 	names := make([]string, 0, len(prebuiltByName))
 	for n := range prebuiltByName {
@@ -108,18 +111,15 @@ func (g *Guardrail) scanPatterns(text string, spans []span, regexHits uint64) []
 			if p.prefBit != 0 && regexHits&p.prefBit == 0 {
 				continue
 			}
-			for _, m := range p.re.FindAllStringIndex(text, -1) {
-				if m[0] < m[1] { // an empty match masks nothing
-					spans = append(spans, span{start: m[0], end: m[1], prio: i})
-				}
-			}
+			spans = p.re.findAll(text, i, spans)
 		}
 	}
 	return spans
 }
 
-// scanDigitRules runs all digit-started matchers in one pass over the candidate starts: an
-// ASCII digit, '+' or '(' not preceded by a word character.
+// scanDigitRules runs all digit-started matchers in one pass over the candidate starts: a
+// decimal digit (any Unicode Nd, as Python's \d) not preceded by a word character, '+' or
+// '('.
 func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 	var buf [8]int
 	var lastEnd []int
@@ -132,6 +132,10 @@ func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 		switch digitStart[text[i]] {
 		case 0:
 			continue
+		case startLead:
+			if _, w := digitAt(text, i); w == 0 || wordBefore(text, i) {
+				continue
+			}
 		case startDigit:
 			if wordBefore(text, i) {
 				continue
@@ -153,6 +157,7 @@ func (g *Guardrail) scanDigitRules(text string, spans []span) []span {
 const (
 	startDigit = 1 // an ASCII digit: a candidate start after a non-word character
 	startPunct = 2 // '+' or '(': a candidate phone start anywhere
+	startLead  = 3 // the UTF-8 lead byte of some non-ASCII decimal digit
 )
 
 var digitStart = func() (t [256]uint8) {
@@ -160,6 +165,23 @@ var digitStart = func() (t [256]uint8) {
 		t[c] = startDigit
 	}
 	t['+'], t['('] = startPunct, startPunct
+	// The UTF-8 lead bytes of non-ASCII decimal digits: not those of Latin, Greek, Cyrillic or
+	// CJK text (U+3000-U+9FFF has none), so such text costs no decoding.
+	var enc [utf8.UTFMax]byte
+	for _, r16 := range unicode.Nd.R16 {
+		for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
+			if r >= utf8.RuneSelf {
+				utf8.EncodeRune(enc[:], r)
+				t[enc[0]] = startLead
+			}
+		}
+	}
+	for _, r32 := range unicode.Nd.R32 {
+		for r := rune(r32.Lo); r <= rune(r32.Hi); r += rune(r32.Stride) {
+			utf8.EncodeRune(enc[:], r)
+			t[enc[0]] = startLead
+		}
+	}
 	return t
 }()
 
@@ -168,7 +190,7 @@ func matchDigitRule(kind matcherKind, text string, i int) int {
 	if kind == kindPhone {
 		return matchPhone(text, i)
 	}
-	if !isDigit(text[i]) {
+	if c := text[i]; !isDigit(c) && digitStart[c] != startLead {
 		return 0
 	}
 	switch kind {
@@ -235,49 +257,76 @@ func digitsAt(text string, i, n int) bool {
 	return true
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, c := range []byte(s) {
-		n = n*10 + int(c-'0')
+// readDigits reads n decimal digits (Python's \d: any Unicode Nd) at text[i:] into d as ASCII
+// digits and returns the offset after them, or -1.
+func readDigits(text string, i, n int, d []byte) int {
+	for j := range n {
+		if i < len(text) && isDigit(text[i]) { // the common case, inline
+			d[j] = text[i]
+			i++
+			continue
+		}
+		v, w := digitAt(text, i)
+		if w == 0 {
+			return -1
+		}
+		d[j] = byte('0' + v)
+		i += w
 	}
-	return n
+	return i
 }
 
-func isSpaceSep(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+// validSSN applies the SSA rules to the nine digits: no area 000, 666 or 900-999, no group 00,
+// no serial 0000.
+func validSSN(d []byte) bool {
+	a := int(d[0]-'0')*100 + int(d[1]-'0')*10 + int(d[2]-'0')
+	return a != 0 && a != 666 && a < 900 && string(d[3:5]) != "00" && string(d[5:9]) != "0000"
 }
 
-// validSSN applies the SSA rules: no area 000, 666 or 900-999, no group 00, no serial 0000.
-func validSSN(area, group, serial string) bool {
-	a := atoi(area)
-	return a != 0 && a != 666 && a < 900 && group != "00" && serial != "0000"
+// ssnSep skips the separator of kind dash ('-') or else one Python whitespace character at
+// text[k], returning the offset after it or -1.
+func ssnSep(text string, k int, dash bool) int {
+	if dash {
+		if k < len(text) && text[k] == '-' {
+			return k + 1
+		}
+		return -1
+	}
+	if w := spaceAt(text, k); w > 0 {
+		return k + w
+	}
+	return -1
 }
 
 func matchSSN(text string, i int) int {
-	if !digitsAt(text, i, 3) || i+3 >= len(text) {
+	var d [9]byte
+	k := readDigits(text, i, 3, d[0:3])
+	if k < 0 || k >= len(text) {
 		return 0
 	}
-	sep := text[i+3]
-	if sep != '-' && sep != ' ' {
+	dash := text[k] == '-'
+	if k = ssnSep(text, k, dash); k < 0 {
 		return 0
 	}
-	if !digitsAt(text, i+4, 2) || i+6 >= len(text) || text[i+6] != sep || !digitsAt(text, i+7, 4) {
+	if k = readDigits(text, k, 2, d[3:5]); k < 0 {
 		return 0
 	}
-	end := i + 11
-	if wordAt(text, end) || !validSSN(text[i:i+3], text[i+4:i+6], text[i+7:i+11]) {
+	if k = ssnSep(text, k, dash); k < 0 {
 		return 0
 	}
-	return end
+	if k = readDigits(text, k, 4, d[5:9]); k < 0 || wordAt(text, k) || !validSSN(d[:]) {
+		return 0
+	}
+	return k
 }
 
 func matchSSNNoDash(text string, i int) int {
-	end := i + 9
-	if !digitsAt(text, i, 9) || wordAt(text, end) ||
-		!validSSN(text[i:i+3], text[i+3:i+5], text[i+5:i+9]) {
+	var d [9]byte
+	k := readDigits(text, i, 9, d[:])
+	if k < 0 || wordAt(text, k) || !validSSN(d[:]) {
 		return 0
 	}
-	return end
+	return k
 }
 
 // matchPhone mirrors LiteLLM's us_phone:
@@ -324,12 +373,17 @@ func phoneBody(text string, k int) int {
 	return k
 }
 
-// phoneSep skips one optional [\s.-].
+// phoneSep skips one optional [\s.-] (Python's \s).
 func phoneSep(text string, k int) int {
-	if k < len(text) && (text[k] == '.' || text[k] == '-' || isSpaceSep(text[k])) {
-		return k + 1
+	if k >= len(text) {
+		return k
 	}
-	return k
+	if c := text[k]; c == '.' || c == '-' || c == ' ' {
+		return k + 1
+	} else if isAlnum(c) {
+		return k
+	}
+	return k + spaceAt(text, k)
 }
 
 func matchIPv4(text string, i int) int {
@@ -426,19 +480,23 @@ func matchCard(text string, i int, want brand) int {
 	return 0
 }
 
-// readCardGroups reads digit groups of the given sizes, each after the first optionally
-// preceded by one ' ' or '-', into d; it returns the end offset if a word boundary follows.
+// readCardGroups reads digit groups (Python's \d) of the given sizes, each after the first
+// optionally preceded by one '-' or Python whitespace character ([\s\-]), into d as ASCII
+// digits; it returns the end offset if a word boundary follows.
 func readCardGroups(text string, i int, layout []int, d []byte) int {
 	k, n := i, 0
 	for gi, size := range layout {
-		if gi > 0 && k < len(text) && (text[k] == '-' || isSpaceSep(text[k])) {
-			k++
+		if gi > 0 && k < len(text) {
+			if c := text[k]; c == '-' || c == ' ' {
+				k++
+			} else if !isDigit(c) {
+				k += spaceAt(text, k)
+			}
 		}
-		if !digitsAt(text, k, size) {
+		if k = readDigits(text, k, size, d[n:n+size]); k < 0 {
 			return 0
 		}
-		n += copy(d[n:], text[k:k+size])
-		k += size
+		n += size
 	}
 	if wordAt(text, k) {
 		return 0

@@ -40,7 +40,7 @@ func TestRegexLiterals(t *testing.T) {
 		})
 	}
 	for _, name := range []string{"slack_token", "generic_api_key", "url"} {
-		require.NotEmpty(t, regexLiterals(prebuiltByName[name].re), name)
+		require.NotEmpty(t, regexLiterals(prebuiltByName[name].re.re), name)
 	}
 }
 

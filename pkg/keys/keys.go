@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"lockstep/pkg/limits"
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
@@ -69,6 +70,14 @@ func BuildRow(r store.Row) (*Key, error) {
 	}
 	if !isSHA256Hex(kr.Token) {
 		return nil, fmt.Errorf("token: want the lowercase hex sha256 of the key (64 characters [0-9a-f]), got %d characters", len(kr.Token))
+	}
+	// psql may write what the API refuses: a negative or non-finite limit or budget refuses
+	// the row (numbers; the serving version, if any, stays)
+	for _, err := range []error{numbers.CheckPtr("rpm_limit", kr.RPMLimit), numbers.CheckPtr("tpm_limit", kr.TPMLimit),
+		numbers.CheckPtr("max_parallel_requests", kr.MaxParallel), numbers.CheckPtr("max_budget", kr.MaxBudget)} {
+		if err != nil {
+			return nil, fmt.Errorf("key row: %w", err)
+		}
 	}
 	k := &Key{Token: kr.Token, Models: kr.Models, Blocked: kr.Blocked, Metadata: kr.Metadata}
 	k.Limits.RPM, k.Limits.HasRPM = limitOf(kr.RPMLimit)

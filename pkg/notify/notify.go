@@ -180,8 +180,9 @@ type Syncer struct {
 	catchUp chan catchUpReq
 	kick    chan struct{}
 
-	state       atomic.Value // State
-	reason      atomic.Value // string: why the state is degraded
+	state       atomic.Value                  // State
+	changed     atomic.Pointer[chan struct{}] // closed and replaced at every state change (StateChanged)
+	reason      atomic.Value                  // string: why the state is degraded
 	ready       atomic.Bool
 	lastHB      atomic.Int64 // unix nanos of the last heartbeat heard
 	hbHeard     atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
@@ -236,6 +237,8 @@ func New(cfg Config) *Syncer {
 		}
 	}
 	s.state.Store(StateStarting)
+	ch := make(chan struct{})
+	s.changed.Store(&ch)
 	return s
 }
 
@@ -299,6 +302,20 @@ func (s *Syncer) Ready() bool { return s.ready.Load() }
 // State is the feed's current state.
 func (s *Syncer) State() State { return s.state.Load().(State) }
 
+// StateChanged returns a channel closed at the feed's next state change (starting →
+// catching_up → streaming, reconnecting, degraded): read it before State, then wait on it.
+func (s *Syncer) StateChanged() <-chan struct{} { return *s.changed.Load() }
+
+// setState records state st and, when it differs from the current one, closes the
+// StateChanged channel (replacing it first, so every change is broadcast exactly once).
+func (s *Syncer) setState(st State) {
+	if old, _ := s.state.Swap(st).(State); old == st {
+		return
+	}
+	ch := make(chan struct{})
+	close(*s.changed.Swap(&ch))
+}
+
 // Reason says why the state is degraded; empty in any other state.
 func (s *Syncer) Reason() string {
 	if s.State() != StateDegraded {
@@ -315,7 +332,7 @@ func (s *Syncer) listen(ctx context.Context) {
 	first := true
 	for ctx.Err() == nil {
 		if !first {
-			s.state.Store(StateReconnecting)
+			s.setState(StateReconnecting)
 		}
 		var err error
 		if s.cfg.Source == SourceLogical {
@@ -326,7 +343,7 @@ func (s *Syncer) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.state.Store(StateReconnecting)
+		s.setState(StateReconnecting)
 		s.log.Warn().Err(err).Dur("backoff", backoff).Msg("listener connection lost; reconnecting")
 		// capped exponential backoff with full jitter, cancellable
 		d := backoff/2 + rand.N(backoff/2+1)
@@ -391,7 +408,7 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 			// connected, let the change-log poll keep the registries in step, and say why.
 			if s.State() != StateDegraded {
 				s.reason.Store(degradedReason)
-				s.state.Store(StateDegraded)
+				s.setState(StateDegraded)
 				s.log.Warn().Str("reason", degradedReason).Msg("change feed degraded: LISTEN does not receive notifications")
 			}
 			// the connection may still die: check it is alive, at the heartbeat's pace
@@ -405,7 +422,7 @@ func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duratio
 				}
 			}
 		case heardOwn && s.State() == StateDegraded:
-			s.state.Store(StateStreaming)
+			s.setState(StateStreaming)
 			s.log.Info().Msg("listener hears its own heartbeat again: streaming")
 		case s.State() != StateDegraded:
 			if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
@@ -441,7 +458,7 @@ func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
 // created), so that a change committed before the subscription is read from the log and one
 // committed after it is streamed: nothing falls between the two.
 func (s *Syncer) requestCatchUp(ctx context.Context, first bool) error {
-	s.state.Store(StateCatchingUp)
+	s.setState(StateCatchingUp)
 	mode := catchUpReconnect
 	if first {
 		mode = catchUpStart
@@ -478,7 +495,7 @@ func (s *Syncer) streaming(first *bool, backoff *time.Duration) {
 	*first = false
 	*backoff = s.cfg.BackoffMin
 	s.lastHB.Store(time.Now().UnixNano())
-	s.state.Store(StateStreaming)
+	s.setState(StateStreaming)
 	s.ready.Store(true)
 }
 

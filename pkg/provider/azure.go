@@ -36,8 +36,8 @@ func azureResponsesURL(base, version string) string {
 // setupAzure finishes an azure/<deployment> deployment (LiteLLM's azure provider): the model
 // after "azure/" is the Azure deployment name, each route is
 // {api_base}/openai/deployments/{deployment}/{route}?api-version={api_version}, and the key goes
-// in the api-key header, or litellm_params.azure_ad_token (env AZURE_AD_TOKEN) as
-// "Authorization: Bearer". Azure serves chat, embeddings, completions, images and audio, and
+// in the api-key header, or litellm_params.azure_ad_token (env AZURE_AD_TOKEN; for a database
+// object only when allowed_env_secrets allows it, see implicitEnv) as "Authorization: Bearer". Azure serves chat, embeddings, completions, images and audio, and
 // the Responses API natively (azureResponsesURL; api_version, else "preview"); messages are
 // translated to chat; moderations are not served (400).
 func setupAzure(d *Deployment, p gjson.Result) error {
@@ -52,9 +52,17 @@ func setupAzure(d *Deployment, p gjson.Result) error {
 	if d.APIVersion == "" {
 		d.APIVersion = DefaultAzureAPIVersion
 	}
-	adToken, err := paramOrEnv(p, "azure_ad_token", "AZURE_AD_TOKEN")
+	adToken, err := paramStr(p, "azure_ad_token")
 	if err != nil {
 		return err
+	}
+	// AZURE_AD_TOKEN is read when the field is absent; for a database object only when
+	// no api_key is given either (an explicit key is not replaced by an implicit token) and
+	// the secrets policy allows it.
+	if adToken == "" && d.MockResponse == nil && (d.config || d.APIKey == "") {
+		if adToken, err = d.implicitEnv("azure_ad_token", "AZURE_AD_TOKEN"); err != nil {
+			return err
+		}
 	}
 	adToken = strings.TrimPrefix(adToken, "Bearer ")
 	if d.APIKey == "" && adToken == "" && d.MockResponse == nil {

@@ -39,7 +39,8 @@ var _ nativeAPI = bedrockAPI{}
 //   - Credentials: aws_access_key_id + aws_secret_access_key (+ aws_session_token), else the
 //     AWS SDK's default chain (environment, shared config and credentials files with
 //     aws_profile_name, web identity, ECS/EC2 roles), resolved on first use and cached until
-//     they expire.
+//     they expire. A database object may use the chain only when allowed_env_secrets allows
+//     AWS_SECRET_ACCESS_KEY (implicitChain).
 //   - A "converse/" prefix on the model id (LiteLLM's route hint) is dropped.
 func setupBedrock(d *Deployment, p gjson.Result) error {
 	get := func(field, env string) (string, error) { return paramOrEnv(p, field, env) }
@@ -98,6 +99,11 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 			return errors.New("litellm_params.aws_region_name (or AWS_REGION, AWS_DEFAULT_REGION) is required for provider \"bedrock\"")
 		}
 		return nil
+	}
+	if bs.chain != nil && d.MockResponse == nil {
+		if err := d.implicitChain("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"); err != nil {
+			return fmt.Errorf("%w (without aws_access_key_id and aws_secret_access_key the AWS default credential chain would be used)", err)
+		}
 	}
 	base := endpoint
 	if base == "" {

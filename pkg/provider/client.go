@@ -87,6 +87,10 @@ type UpstreamError struct {
 	Message string
 	// Type is the upstream's error.type when it sent one (e.g. "rate_limit_error").
 	Type string
+	// Code is the upstream's error.code when it sent one (OpenAI: "context_length_exceeded",
+	// "content_policy_violation", "rate_limit_exceeded"); "" when none. The error envelope
+	// keeps it; without one the envelope's code is the status (API.md "LLM routes").
+	Code string
 	// Body is the upstream error body (at most 64 KiB), nil when there was none.
 	Body []byte
 	// Retryable is true for 408, 409, 429, 5xx, transport failures and timeouts: another
@@ -127,33 +131,48 @@ func NewClient() *Client {
 	t.MaxIdleConnsPerHost = 256
 	t.IdleConnTimeout = 90 * time.Second
 	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	return &Client{hc: &http.Client{Transport: t}, t: t}
+	hc := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Client{hc: hc, t: t}
+}
+
+// ErrRedirect: an upstream answered a redirect (3xx). Upstream redirects are never followed
+// (API.md "Security rules"): net/http would resend the request to the new host with every
+// header but Authorization and Cookie — x-api-key, api-key, x-goog-api-key and
+// extra_headers included. The call fails with a 502 [UpstreamError] naming the status.
+var ErrRedirect = errors.New("upstream redirects are not followed")
+
+// redirectError is the error of an upstream 3xx answer: 502, not retryable (the same
+// upstream answers the same), naming the status and the redirect's host (not its path or
+// query, which may carry a token).
+func redirectError(resp *http.Response) *UpstreamError {
+	msg := fmt.Sprintf("upstream answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if loc, err := resp.Location(); err == nil && loc.Host != "" {
+		msg += " to " + loc.Scheme + "://" + loc.Host
+	}
+	return &UpstreamError{Status: http.StatusBadGateway, Type: "upstream_redirect", Message: msg + "; " + ErrRedirect.Error()}
 }
 
 // roundTrip sends an upstream request. http.Client.Do costs, per call, a copy of the
 // headers (kept for redirects), the redirect loop and its bookkeeping; an upstream LLM API
 // answers its POSTs without redirects, so the pooled transport is called directly and the
 // client is only used where it does more: an api_base with user:password (the client sends
-// them as basic auth) and a redirect answer (the client follows it as it always did, the
-// body re-sent from body). Transport errors are wrapped as the client wraps them
-// (*url.Error: Post "<url, password masked>": <cause>), so messages do not change.
+// them as basic auth; it follows no redirect either). Transport errors are wrapped as the
+// client wraps them (*url.Error: Post "<url, password masked>": <cause>), so messages do not
+// change. A 3xx answer is not followed: its body is drained and it is a 502 (redirectError).
 func (c *Client) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
+	var resp *http.Response
+	var err error
 	if req.URL.User != nil {
-		return c.hc.Do(req)
-	}
-	resp, err := c.t.RoundTrip(req)
-	if err != nil {
+		if resp, err = c.hc.Do(req); err != nil {
+			return nil, err
+		}
+	} else if resp, err = c.t.RoundTrip(req); err != nil {
 		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
 	}
-	switch resp.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		if resp.Header.Get("Location") == "" {
-			return resp, nil // as http.Client: no Location, the 3xx is the answer
-		}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		again := req.Clone(req.Context())
-		again.Body = io.NopCloser(bytes.NewReader(body))
-		return c.hc.Do(again)
+		return nil, redirectError(resp)
 	}
 	return resp, nil
 }
@@ -297,7 +316,14 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		return nil, errorFromResponse(resp)
+		ue := errorFromResponse(resp)
+		if d.signer != nil { // the signer's per-request token is not among d.secrets
+			ue.Message = d.redactSent(req, ue.Message)
+			if len(ue.Body) > 0 {
+				ue.Body = []byte(d.redactSent(req, string(ue.Body)))
+			}
+		}
+		return nil, ue
 	}
 	return resp, nil
 }
@@ -353,7 +379,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 			msg = "status " + strconv.Itoa(resp.StatusCode)
 		}
 	}
-	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Retryable: retryableStatus(resp.StatusCode)}
+	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Code: errorCode(body), Retryable: retryableStatus(resp.StatusCode)}
 	if len(body) > 0 {
 		e.Body = body
 	}

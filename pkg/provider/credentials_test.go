@@ -61,7 +61,7 @@ func TestVertexADCFailureNotCached(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "adc.json")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
 	params, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_project": "proj-adc"})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := provider.NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -99,7 +99,7 @@ func TestBedrockChainLoadFailureNotCached(t *testing.T) {
 	awsEnv(t, dir)
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL,
 		"aws_region_name": brc.Region, "aws_profile_name": "lockstep-test"})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := provider.NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -137,7 +137,7 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	awsEnv(t, t.TempDir())
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", ep.URL+"/creds")
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL, "aws_region_name": brc.Region})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := provider.NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -152,4 +152,28 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 		require.NoError(t, credCall(t, d))
 	}
 	require.Equal(t, int64(1), fetched.Load(), "the credentials are cached until near their expiry")
+}
+
+// A vertex_credentials file path reads a file of the gateway's host (the operator's
+// credentials, as GOOGLE_APPLICATION_CREDENTIALS names one): a database object may name one
+// only when allowed_env_secrets allows GOOGLE_APPLICATION_CREDENTIALS; a config object may;
+// inline JSON is the writer's own and always may.
+func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
+	vx := fakeupstream.StartVertex(t, "proj-file")
+	path := filepath.Join(t.TempDir(), "sa.json")
+	require.NoError(t, os.WriteFile(path, []byte(vx.ServiceAccountJSON()), 0o600))
+	t.Cleanup(func() { require.NoError(t, provider.SetAllowedEnvSecrets(nil)) })
+	file, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": path})
+	inline, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
+
+	_, err := provider.NewDeployment("id", "grp", file)
+	require.EqualError(t, err, "litellm_params.vertex_credentials: environment variable GOOGLE_APPLICATION_CREDENTIALS is not allowed for database objects (a vertex_credentials file path reads the gateway's own files)")
+	_, err = provider.NewDeployment("id", "grp", inline)
+	require.NoError(t, err)
+	d, err := provider.NewConfigDeployment("id", "grp", file)
+	require.NoError(t, err)
+	require.NoError(t, credCall(t, d))
+	require.NoError(t, provider.SetAllowedEnvSecrets([]string{"GOOGLE_APPLICATION_CREDENTIALS"}))
+	_, err = provider.NewDeployment("id", "grp", file)
+	require.NoError(t, err)
 }

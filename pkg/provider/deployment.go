@@ -168,6 +168,9 @@ type Deployment struct {
 	header          http.Header // immutable, shared by every request
 	secrets         []string    // redacted from error texts (collectSecrets)
 	extraSecrets    []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
+	// config: built from a config-file object (NewConfigDeployment), whose implicit
+	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
+	config bool
 }
 
 // NewDeployment validates litellm_params (a JSON object) and builds the deployment for model
@@ -180,8 +183,26 @@ type Deployment struct {
 // String values of the form "os.environ/NAME" are read from the environment, as LiteLLM does,
 // for the names the secrets policy allows (resolveEnv, API.md "Security rules"): litellm_params
 // given here come from the database or the API (the config loader resolves the config file's
-// references itself, for any name).
+// references itself, for any name). A credential the provider would take implicitly from the
+// environment when litellm_params has none (OPENAI_API_KEY, AZURE_AD_TOKEN, the AWS default
+// chain, Google Application Default Credentials; see implicitEnv) obeys the same policy:
+//
+//	litellm_params.api_key: environment variable OPENAI_API_KEY is not allowed for database objects
+//
+// Values sealed with the salt key (SealParams) are decrypted; one that cannot be is an error
+// naming the field ([ErrSealedNoKey], [ErrSealedWrongKey]).
 func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	return newDeployment(modelID, modelName, litellmParams, false)
+}
+
+// NewConfigDeployment is [NewDeployment] for an object of the config file: the provider's
+// implicit environment credentials are read whatever allowed_env_secrets says, as LiteLLM
+// reads them (API.md "Security rules": config-file objects may name any variable).
+func NewConfigDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	return newDeployment(modelID, modelName, litellmParams, true)
+}
+
+func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
 	if !gjson.ValidBytes(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
@@ -189,7 +210,7 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 	if !p.IsObject() {
 		return nil, errors.New("litellm_params: must be a JSON object")
 	}
-	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1}
+	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1, config: fromConfig}
 
 	str := func(field string) (string, error) { return paramStr(p, field) }
 
@@ -211,8 +232,10 @@ func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment
 	if d.APIKey, err = str("api_key"); err != nil {
 		return nil, err
 	}
-	if d.APIKey == "" && d.spec.keyEnv != "" {
-		d.APIKey = os.Getenv(d.spec.keyEnv)
+	if d.APIKey == "" && d.spec.keyEnv != "" && p.Get("mock_response").Type != gjson.String {
+		if d.APIKey, err = d.implicitEnv("api_key", d.spec.keyEnv); err != nil {
+			return nil, err
+		}
 	}
 	base, err := str("api_base")
 	if err != nil {
@@ -352,6 +375,34 @@ func paramStr(p gjson.Result, field string) (string, error) {
 	return "", fmt.Errorf("litellm_params.%s: must be a string, got %s", field, v.Raw)
 }
 
+// implicitEnv reads environment variable env, the provider's implicit source of credential
+// field when litellm_params has none (LiteLLM's get_secret fallbacks: OPENAI_API_KEY,
+// AZURE_AD_TOKEN, …). For a database object (not d.config) a set, non-empty variable the
+// secrets policy does not allow (EnvSecretAllowed) is an error naming the field and the
+// variable, the text an explicit "os.environ/NAME" gets (API.md "Security rules"); an unset
+// one reads as "" (no credential is taken, nothing to refuse).
+func (d *Deployment) implicitEnv(field, env string) (string, error) {
+	v := os.Getenv(env)
+	if v == "" || d.config || EnvSecretAllowed(env) {
+		return v, nil
+	}
+	return "", envNotAllowed(field, env)
+}
+
+// implicitChain checks that a database object may use a credential chain the provider
+// searches when litellm_params has no credential (the AWS default chain, Google Application
+// Default Credentials): environment variables, files and instance metadata the gateway's
+// operator set up for the config file, not for whoever writes rows. It may when the secrets
+// policy allows env, the chain's main variable (AWS_SECRET_ACCESS_KEY,
+// GOOGLE_APPLICATION_CREDENTIALS), whether set or not: the chain reaches beyond the
+// environment. Config-file objects always may.
+func (d *Deployment) implicitChain(field, env string) error {
+	if d.config || EnvSecretAllowed(env) {
+		return nil
+	}
+	return envNotAllowed(field, env)
+}
+
 // paramOrEnv is paramStr falling back to the environment variable env when the field is
 // absent or empty.
 func paramOrEnv(p gjson.Result, field, env string) (string, error) {
@@ -483,7 +534,7 @@ func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, er
 	default:
 		return 0, fmt.Errorf("litellm_params.%s: must be a number of seconds, got %s", field, v.Raw)
 	}
-	if f <= 0 || f > 1e6 {
+	if !(f > 0 && f <= 1e6) { // written so that NaN fails too (issue 17)
 		return 0, fmt.Errorf("litellm_params.%s: %v seconds is out of range (0, 1000000]", field, f)
 	}
 	return time.Duration(f * float64(time.Second)), nil

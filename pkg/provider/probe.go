@@ -20,8 +20,9 @@ import (
 //   - other providers (their own APIs): GET {api_base}; healthy when the host answers with a
 //     status below 500 other than 401 and 403 (reachable, credentials not refused).
 //
-// ctx bounds the probe. The error names the cause (status and message, or the transport
-// error), with the deployment's secrets redacted.
+// ctx bounds the probe. Redirects are not followed (a 3xx is unhealthy, see roundTrip). The
+// error names the cause (status and message, or the transport error), with the deployment's
+// secrets and the credentials the probe sent (a signer's token) redacted.
 func (c *Client) Probe(ctx context.Context, d *Deployment) error {
 	if d.IsMock() {
 		return mockError(d)
@@ -47,7 +48,7 @@ func (c *Client) Probe(ctx context.Context, d *Deployment) error {
 	req.Header.Del("Content-Type")
 	if d.signer != nil {
 		if err := d.signer.sign(ctx, req, nil); err != nil {
-			return d.redactErr(err)
+			return d.redactAny(err)
 		}
 	}
 	resp, err := c.hc.Do(req)
@@ -55,19 +56,20 @@ func (c *Client) Probe(ctx context.Context, d *Deployment) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return errors.New("probe timed out")
 		}
-		return d.redactErr(err)
+		return d.redactAny(err)
 	}
 	defer resp.Body.Close()
 	if d.spec.wire != wireOpenAI && d.spec.wire != wireAnthropic {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
+			(resp.StatusCode >= 300 && resp.StatusCode <= 399) {
 			return fmt.Errorf("upstream answered %d", resp.StatusCode)
 		}
 		return nil
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		ue := errorFromResponse(resp)
-		return d.redactErr(fmt.Errorf("upstream answered %d: %s", ue.Status, ue.Message))
+		return d.redactAny(fmt.Errorf("upstream answered %d: %s", ue.Status, d.redactSent(req, ue.Message)))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,17 +16,21 @@ import (
 	"lockstep/pkg/provider"
 )
 
-// The upstream call skips http.Client on the hot path; what the client did must still happen:
-// a redirect is followed with the body re-sent, an api_base user:password goes as basic auth,
-// and a transport failure reads as before (Post "<url>": <cause>).
+// The upstream call skips http.Client on the hot path; what the client did must still happen
+// where wanted: an api_base user:password goes as basic auth, and a transport failure reads as
+// before (Post "<url>": <cause>). A redirect is not followed (API.md "Security rules"): a 502
+// naming the status, and nothing reaches the redirect's target.
 func TestUpstreamCallClientBehaviour(t *testing.T) {
 	t.Parallel()
 	chat := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"moved ok"},"finish_reason":"stop"}]}`
 	var gotBody, gotUser, gotPass string
+	var redirected atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/old/chat/completions":
-			http.Redirect(w, r, "/v1/chat/completions", http.StatusTemporaryRedirect)
+			http.Redirect(w, r, "/moved/chat/completions", http.StatusTemporaryRedirect)
+		case "/moved/chat/completions":
+			redirected.Add(1)
 		case "/v1/chat/completions":
 			b, _ := io.ReadAll(r.Body)
 			gotBody = string(b)
@@ -46,14 +51,20 @@ func TestUpstreamCallClientBehaviour(t *testing.T) {
 		return provider.NewClient().Do(context.Background(), d, provider.FormatChat, body)
 	}
 
-	res, err := call(srv.URL + "/old")
-	require.NoError(t, err)
-	require.Equal(t, "moved ok", res.Text())
-	require.Contains(t, gotBody, `"messages":[{"role":"user","content":"hi"}]`, "the redirected call carries the body")
+	for _, base := range []string{srv.URL + "/old", "http://bob:pw0123456@" + srv.Listener.Addr().String() + "/old"} {
+		_, err := call(base)
+		var ue *provider.UpstreamError
+		require.ErrorAs(t, err, &ue)
+		require.Equal(t, 502, ue.Status)
+		require.Contains(t, ue.Message, "upstream answered 307 Temporary Redirect")
+		require.ErrorContains(t, err, provider.ErrRedirect.Error())
+		require.Zero(t, redirected.Load(), "the redirect is not followed")
+	}
 
-	res, err = call("http://alice:s3cret@" + srv.Listener.Addr().String() + "/v1")
+	res, err := call("http://alice:s3cret@" + srv.Listener.Addr().String() + "/v1")
 	require.NoError(t, err)
 	require.Equal(t, "moved ok", res.Text())
+	require.Contains(t, gotBody, `"messages":[{"role":"user","content":"hi"}]`)
 	require.Equal(t, "alice/s3cret", gotUser+"/"+gotPass)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")

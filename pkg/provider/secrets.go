@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"errors"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -14,7 +15,9 @@ import (
 // MaskParams returns litellm_params JSON with secrets masked the way LiteLLM shows them in
 // /model/info:
 //   - every string value (at any depth) whose key contains "key", "secret", "token",
-//     "password", "auth" or "credential" (case-insensitive) becomes its first 2 characters +
+//     "password", "auth", "credential", "cookie" or "session" (case-insensitive), and every
+//     value of extra_headers whatever its name (a header is sent as a credential as often as
+//     not: Cookie, X-Goog-Api-Key, a gateway token), becomes its first 2 characters +
 //     "****" + its last 4, or "****" when shorter than 12 characters;
 //   - any other string value that parses as a URL with a password (userinfo "user:pass@")
 //     keeps everything but the password, which becomes "****" ("http://u:****@host/v1").
@@ -33,17 +36,17 @@ func MaskParamsExcept(params []byte, keep ...string) []byte {
 		return []byte("{}")
 	}
 	var edits []edit
-	var walk func(v gjson.Result, top bool)
-	walk = func(v gjson.Result, top bool) {
+	var walk func(v gjson.Result, top, secret bool)
+	walk = func(v gjson.Result, top, secret bool) {
 		v.ForEach(func(k, val gjson.Result) bool {
 			if top && k.Type == gjson.String && slices.Contains(keep, k.Str) {
 				return true
 			}
 			switch {
 			case val.IsObject() || val.IsArray():
-				walk(val, false)
+				walk(val, false, secret || (top && k.Str == "extra_headers"))
 			case val.Type != gjson.String || strings.HasPrefix(val.Str, "os.environ/"):
-			case k.Type == gjson.String && sensitiveKey(k.Str):
+			case secret || (top && k.Str == "extra_headers") || (k.Type == gjson.String && sensitiveKey(k.Str)):
 				edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: maskSecret(val.Str)})
 			default:
 				if m, ok := maskURLPassword(val.Str); ok {
@@ -53,7 +56,7 @@ func MaskParamsExcept(params []byte, keep ...string) []byte {
 			return true
 		})
 	}
-	walk(gjson.ParseBytes(params), true)
+	walk(gjson.ParseBytes(params), true, false)
 	return applyEdits(params, edits)
 }
 
@@ -102,7 +105,7 @@ func RestoreMaskedSecrets(incoming, stored []byte, keep ...string) []byte {
 
 func sensitiveKey(k string) bool {
 	k = strings.ToLower(k)
-	for _, s := range [...]string{"key", "secret", "token", "password", "auth", "credential"} {
+	for _, s := range [...]string{"key", "secret", "token", "password", "auth", "credential", "cookie", "session"} {
 		if strings.Contains(k, s) {
 			return true
 		}
@@ -162,10 +165,12 @@ func urlPassword(s string) (start, end int, ok bool) {
 // placeholders ("none", "EMPTY" for vLLM) that replacing everywhere would garble messages.
 const minRedactLen = 6
 
-// collectSecrets lists what must never reach a client from d: the API key, the api_base URL
-// password (as written and decoded), and the values of extra_headers whose name looks
-// sensitive (with the credential after "Bearer " on its own). Longest first, so a secret
-// containing another is replaced whole.
+// collectSecrets lists what must never reach a client from d: the API key, the provider's
+// other credentials, the api_base URL password (as written and decoded), and every value of
+// extra_headers, whatever its name (with the credential after a scheme such as "Bearer " on
+// its own, and each cookie value of a Cookie-like "a=b; c=d"). Values shorter than
+// minRedactLen are left (placeholders). Longest first, so a secret containing another is
+// replaced whole.
 func (d *Deployment) collectSecrets() {
 	var out []string
 	add := func(s string) {
@@ -184,13 +189,15 @@ func (d *Deployment) collectSecrets() {
 			add(pw) // decoded, as an error text may quote it
 		}
 	}
-	for k, v := range d.ExtraHeaders {
-		if !sensitiveKey(k) {
-			continue
-		}
+	for _, v := range d.ExtraHeaders {
 		add(v)
 		if _, cred, ok := strings.Cut(v, " "); ok {
 			add(strings.TrimSpace(cred))
+		}
+		for _, part := range strings.Split(v, ";") {
+			if _, val, ok := strings.Cut(part, "="); ok {
+				add(strings.Trim(strings.TrimSpace(val), `"`))
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
@@ -236,4 +243,50 @@ func (d *Deployment) redactErr(err error) error {
 	cp := *ue
 	cp.Message, cp.Body = msg, body
 	return &cp
+}
+
+// redactAny returns err's text with the deployment's secrets redacted, as a new error; an
+// [UpstreamError] keeps its type (redactErr). For texts built from an upstream answer or a
+// transport error, which may quote a credential (a probe's "upstream answered 401: ...").
+func (d *Deployment) redactAny(err error) error {
+	var ue *UpstreamError
+	if err == nil || errors.As(err, &ue) {
+		return d.redactErr(err)
+	}
+	if msg := err.Error(); d.Redact(msg) != msg {
+		return errors.New(d.Redact(msg))
+	}
+	return err
+}
+
+// sentCredentialHeaders are the request headers whose values a signer computes per request
+// (so they are not among the deployment's secrets) and an upstream may echo in an error.
+var sentCredentialHeaders = [...]string{"Authorization", "X-Amz-Security-Token", "X-Goog-Api-Key"}
+
+// redactSent returns s with the per-request credentials req carried (a signer's bearer
+// token: Vertex AI's OAuth2 access token, Bedrock's SigV4 signature) replaced by their masked
+// form. Nothing to do for unsigned deployments, whose credentials are all in d.secrets.
+func (d *Deployment) redactSent(req *http.Request, s string) string {
+	if d.signer == nil {
+		return s
+	}
+	for _, h := range sentCredentialHeaders {
+		v := req.Header.Get(h)
+		if len(v) < minRedactLen {
+			continue
+		}
+		cands := []string{v}
+		if _, cred, ok := strings.Cut(v, " "); ok {
+			cands = append(cands, strings.TrimSpace(cred))
+		}
+		if i := strings.Index(v, "Signature="); i >= 0 {
+			cands = append(cands, v[i+len("Signature="):])
+		}
+		for _, c := range cands {
+			if len(c) >= minRedactLen && strings.Contains(s, c) {
+				s = strings.ReplaceAll(s, c, maskSecret(c))
+			}
+		}
+	}
+	return s
 }

@@ -259,7 +259,7 @@ func TestMaskParams(t *testing.T) {
 		`"vertex_credentials":"os.environ/VC","extra_headers":{"Authorization":"Bearer abcdefghijklmnop","X-Other":"visible"},` +
 		`"list":[{"token":"tok-0123456789xyz"}],"password":""}`
 	want := `{"model":"openai/x", "api_key":"sk****cdef","max_tokens":100,"aws_secret_access_key":"****",` +
-		`"vertex_credentials":"os.environ/VC","extra_headers":{"Authorization":"Be****mnop","X-Other":"visible"},` +
+		`"vertex_credentials":"os.environ/VC","extra_headers":{"Authorization":"Be****mnop","X-Other":"****"},` +
 		`"list":[{"token":"to****9xyz"}],"password":"****"}`
 	require.Equal(t, want, string(MaskParams([]byte(in))))
 	require.Equal(t, "{}", string(MaskParams([]byte(`{"api_key":`))))

@@ -29,7 +29,9 @@ const vertexScope = "https://www.googleapis.com/auth/cloud-platform"
 //     (publishers/anthropic), with anthropic_version "vertex-2023-10-16" in the body.
 //   - Credentials: vertex_credentials, a service-account (or authorized-user) JSON given
 //     inline or as a file path, else Application Default Credentials
-//     (GOOGLE_APPLICATION_CREDENTIALS, gcloud, the metadata server), looked up on first use.
+//     (GOOGLE_APPLICATION_CREDENTIALS, gcloud, the metadata server), looked up on first use;
+//     a database object may use ADC, or a vertex_credentials file path, only when
+//     allowed_env_secrets allows GOOGLE_APPLICATION_CREDENTIALS (implicitChain).
 //     Tokens come from golang.org/x/oauth2/google (the token_uri of the JSON), cached until
 //     shortly before they expire, and are sent as "Authorization: Bearer".
 func setupVertex(d *Deployment, p gjson.Result) error {
@@ -52,6 +54,11 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 	if credsParam != "" {
 		js := []byte(credsParam)
 		if !strings.HasPrefix(strings.TrimSpace(credsParam), "{") {
+			// a file of the gateway's host, as GOOGLE_APPLICATION_CREDENTIALS names one: the
+			// operator's credentials, not the database writer's
+			if err := d.implicitChain("vertex_credentials", "GOOGLE_APPLICATION_CREDENTIALS"); err != nil {
+				return fmt.Errorf("%w (a vertex_credentials file path reads the gateway's own files)", err)
+			}
 			if js, err = os.ReadFile(credsParam); err != nil {
 				return fmt.Errorf("litellm_params.vertex_credentials: %w", err)
 			}
@@ -69,6 +76,9 @@ func setupVertex(d *Deployment, p gjson.Result) error {
 			project = creds.ProjectID
 		}
 	} else if d.MockResponse == nil {
+		if err := d.implicitChain("vertex_credentials", "GOOGLE_APPLICATION_CREDENTIALS"); err != nil {
+			return fmt.Errorf("%w (without vertex_credentials Application Default Credentials would be used)", err)
+		}
 		vs.adc = &lazyValue[oauth2.TokenSource]{find: func() (oauth2.TokenSource, error) {
 			creds, err := google.FindDefaultCredentials(tokenContext, vertexScope)
 			if err != nil {

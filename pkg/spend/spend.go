@@ -36,6 +36,10 @@ type Store interface {
 
 var _ Store = (*store.Store)(nil)
 
+// UnknownModel is the model label of spend recorded without a model group (a call no
+// deployment served): one series for all such calls, never the name the client sent.
+const UnknownModel = "unknown"
+
 // Cost prices a call from a deployment's model_info: prompt × input_cost_per_token +
 // completion × output_cost_per_token (USD; a missing or non-numeric price counts 0).
 func Cost(modelInfo json.RawMessage, prompt, completion int64) float64 {
@@ -141,7 +145,7 @@ type Config struct {
 
 // Stats are the tracker's counters.
 type Stats struct {
-	SpendByModel map[string]float64 // USD recorded, by model group
+	SpendByModel map[string]float64 // USD recorded, by model group (store.SpendLog.ModelGroup, else UnknownModel)
 	Logged       int64              // spend logs recorded
 	Flushed      int64              // spend logs written
 	Dropped      int64              // spend logs dropped while the database was unreachable
@@ -279,9 +283,13 @@ func (t *Tracker) refresh(ctx context.Context, token string) error {
 func (t *Tracker) Record(l store.SpendLog) {
 	t.logged.Add(1)
 	if l.Spend != 0 {
-		v, ok := t.byModel.Load(l.Model)
+		label := l.ModelGroup // bounded by the model table, never the client's string
+		if label == "" {
+			label = UnknownModel
+		}
+		v, ok := t.byModel.Load(label)
 		if !ok {
-			v, _ = t.byModel.LoadOrStore(l.Model, new(atomic.Uint64))
+			v, _ = t.byModel.LoadOrStore(label, new(atomic.Uint64))
 		}
 		addFloat(v.(*atomic.Uint64), l.Spend)
 		for _, tok := range l.Tokens() {

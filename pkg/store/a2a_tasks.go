@@ -9,26 +9,30 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TaskRow is one gateway.a2a_tasks row (sql/004_freshness.sql): an A2A task as its replica
-// last stored it. Task is the A2A Task object as JSON.
+// TaskRow is one gateway.a2a_tasks row (sql/004_freshness.sql, sql/007_a2a_task_owner.sql):
+// an A2A task as its replica last stored it. Task is the A2A Task object as JSON; OwnerToken
+// and OwnerTeam are its creator's key hash and team ("" for none), written once at creation.
 type TaskRow struct {
-	ID        string
-	AgentID   string
-	ReplicaID string
-	State     string
-	Task      []byte
+	ID         string
+	AgentID    string
+	ReplicaID  string
+	State      string
+	OwnerToken string
+	OwnerTeam  string
+	Task       []byte
 }
 
 // SaveTask upserts a task. A row whose cancel was requested (by tasks/cancel on any replica)
-// keeps its canceled state: only a canceled snapshot replaces it.
+// keeps its canceled state: only a canceled snapshot replaces it. The owner is written by the
+// insert only, never changed by an update.
 func (s *Store) SaveTask(ctx context.Context, t TaskRow) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, `INSERT INTO gateway.a2a_tasks AS t (task_id, agent_id, replica_id, state, task)
-		VALUES ($1, $2, $3, $4, $5::jsonb)
+	_, err := s.pool.Exec(ctx, `INSERT INTO gateway.a2a_tasks AS t (task_id, agent_id, replica_id, state, task, owner_token, owner_team)
+		VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
 		ON CONFLICT (task_id) DO UPDATE SET state = EXCLUDED.state, task = EXCLUDED.task, updated_at = now()
 		WHERE NOT t.cancel_requested OR EXCLUDED.state = 'canceled'`,
-		t.ID, t.AgentID, t.ReplicaID, t.State, string(t.Task))
+		t.ID, t.AgentID, t.ReplicaID, t.State, string(t.Task), t.OwnerToken, t.OwnerTeam)
 	if err != nil {
 		return fmt.Errorf("save a2a task %q: %w", t.ID, mapErr(err))
 	}
@@ -41,8 +45,9 @@ func (s *Store) LoadTask(ctx context.Context, id string) (TaskRow, error) {
 	defer cancel()
 	var t TaskRow
 	var task string
-	err := s.pool.QueryRow(ctx, `SELECT task_id, agent_id, replica_id, state, task::text FROM gateway.a2a_tasks WHERE task_id = $1`, id).
-		Scan(&t.ID, &t.AgentID, &t.ReplicaID, &t.State, &task)
+	err := s.pool.QueryRow(ctx, `SELECT task_id, agent_id, replica_id, state, owner_token, owner_team, task::text
+		FROM gateway.a2a_tasks WHERE task_id = $1`, id).
+		Scan(&t.ID, &t.AgentID, &t.ReplicaID, &t.State, &t.OwnerToken, &t.OwnerTeam, &task)
 	if err != nil {
 		return t, fmt.Errorf("load a2a task %q: %w", id, mapErr(err))
 	}
@@ -62,8 +67,8 @@ func (s *Store) CancelTask(ctx context.Context, agentID, id string, status []byt
 	err := s.pool.QueryRow(ctx, `UPDATE gateway.a2a_tasks SET cancel_requested = true, state = 'canceled',
 			task = jsonb_set(task, '{status}', $3::jsonb), updated_at = now()
 		WHERE task_id = $1 AND agent_id = $2 AND state IN ('submitted', 'working')
-		RETURNING task_id, agent_id, replica_id, state, task::text`, id, agentID, string(status)).
-		Scan(&t.ID, &t.AgentID, &t.ReplicaID, &t.State, &task)
+		RETURNING task_id, agent_id, replica_id, state, owner_token, owner_team, task::text`, id, agentID, string(status)).
+		Scan(&t.ID, &t.AgentID, &t.ReplicaID, &t.State, &t.OwnerToken, &t.OwnerTeam, &task)
 	if err == nil {
 		t.Task = []byte(task)
 		return t, true, nil

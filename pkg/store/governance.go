@@ -114,6 +114,9 @@ type SpendLog struct {
 	StartTime        time.Time `json:"startTime"`
 	EndTime          time.Time `json:"endTime"`
 	ReplicaID        string    `json:"replica_id"`
+	// ModelGroup is the model group that served the call as registered (a wildcard group's
+	// pattern, "openai/*"), for metric labels only: not stored.
+	ModelGroup string `json:"-"`
 	// The key's internal user, team and organization and the request's end user ("" when
 	// none; LiteLLM SpendLogs user, team_id, organization_id, end_user): the call's spend also
 	// counts toward each of their totals (see OwnerToken).

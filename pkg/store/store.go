@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -244,6 +245,24 @@ func ParseConnConfig(url string) (*pgconn.Config, error) {
 // Ping checks the database answers within ctx.
 func (s *Store) Ping(ctx context.Context) error { return mapErr(s.pool.Ping(ctx)) }
 
+// connectMessage is a failed connect's text with each distinct attempt once: pgconn tries a
+// host again without TLS after sslmode=prefer's TLS attempt fails, and both dial errors read
+// the same ("connection refused" twice).
+func connectMessage(e *pgconn.ConnectError) string {
+	var parts []string
+	inner := e.Unwrap()
+	if j, ok := inner.(interface{ Unwrap() []error }); ok {
+		for _, x := range j.Unwrap() {
+			if m := x.Error(); !slices.Contains(parts, m) {
+				parts = append(parts, m)
+			}
+		}
+	} else if inner != nil {
+		parts = append(parts, inner.Error())
+	}
+	return fmt.Sprintf("failed to connect to `user=%s database=%s`: %s", e.Config.User, e.Config.Database, strings.Join(parts, "; "))
+}
+
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -255,7 +274,7 @@ func mapErr(err error) error {
 	// not accepting connections", 53300 "too many connections", 28P01 bad password).
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %s", ErrUnavailable, connectMessage(connErr))
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 {

@@ -125,6 +125,22 @@ function renderSelf(lag) {
     return tr;
   });
   $("registries").querySelector("tbody").replaceChildren(...rows);
+
+  const cds = (lag.cooldowns || []).map((c) => {
+    const tr = document.createElement("tr");
+    tr.dataset.modelId = c.model_id;
+    cell(tr, c.model_id);
+    cell(tr, c.until);
+    cell(tr, c.reason);
+    return tr;
+  });
+  if (cds.length === 0) {
+    const tr = document.createElement("tr");
+    const td = cell(tr, "none", "muted");
+    td.colSpan = 3;
+    cds.push(tr);
+  }
+  $("cooldowns").querySelector("tbody").replaceChildren(...cds);
 }
 
 function showError(msg) {
