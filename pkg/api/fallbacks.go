@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
@@ -71,14 +72,24 @@ func (s *Server) callWithFallbacks(ctx context.Context, c echo.Context, spec cal
 			}
 			next := groups[tried]
 			tried++
-			if _, err := s.Router.Group(ctx, next); errors.Is(err, router.ErrUnknownModel) {
+			agent := strings.HasPrefix(next, AgentModelPrefix)
+			if _, err := s.Router.Group(ctx, next); !agent && errors.Is(err, router.ErrUnknownModel) {
 				continue
 			}
 			body, err := sjson.SetBytes(spec.body, "model", next)
 			if err != nil {
 				return first
 			}
-			spec.model, spec.body = next, body
+			// the fallback is called as a request naming it would be (llm)
+			spec.model, spec.body, spec.resolve = next, body, nil
+			if !spec.format.Multipart() {
+				spec.guardrails = nil
+			}
+			if agent {
+				if err := s.agentModelSpec(ctx, spec.format, &spec); err != nil {
+					continue // an unknown agent: skipped like an unknown group
+				}
+			}
 			*rf = scanRequest(body)
 			called++
 			break

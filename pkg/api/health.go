@@ -84,7 +84,7 @@ func (s *Server) lagReport() LagReport {
 	return r
 }
 
-// syncLag: GET /sync/lag (admin).
+// syncLag: GET /sync/lag (viewer: the master key or a proxy_admin / proxy_admin_viewer user's key).
 func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.lagReport()) }
 
 type metrics struct {

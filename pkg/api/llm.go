@@ -98,6 +98,11 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if f.Multipart() {
 			spec.guardrails = s.multipartGuardrails // a method value: multipart routes only
 		}
+		if strings.HasPrefix(model, AgentModelPrefix) && !f.Multipart() {
+			if err := s.agentModelSpec(ctx, f, &spec); err != nil {
+				return err
+			}
+		}
 		return s.callWithFallbacks(ctx, c, spec, &rf)
 	}
 }

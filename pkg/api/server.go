@@ -130,6 +130,9 @@ func New(d Deps) *Server {
 
 	s.e.Use(s.front) // request id, access log, metrics, recovery, body limit, path parameters, sync token
 	s.routes()
+	if d.Cluster != nil {
+		d.Cluster.SetLocal(s.clusterLocal) // registry counts, apply_errors, request counters in gateway.replicas
+	}
 	return s
 }
 
@@ -175,6 +178,9 @@ const (
 	public = iota
 	anyKey // master key or a virtual key (LLM and A2A routes)
 	admin  // master key only
+	// viewer: the master key, or a virtual key whose user has user_role proxy_admin or
+	// proxy_admin_viewer (LiteLLM's read-only admin); the status routes only (viewerOK).
+	viewer
 )
 
 func (s *Server) routes() {
@@ -183,8 +189,8 @@ func (s *Server) routes() {
 	e.GET("/health/liveness", s.liveliness)
 	e.GET("/health/readiness", s.readiness)
 	e.GET("/metrics", s.serveMetrics)
-	e.GET("/sync/lag", s.syncLag, s.auth(admin))
-	e.GET("/sync/cluster", s.syncCluster, s.auth(admin))
+	e.GET("/sync/lag", s.syncLag, s.auth(viewer))
+	e.GET("/sync/cluster", s.syncCluster, s.auth(viewer))
 
 	// models
 	e.POST("/model/new", s.modelNew, s.auth(admin))
@@ -499,6 +505,9 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
+			}
+			if level == viewer && !viewerOK(p) {
+				return viewerRefused(c, p)
 			}
 			setCaller(c, p)
 			return next(c)
