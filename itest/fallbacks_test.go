@@ -1,6 +1,7 @@
 package itest
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -164,8 +165,10 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	rtNewModel(t, p.A, "hd-retry", "hd-retry-good", ok, map[string]any{"order": 2})
 	rtNewModel(t, p.A, "hd-slow", "hd-slow-id", slow, map[string]any{"timeout": 60})
 
+	key, token := govKey(t, p.A, map[string]any{})
+
 	// plain
-	st, h, body := fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main"}, nil)
+	st, h, body := fbChat(t, p.B, key, map[string]any{"model": "hd-main"}, nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.NotEmpty(t, h.Get("x-litellm-call-id"))
 	require.Equal(t, "hd-main-id", h.Get("x-litellm-model-id"))
@@ -214,10 +217,27 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 
 	// mock_testing_rate_limit_error: a 429, no upstream called
 	ok.Reset()
-	st, _, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "mock_testing_rate_limit_error": true}, nil)
+	st, _, body = fbChat(t, p.B, key, map[string]any{"model": "hd-main", "mock_testing_rate_limit_error": true}, nil)
 	require.Equal(t, 429, st, "%s", body)
 	require.Equal(t, "litellm.RateLimitError: This is a mock exception for model=hd-main, to trigger a rate limit error.", fbErr(t, body)["message"])
 	require.Empty(t, ok.Requests())
+
+	// the spend logs: the answered call under its x-litellm-call-id, status success; the
+	// failed one, status failure (LiteLLM SpendLogs.status)
+	st, b = p.B.Do(t, "GET", "/spend/logs?api_key="+token, nil)
+	require.Equal(t, 200, st, "%s", b)
+	var logs []map[string]any
+	require.NoError(t, json.Unmarshal(b, &logs))
+	status := map[string]string{}
+	failures := 0
+	for _, l := range logs {
+		status[l["request_id"].(string)] = l["status"].(string)
+		if l["status"] == "failure" {
+			failures++
+		}
+	}
+	require.Equal(t, "success", status[first], "%s", b)
+	require.Equal(t, 1, failures, "%s", b)
 
 	// mock_testing_fallbacks: the requested group fails (500), its fallback answers
 	st, _, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "mock_testing_fallbacks": true}, nil)

@@ -199,7 +199,10 @@ func (g *govCall) Done(o Outcome) {
 	}
 	l := store.SpendLog{RequestID: id, APIKey: g.token, CallType: g.callType, Model: g.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
-		StartTime: g.start, EndTime: time.Now(), ReplicaID: g.s.ReplicaID}
+		StartTime: g.start, EndTime: time.Now(), ReplicaID: g.s.ReplicaID, Status: "success"}
+	if o.Err != nil {
+		l.Status = "failure"
+	}
 	for _, ow := range g.owners {
 		switch ow.kind {
 		case "user":
