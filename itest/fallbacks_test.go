@@ -260,3 +260,54 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	require.Equal(t, 400, st, "%s", body)
 	require.Equal(t, `mock_testing_fallbacks: must be a boolean, got "yes"`, fbErr(t, body)["message"])
 }
+
+// The fallback's admission checks the key's budget again: a call whose first group is slow to
+// fail is admitted while the key is under budget; meanwhile another call of the key spends the
+// budget; the fallback is then refused with budget_exceeded and reaches no upstream.
+func TestFallbackBudget(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{Config: "router_settings: {num_retries: 0, cooldown_time: 0, fallbacks: [{bd-slow: [bd-fallback]}]}\n"})
+	slow, ok, fb := fakeupstream.Start(t), fakeupstream.Start(t), fakeupstream.Start(t)
+	slow.FailWith(500, "server_error", "upstream exploded")
+	slow.SetLatency(5e9) // the upstream's delay: long enough for the other call to spend the budget
+	rtNewModel(t, p.A, "bd-slow", "bd-slow-id", slow, nil)
+	rtNewModel(t, p.A, "bd-fallback", "bd-fallback-id", fb, nil)
+	st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "bd-priced",
+		"litellm_params": map[string]any{"model": "openai/m", "api_base": ok.URL + "/v1", "api_key": "k"},
+		"model_info":     map[string]any{"id": "bd-priced-id", "input_cost_per_token": 0.01}})
+	require.Equal(t, 200, st, "%s", b)
+	key, _ := govKey(t, p.A, map[string]any{"max_budget": 0.001})
+
+	type result struct {
+		st   int
+		body []byte
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, _, body := postAs(t, p.B, key, "/v1/chat/completions", map[string]any{"model": "bd-slow",
+			"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, nil)
+		done <- result{st, body}
+	}()
+	Eventually(t, "the slow call admitted and at its upstream", func() bool { return len(slow.Requests()) == 1 })
+	st, _, body := fbChat(t, p.B, key, map[string]any{"model": "bd-priced"}, nil)
+	require.Equal(t, 200, st, "%s", body) // spends more than the budget
+	r := <-done
+	require.Equal(t, 400, r.st, "%s", r.body)
+	require.Equal(t, "budget_exceeded", fbErr(t, r.body)["type"], "%s", r.body)
+	require.Empty(t, fb.Requests(), "the refused fallback reached no upstream")
+}
+
+// A stream that fails after its first byte does not fall back: it ends with the error event.
+func TestFallbackNotAfterFirstByte(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{Config: "router_settings: {num_retries: 0, cooldown_time: 0, fallbacks: [{cut: [cut-fb]}]}\n"})
+	cut, fb := fakeupstream.Start(t, fakeupstream.WithStreamChunks(6), fakeupstream.WithStreamCutAfter(2)), fakeupstream.Start(t)
+	rtNewModel(t, p.A, "cut", "cut-id", cut, nil)
+	rtNewModel(t, p.A, "cut-fb", "cut-fb-id", fb, nil)
+	st, h, body := fbChat(t, p.B, MasterKey, map[string]any{"model": "cut", "stream": true}, nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "cut-id", h.Get("x-litellm-model-id"))
+	require.Equal(t, "0", h.Get("x-litellm-attempted-fallbacks"))
+	require.NotContains(t, string(body), "data: [DONE]", "%s", body)
+	require.Empty(t, fb.Requests(), "no fallback once the stream has started")
+}
