@@ -35,8 +35,8 @@ import (
 //     timeout and stream_timeout for each upstream call (LiteLLM docs "Request Headers");
 //     answered back as x-litellm-timeout.
 //
-// Each mock flag must be a boolean, the header and "timeout" a number of seconds > 0: else
-// 400 naming it. Mock failures are recorded like any failed call (spend log, limits).
+// Each mock flag must be a boolean, the header (and "timeout" with mock_timeout) a number of
+// seconds > 0: else 400 naming it. Mock failures are recorded like any failed call (spend log, limits).
 var hookFields = [...]string{"fallbacks", "mock_testing_fallbacks", "mock_testing_rate_limit_error", "mock_timeout", "timeout"}
 
 // the hooks' positions in hookFields and requestFields.hooks
@@ -99,7 +99,7 @@ func (s *Server) readHooks(ctx context.Context, spec callSpec, rf *requestFields
 	if hk.mockWait, err = flag(hookMockTimeout); err != nil {
 		return hk, nil, err
 	}
-	if r := rf.hooks[hookTimeout]; r.Exists() && r.Type != gjson.Null {
+	if r := rf.hooks[hookTimeout]; hk.mockWait && r.Exists() && r.Type != gjson.Null { // read for mock_timeout only
 		t, err := positiveSeconds(r.Raw)
 		if r.Type != gjson.Number || err != nil {
 			return hk, nil, badRequest("timeout: must be a number of seconds > 0, got %s", r.Raw)
