@@ -66,11 +66,6 @@ func (s Settings) FallbackGroups(group string, c Class, request []string) []stri
 	return s.DefaultFallbacks
 }
 
-// HasFallbacks reports whether any fallback list is configured (the request's own aside).
-func (s Settings) HasFallbacks() bool {
-	return len(s.Fallbacks) > 0 || len(s.ContextWindowFallbacks) > 0 || len(s.ContentPolicyFallbacks) > 0 || len(s.DefaultFallbacks) > 0
-}
-
 // fallbackList validates one fallbacks setting as decoded from YAML: a list of one-member
 // mappings of a group name to a list of group names. Errors name router_settings.<field>[i].
 func fallbackList(field string, v any) (FallbackList, error) {

@@ -37,8 +37,6 @@ default_fallbacks: [dflt]
 	s, err = fallbackSettings(t, "default_fallbacks: [dflt]\n")
 	require.NoError(t, err)
 	require.Equal(t, []string{"dflt"}, s.FallbackGroups("z", ClassContextWindow, nil), "no context_window_fallbacks: the generic ones")
-	require.False(t, Settings{}.HasFallbacks())
-	require.True(t, s.HasFallbacks())
 }
 
 func TestFallbackSettingsErrors(t *testing.T) {
