@@ -217,8 +217,12 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 
 	// mock_testing_rate_limit_error: a 429, no upstream called
 	ok.Reset()
-	st, _, body = fbChat(t, p.B, key, map[string]any{"model": "hd-main", "mock_testing_rate_limit_error": true}, nil)
+	st, h, body = fbChat(t, p.B, key, map[string]any{"model": "hd-main", "mock_testing_rate_limit_error": true}, nil)
 	require.Equal(t, 429, st, "%s", body)
+	failedID := h.Get("x-litellm-call-id")
+	require.NotEmpty(t, failedID, "an admitted call's error answer carries its call id")
+	require.Equal(t, "0", h.Get("x-litellm-attempted-fallbacks"))
+	require.Empty(t, h.Values("x-litellm-response-cost"))
 	require.Equal(t, "litellm.RateLimitError: This is a mock exception for model=hd-main, to trigger a rate limit error.", fbErr(t, body)["message"])
 	require.Empty(t, ok.Requests())
 
@@ -237,6 +241,7 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 		}
 	}
 	require.Equal(t, "success", status[first], "%s", b)
+	require.Equal(t, "failure", status[failedID], "%s", b)
 	require.Equal(t, 1, failures, "%s", b)
 
 	// mock_testing_fallbacks: the requested group fails (500), its fallback answers

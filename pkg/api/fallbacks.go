@@ -40,6 +40,7 @@ func (s *Server) callWithFallbacks(ctx context.Context, c echo.Context, spec cal
 		}
 	}
 	var first error
+	var firstCall *call
 	var groups []string
 	called := 0 // fallback runs started (x-litellm-attempted-fallbacks)
 	for tried := 0; ; {
@@ -60,14 +61,16 @@ func (s *Server) callWithFallbacks(ctx context.Context, c echo.Context, spec cal
 		}
 		class, ok := routerClass(err)
 		if !ok {
+			call.failed(c)
 			return err
 		}
 		if first == nil {
-			first = err
+			first, firstCall = err, call
 			groups = s.Router.Settings().FallbackGroups(spec.model, class, hk.fallbacks)
 		}
 		for {
 			if tried >= len(groups) {
+				firstCall.failed(c)
 				return first
 			}
 			next := groups[tried]
@@ -78,6 +81,7 @@ func (s *Server) callWithFallbacks(ctx context.Context, c echo.Context, spec cal
 			}
 			body, err := sjson.SetBytes(spec.body, "model", next)
 			if err != nil {
+				firstCall.failed(c)
 				return first
 			}
 			// the fallback is called as a request naming it would be (llm)

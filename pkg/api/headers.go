@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/labstack/echo/v4"
+
 	"lockstep/pkg/provider"
 	"lockstep/pkg/spend"
 )
@@ -28,7 +30,8 @@ import (
 //   - x-litellm-attempted-fallbacks: how many fallback model groups were called before the
 //     one answering (fallbacks.go).
 //
-// Values are assigned under their canonical keys; all but the call id and the cost are shared
+// The same headers but the cost go on an error answer of a call that was admitted (see
+// failed). Values are assigned under their canonical keys; all but the call id and the cost are shared
 // one-value slices built once (router.Headers, smallInts), so no canonicalisation and few
 // allocations per call.
 func (c *call) setHeaders(h http.Header, res *provider.Response) {
@@ -77,6 +80,15 @@ func (s *Server) newCallID() (string, []string) {
 	}
 	b.v[0] = unsafe.String(&b.buf[0], len(out))
 	return b.v[0], b.v[:]
+}
+
+// failed sets the headers of a call answered with an error (LiteLLM's proxy adds them to its
+// error answers too), unless the answer has started (a stream ends with an error event): no
+// x-litellm-response-cost.
+func (c *call) failed(ec echo.Context) {
+	if w := ec.Response(); !w.Committed {
+		c.setHeaders(w.Header(), nil)
+	}
 }
 
 // smallInts are the one-value header slices of 0…31 (cap 1, shared).
