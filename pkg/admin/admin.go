@@ -13,6 +13,7 @@ package admin
 
 import (
 	"context"
+	"time"
 
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
@@ -29,6 +30,11 @@ type Tx interface {
 	Delete(ctx context.Context, typ store.ObjectType, id string) (int64, error)
 	// LockTable takes a SHARE ROW EXCLUSIVE lock on typ's table for the transaction.
 	LockTable(ctx context.Context, typ store.ObjectType) error
+	// SetBudgetReset schedules (every > 0) or clears the budget reset of a key_spend token and
+	// returns the next reset time (nil: none).
+	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
+	// MoveKeySpend moves a key's spend row to its new token (a regenerated key).
+	MoveKeySpend(ctx context.Context, from, to string) error
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.
@@ -38,6 +44,10 @@ type Store interface {
 	Tx(ctx context.Context, fn func(Tx) error) error
 	Get(ctx context.Context, typ store.ObjectType, id string) (store.Row, error)
 	List(ctx context.Context, typ store.ObjectType) ([]store.Row, error)
+	// ListPage is one page (1-based) of typ's rows by creation, with the total count.
+	ListPage(ctx context.Context, typ store.ObjectType, page, size int) ([]store.Row, int, error)
+	// GetKeySpend reads the spend rows of key_spend tokens (absent: none).
+	GetKeySpend(ctx context.Context, tokens []string) (map[string]store.KeySpend, error)
 }
 
 // Sink is a registry as the write path sees it (registry.Registry, notify.Sink): its object
@@ -149,6 +159,23 @@ func (w *Writer) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 		w.record(change{row: store.Row{Type: typ, ID: id, Version: v}, gone: true})
 	}
 	return v, err
+}
+
+// SetBudgetReset is Tx.SetBudgetReset (gateway.key_spend has no registry: nothing to apply).
+func (w *Writer) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
+	return w.tx.SetBudgetReset(ctx, token, every)
+}
+
+// MoveKeySpend is Tx.MoveKeySpend.
+func (w *Writer) MoveKeySpend(ctx context.Context, from, to string) error {
+	return w.tx.MoveKeySpend(ctx, from, to)
+}
+
+// Deleted records a row the transaction removed other than by Delete — a primary-key change
+// (the trigger logs the old id deleted at its version + 1), a cascade — so that its
+// tombstone is applied after commit.
+func (w *Writer) Deleted(typ store.ObjectType, id string, version int64) {
+	w.record(change{row: store.Row{Type: typ, ID: id, Version: version}, gone: true})
 }
 
 // Hide turns the recorded write of row into a tombstone at its version: a row the registry's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"lockstep/pkg/store"
 )
@@ -25,6 +26,7 @@ type fakeStore struct {
 	// order of ids in List: creation order
 	created map[string]int64
 	txs     int
+	spend   map[string]store.KeySpend
 }
 
 func newFakeStore() *fakeStore {
@@ -178,6 +180,11 @@ func (t *fakeTx) Update(ctx context.Context, typ store.ObjectType, id string, va
 	for k, v := range vals {
 		r[k] = v
 	}
+	if nid := fmt.Sprint(r[pkOf(typ)]); nid != id { // a primary-key change
+		delete(t.tables[typ], id)
+		t.tables[typ][nid] = r
+		t.f.created[string(typ)+nid] = t.f.created[string(typ)+id]
+	}
 	return t.row(typ, r), nil
 }
 
@@ -214,4 +221,58 @@ func (s *fakeSink) Type() store.ObjectType { return s.typ }
 func (s *fakeSink) Apply(rows []store.Row, absent map[string]int64) int {
 	s.applies = append(s.applies, applied{rows, absent})
 	return len(rows) + len(absent)
+}
+
+func (f *fakeStore) spendRows() map[string]store.KeySpend {
+	if f.spend == nil {
+		f.spend = map[string]store.KeySpend{}
+	}
+	return f.spend
+}
+
+func (f *fakeStore) ListPage(ctx context.Context, typ store.ObjectType, page, size int) ([]store.Row, int, error) {
+	rows, err := f.List(ctx, typ)
+	if err != nil {
+		return nil, 0, err
+	}
+	lo := min((page-1)*size, len(rows))
+	hi := min(lo+size, len(rows))
+	return rows[lo:hi], len(rows), nil
+}
+
+func (f *fakeStore) GetKeySpend(ctx context.Context, tokens []string) (map[string]store.KeySpend, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failOn["spend"]; err != nil {
+		return nil, err
+	}
+	out := map[string]store.KeySpend{}
+	for _, t := range tokens {
+		if ks, ok := f.spendRows()[t]; ok {
+			out[t] = ks
+		}
+	}
+	return out, nil
+}
+
+func (t *fakeTx) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
+	if err := t.fail("reset", ""); err != nil {
+		return nil, err
+	}
+	ks := t.f.spendRows()[token]
+	ks.BudgetResetAt = nil
+	if every > 0 {
+		at := time.Unix(1700000000, 0).Add(every)
+		ks.BudgetResetAt = &at
+	}
+	t.f.spendRows()[token] = ks
+	return ks.BudgetResetAt, nil
+}
+
+func (t *fakeTx) MoveKeySpend(ctx context.Context, from, to string) error {
+	if ks, ok := t.f.spendRows()[from]; ok {
+		delete(t.f.spendRows(), from)
+		t.f.spendRows()[to] = ks
+	}
+	return nil
 }
