@@ -15,6 +15,9 @@ import (
 	"context"
 	"time"
 
+	"lockstep/pkg/a2a"
+	"lockstep/pkg/guardrail"
+	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
 )
@@ -59,18 +62,32 @@ type Sink interface {
 
 // Admin runs the management use-cases.
 type Admin struct {
-	st    Store
-	sinks map[store.ObjectType]Sink
-	// Router serves the models registry (config-file entries, read-through by name).
-	router *router.Router
+	st         Store
+	sinks      map[store.ObjectType]Sink
+	router     *router.Router
+	guardrails *registry.Registry[*guardrail.Guardrail]
+	agents     *registry.Registry[*a2a.Agent]
 }
 
-// New builds the use-cases over st (nil: no database; every write then fails) and the
-// registries a write is applied to, one per object type: the one list of registries (the
-// wiring's Deps.Registries). A type without a registry here is written but applied nowhere.
-func New(st Store, rt *router.Router, sinks ...Sink) *Admin {
-	a := &Admin{st: st, router: rt, sinks: map[store.ObjectType]Sink{}}
-	for _, s := range sinks {
+// Deps is what the use-cases run on.
+type Deps struct {
+	// Store is the database (nil: none; every write then fails).
+	Store Store
+	// Router serves the models registry (config-file entries, read-through by name).
+	Router *router.Router
+	// Guardrails and Agents are read for their config-file entries (never written here).
+	Guardrails *registry.Registry[*guardrail.Guardrail]
+	Agents     *registry.Registry[*a2a.Agent]
+	// Registries are the registries a write is applied to, one per object type: the one list
+	// of registries (the wiring's Deps.Registries). A type without one here is written but
+	// applied nowhere.
+	Registries []Sink
+}
+
+// New builds the use-cases.
+func New(d Deps) *Admin {
+	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, sinks: map[store.ObjectType]Sink{}}
+	for _, s := range d.Registries {
 		a.sinks[s.Type()] = s
 	}
 	return a

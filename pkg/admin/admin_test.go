@@ -11,7 +11,7 @@ import (
 func TestWriteAppliesEveryChangeAfterCommitOnly(t *testing.T) {
 	st := newFakeStore()
 	models, keys := &fakeSink{typ: store.Model}, &fakeSink{typ: store.Key}
-	a := New(st, nil, models, keys)
+	a := New(Deps{Store: st, Registries: []Sink{models, keys}})
 	ctx := context.Background()
 	old := st.put(store.Key, store.Values{"token": "old"})
 	err := a.Write(ctx, func(w *Writer) error {

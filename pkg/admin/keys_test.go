@@ -16,7 +16,7 @@ func newKeyAdmin(t *testing.T) (*Admin, *fakeStore, *registry.Registry[*keys.Key
 	t.Helper()
 	a, st, models := newModelAdmin(t)
 	kr := registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow})
-	return New(st, a.router, models, kr), st, kr
+	return New(Deps{Store: st, Router: a.router, Registries: []Sink{models, kr}}), st, kr
 }
 
 func raw(s string) optional { return optional{set: true, raw: json.RawMessage(s)} }

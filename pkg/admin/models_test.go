@@ -21,7 +21,7 @@ func newModelAdmin(t *testing.T) (*Admin, *fakeStore, *registry.Registry[*router
 	}
 	reg.SetConfig(map[string]*router.Deployment{"cfg-1": cfg})
 	st := newFakeStore()
-	return New(st, router.New(reg, nil, router.Settings{}), reg), st, reg
+	return New(Deps{Store: st, Router: router.New(reg, nil, router.Settings{}), Registries: []Sink{reg}}), st, reg
 }
 
 func ptr(s string) *string { return &s }

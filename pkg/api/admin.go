@@ -15,7 +15,7 @@ func newAdmin(d Deps) *mgmt.Admin {
 	for _, r := range d.Registries {
 		sinks = append(sinks, r)
 	}
-	return mgmt.New(mgmt.PG(d.Store), d.Router, sinks...)
+	return mgmt.New(mgmt.Deps{Store: mgmt.PG(d.Store), Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Registries: sinks})
 }
 
 var _ mgmt.Sink = registry.Info(nil)
