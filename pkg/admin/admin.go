@@ -38,6 +38,13 @@ type Tx interface {
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
 	// MoveKeySpend moves a key's spend row to its new token (a regenerated key).
 	MoveKeySpend(ctx context.Context, from, to string) error
+	// GetForUpdate reads a row and locks it until the transaction ends.
+	GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error)
+	// ListBy reads the rows of typ whose column equals value.
+	ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error)
+	// DeleteBy deletes the rows of typ whose column equals value: their ids with their
+	// tombstone versions.
+	DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error)
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.
@@ -51,6 +58,10 @@ type Store interface {
 	ListPage(ctx context.Context, typ store.ObjectType, page, size int) ([]store.Row, int, error)
 	// GetKeySpend reads the spend rows of key_spend tokens (absent: none).
 	GetKeySpend(ctx context.Context, tokens []string) (map[string]store.KeySpend, error)
+	// ListBy reads the rows of typ whose column equals value.
+	ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error)
+	// ListUsers reads one page of gateway.users as f selects, with the total.
+	ListUsers(ctx context.Context, f store.UserFilter, page, size int) ([]store.Row, int, error)
 }
 
 // Sink is a registry as the write path sees it (registry.Registry, notify.Sink): its object
@@ -176,6 +187,28 @@ func (w *Writer) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 		w.record(change{row: store.Row{Type: typ, ID: id, Version: v}, gone: true})
 	}
 	return v, err
+}
+
+// GetForUpdate reads a row and locks it until the transaction ends (Tx.GetForUpdate).
+func (w *Writer) GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	return w.tx.GetForUpdate(ctx, typ, id)
+}
+
+// ListBy reads the rows of typ whose column equals value inside the transaction.
+func (w *Writer) ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error) {
+	return w.tx.ListBy(ctx, typ, column, value)
+}
+
+// DeleteBy deletes the rows of typ whose column equals value; their tombstones are applied
+// after commit.
+func (w *Writer) DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error) {
+	gone, err := w.tx.DeleteBy(ctx, typ, column, value)
+	if err == nil {
+		for id, v := range gone {
+			w.Deleted(typ, id, v)
+		}
+	}
+	return gone, err
 }
 
 // SetBudgetReset is Tx.SetBudgetReset (gateway.key_spend has no registry: nothing to apply).

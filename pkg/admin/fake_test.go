@@ -276,3 +276,55 @@ func (t *fakeTx) MoveKeySpend(ctx context.Context, from, to string) error {
 	}
 	return nil
 }
+
+func (t *fakeTx) GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	return t.Get(ctx, typ, id)
+}
+
+func (t *fakeTx) ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error) {
+	if err := t.fail("listby", typ); err != nil {
+		return nil, err
+	}
+	all, err := t.List(ctx, typ)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Row
+	for _, r := range all {
+		if fmt.Sprint(t.tables[typ][r.ID][column]) == value {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (t *fakeTx) DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error) {
+	rows, err := t.ListBy(ctx, typ, column, value)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		v, err := t.Delete(ctx, typ, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[r.ID] = v
+	}
+	return out, nil
+}
+
+func (f *fakeStore) ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return (&fakeTx{f: f, tables: f.tables}).ListBy(ctx, typ, column, value)
+}
+
+// ListUsers filters by role only (the rest is SQL, tested against Postgres).
+func (f *fakeStore) ListUsers(ctx context.Context, fl store.UserFilter, page, size int) ([]store.Row, int, error) {
+	rows, err := f.List(ctx, store.User)
+	if err != nil {
+		return nil, 0, err
+	}
+	return rows, len(rows), nil
+}
