@@ -130,13 +130,6 @@ func (s *Server) modelNew(c echo.Context) error {
 	return modelOK(c, row)
 }
 
-func mergeObjects(base, patch map[string]any) map[string]any {
-	for k, v := range patch {
-		base[k] = v
-	}
-	return base
-}
-
 // modelUpdate: POST /model/update — body carries model_info.id; given top-level fields
 // replace the stored ones, litellm_params keys are merged over the stored ones (LiteLLM
 // keeps unspecified params, e.g. the api_key, on update). See mgmt.EditModel.
