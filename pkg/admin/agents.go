@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -26,11 +27,14 @@ type AgentRequest struct {
 	LitellmParams   json.RawMessage `json:"litellm_params"`
 }
 
-// agentRow is a gateway.agents row (row_to_json), the columns a write reads back.
-type agentRow struct {
+// AgentRow is a gateway.agents row (row_to_json).
+type AgentRow struct {
+	AgentID         string          `json:"agent_id"`
 	AgentName       string          `json:"agent_name"`
 	AgentCardParams json.RawMessage `json:"agent_card_params"`
 	LitellmParams   json.RawMessage `json:"litellm_params"`
+	CreatedAt       *time.Time      `json:"created_at"`
+	UpdatedAt       *time.Time      `json:"updated_at"`
 }
 
 const (
@@ -128,17 +132,17 @@ func (a *Admin) CreateAgent(ctx context.Context, req AgentRequest) (store.Row, e
 }
 
 // editableAgent returns the stored row of id, refusing config agents.
-func (a *Admin) editableAgent(ctx context.Context, id string) (agentRow, error) {
+func (a *Admin) editableAgent(ctx context.Context, id string) (AgentRow, error) {
 	row, err := a.st.Get(ctx, store.Agent, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return agentRow{}, agentNotFound(id)
+		return AgentRow{}, agentNotFound(id)
 	}
 	if err != nil {
-		return agentRow{}, err
+		return AgentRow{}, err
 	}
-	var r agentRow
+	var r AgentRow
 	if err := json.Unmarshal(row.Data, &r); err != nil {
-		return agentRow{}, fmt.Errorf("agent row: %w", err)
+		return AgentRow{}, fmt.Errorf("agent row: %w", err)
 	}
 	return r, nil
 }

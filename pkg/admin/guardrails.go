@@ -56,16 +56,22 @@ type GuardrailPatch struct {
 	DefaultOn *bool
 }
 
-// guardrailRow is a gateway.guardrails row (row_to_json), the columns a write reads back.
-type guardrailRow struct {
-	Name   string          `json:"guardrail_name"`
-	Params json.RawMessage `json:"litellm_params"`
-	Info   json.RawMessage `json:"guardrail_info"`
-	Status string          `json:"status"`
+// GuardrailRow is a gateway.guardrails row (row_to_json).
+type GuardrailRow struct {
+	ID        string          `json:"guardrail_id"`
+	Name      string          `json:"guardrail_name"`
+	Params    json.RawMessage `json:"litellm_params"`
+	Info      json.RawMessage `json:"guardrail_info"`
+	Status    string          `json:"status"`
+	CreatedAt json.RawMessage `json:"created_at"`
+	UpdatedAt json.RawMessage `json:"updated_at"`
 }
 
-func parseGuardrailRow(r store.Row) (guardrailRow, error) {
-	var g guardrailRow
+// ParseGuardrailRow decodes a gateway.guardrails row.
+func ParseGuardrailRow(r store.Row) (GuardrailRow, error) { return parseGuardrailRow(r) }
+
+func parseGuardrailRow(r store.Row) (GuardrailRow, error) {
+	var g GuardrailRow
 	if err := json.Unmarshal(r.Data, &g); err != nil {
 		return g, fmt.Errorf("guardrail row %q: %w", r.ID, err)
 	}
@@ -309,20 +315,20 @@ func (a *Admin) PatchGuardrail(ctx context.Context, id string, patch GuardrailPa
 }
 
 // lockedGuardrail locks the guardrails table for writes (readers go on) and returns row id.
-func lockedGuardrail(ctx context.Context, tx *Writer, id string) (guardrailRow, error) {
+func lockedGuardrail(ctx context.Context, tx *Writer, id string) (GuardrailRow, error) {
 	if err := tx.LockTable(ctx, store.Guardrail); err != nil {
-		return guardrailRow{}, err
+		return GuardrailRow{}, err
 	}
 	rows, err := tx.List(ctx, store.Guardrail)
 	if err != nil {
-		return guardrailRow{}, err
+		return GuardrailRow{}, err
 	}
 	for _, r := range rows {
 		if r.ID == id {
 			return parseGuardrailRow(r)
 		}
 	}
-	return guardrailRow{}, guardrailIDNotFound(id)
+	return GuardrailRow{}, guardrailIDNotFound(id)
 }
 
 // DeleteGuardrail is DELETE /guardrails/{id}; the tombstone is applied after commit.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -31,6 +32,8 @@ type ModelRow struct {
 	ModelName     string          `json:"model_name"`
 	LitellmParams json.RawMessage `json:"litellm_params"`
 	ModelInfo     json.RawMessage `json:"model_info"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }

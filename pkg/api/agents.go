@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/sjson"
@@ -52,14 +51,7 @@ func AgentNames(e *registry.Entry[*a2a.Agent]) []string { return []string{e.Valu
 type agentRequest = mgmt.AgentRequest
 
 // agentRowJSON is a gateway.agents row (row_to_json).
-type agentRowJSON struct {
-	AgentID         string          `json:"agent_id"`
-	AgentName       string          `json:"agent_name"`
-	AgentCardParams json.RawMessage `json:"agent_card_params"`
-	LitellmParams   json.RawMessage `json:"litellm_params"`
-	CreatedAt       *time.Time      `json:"created_at"`
-	UpdatedAt       *time.Time      `json:"updated_at"`
-}
+type agentRowJSON = mgmt.AgentRow
 
 // agentResponse renders an agent the way every /v1/agents route answers: the stored columns,
 // litellm_params with secrets masked. Config-file agents have no timestamps (null).

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sort"
 
@@ -59,15 +58,7 @@ func (s *Server) guardrailRoutes() {
 const statusActive = mgmt.StatusActive
 
 // guardrailRowJSON is a gateway.guardrails row (row_to_json).
-type guardrailRowJSON struct {
-	ID        string          `json:"guardrail_id"`
-	Name      string          `json:"guardrail_name"`
-	Params    json.RawMessage `json:"litellm_params"`
-	Info      json.RawMessage `json:"guardrail_info"`
-	Status    string          `json:"status"`
-	CreatedAt json.RawMessage `json:"created_at"`
-	UpdatedAt json.RawMessage `json:"updated_at"`
-}
+type guardrailRowJSON = mgmt.GuardrailRow
 
 // guardrailOut is a guardrail as the management routes answer it: LiteLLM's
 // GuardrailInfoResponse plus status.
@@ -76,13 +67,7 @@ type guardrailOut struct {
 	Location string `json:"guardrail_definition_location"` // "db" | "config"
 }
 
-func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) {
-	var g guardrailRowJSON
-	if err := json.Unmarshal(r.Data, &g); err != nil {
-		return g, fmt.Errorf("guardrail row %q: %w", r.ID, err)
-	}
-	return g, nil
-}
+func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) { return mgmt.ParseGuardrailRow(r) }
 
 func maskGuardrailParams(params json.RawMessage) json.RawMessage {
 	if isNull(params) {

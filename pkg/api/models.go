@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"sort"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -76,14 +75,7 @@ func decodeModelRequest(c echo.Context) (modelRequest, error) {
 }
 
 // modelRowJSON is a gateway.models row (row_to_json).
-type modelRowJSON struct {
-	ModelID       string          `json:"model_id"`
-	ModelName     string          `json:"model_name"`
-	LitellmParams json.RawMessage `json:"litellm_params"`
-	ModelInfo     json.RawMessage `json:"model_info"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-}
+type modelRowJSON = mgmt.ModelRow
 
 func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
 
