@@ -13,6 +13,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"lockstep/pkg/a2a"
@@ -78,6 +79,7 @@ type Admin struct {
 	router     *router.Router
 	guardrails *registry.Registry[*guardrail.Guardrail]
 	agents     *registry.Registry[*a2a.Agent]
+	supported  map[store.ObjectType]bool
 }
 
 // Deps is what the use-cases run on.
@@ -89,6 +91,8 @@ type Deps struct {
 	// Guardrails and Agents are read for their config-file entries (never written here).
 	Guardrails *registry.Registry[*guardrail.Guardrail]
 	Agents     *registry.Registry[*a2a.Agent]
+	// Supported is supported_db_objects: the types read from and written to Postgres.
+	Supported map[store.ObjectType]bool
 	// Registries are the registries a write is applied to, one per object type: the one list
 	// of registries (the wiring's Deps.Registries). A type without one here is written but
 	// applied nowhere.
@@ -97,11 +101,28 @@ type Deps struct {
 
 // New builds the use-cases.
 func New(d Deps) *Admin {
-	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, sinks: map[store.ObjectType]Sink{}}
+	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, sinks: map[store.ObjectType]Sink{}}
 	for _, s := range d.Registries {
 		a.sinks[s.Type()] = s
 	}
 	return a
+}
+
+// Stored reports whether objects of typ are read from and written to Postgres here.
+func (a *Admin) Stored(typ store.ObjectType) bool { return a.st != nil && a.supported[typ] }
+
+// RequireDB refuses a management call on typ (what names them: "models") unless typ is stored
+// in Postgres here: Unavailable "no database configured: ..." without a database, Invalid
+// "... are not stored in the database on this gateway: ..." when supported_db_objects leaves
+// typ out.
+func (a *Admin) RequireDB(typ store.ObjectType, what string) error {
+	if a.st == nil {
+		return &Unavailable{Msg: fmt.Sprintf("no database configured: %s are stored in Postgres; set --database-url or general_settings.database_url", what)}
+	}
+	if !a.supported[typ] {
+		return invalidf("%s are not stored in the database on this gateway: add %q to general_settings.supported_db_objects", what, string(typ)+"s")
+	}
+	return nil
 }
 
 // PG adapts *store.Store to Store.

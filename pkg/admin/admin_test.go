@@ -82,3 +82,23 @@ func TestPGOfNilIsNil(t *testing.T) {
 		t.Fatal("PG(nil) must be a nil Store")
 	}
 }
+
+func TestRequireDB(t *testing.T) {
+	none := New(Deps{})
+	var un *Unavailable
+	if err := none.RequireDB(store.Model, "models"); !errors.As(err, &un) ||
+		un.Msg != "no database configured: models are stored in Postgres; set --database-url or general_settings.database_url" {
+		t.Fatal(err)
+	}
+	if none.Stored(store.Model) {
+		t.Fatal("no database: nothing stored")
+	}
+	a := New(Deps{Store: newFakeStore(), Supported: map[store.ObjectType]bool{store.Model: true}})
+	if err := a.RequireDB(store.Model, "models"); err != nil || !a.Stored(store.Model) {
+		t.Fatal(err)
+	}
+	asInvalid(t, a.RequireDB(store.Agent, "agents"), `agents are not stored in the database on this gateway: add "agents" to general_settings.supported_db_objects`)
+	if a.Stored(store.Agent) {
+		t.Fatal("agents are not stored")
+	}
+}

@@ -4,7 +4,7 @@ import "fmt"
 
 // The use-cases' errors. Each carries the message the caller is answered with, word for word
 // (the texts are the LiteLLM-compatible contract, /work/shared/API.md); pkg/api maps the type
-// to the status (NotFound 404, Conflict 409, Invalid 400, Forbidden 403). Errors of the store
+// to the status (NotFound 404, Conflict 409, Invalid 400, Forbidden 403, Unavailable 503). Errors of the store
 // (store.ErrUnavailable, ErrInvalid, ...) are returned as they come.
 
 // NotFound: the object the request names does not exist.
@@ -24,6 +24,11 @@ type Invalid struct {
 }
 
 func (e *Invalid) Error() string { return e.Msg }
+
+// Unavailable: what the request needs is not there on this gateway (no database configured).
+type Unavailable struct{ Msg string }
+
+func (e *Unavailable) Error() string { return e.Msg }
 
 // Forbidden: the caller may not do this.
 type Forbidden struct{ Msg string }

@@ -15,7 +15,7 @@ func newAdmin(d Deps) *mgmt.Admin {
 	for _, r := range d.Registries {
 		sinks = append(sinks, r)
 	}
-	return mgmt.New(mgmt.Deps{Store: mgmt.PG(d.Store), Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Registries: sinks})
+	return mgmt.New(mgmt.Deps{Store: mgmt.PG(d.Store), Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Supported: d.Supported, Registries: sinks})
 }
 
 var _ mgmt.Sink = registry.Info(nil)
@@ -27,6 +27,7 @@ func adminError(err error) *Error {
 	var cf *mgmt.Conflict
 	var in *mgmt.Invalid
 	var fb *mgmt.Forbidden
+	var un *mgmt.Unavailable
 	switch {
 	case errors.As(err, &nf):
 		return errf(http.StatusNotFound, "not_found_error", "%s", nf.Msg)
@@ -36,6 +37,8 @@ func adminError(err error) *Error {
 		return badRequest("%s", in.Msg)
 	case errors.As(err, &fb):
 		return errf(http.StatusForbidden, "permission_error", "%s", fb.Msg)
+	case errors.As(err, &un):
+		return errf(http.StatusServiceUnavailable, "service_unavailable", "%s", un.Msg)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ func TestAdminErrorsMapToStatusAndEnvelope(t *testing.T) {
 		{&mgmt.Conflict{Msg: "model with id=m already exists"}, 409, "conflict_error"},
 		{&mgmt.Invalid{Field: "model_name", Msg: "model_name is required"}, 400, "invalid_request_error"},
 		{&mgmt.Forbidden{Msg: "no"}, 403, "permission_error"},
+		{&mgmt.Unavailable{Msg: "no database configured: models are stored in Postgres; set --database-url or general_settings.database_url"}, 503, "service_unavailable"},
 	} {
 		msg := tc.err.Error()
 		code, body := render(t, s, "/model/new", fmt.Errorf("wrapped: %w", tc.err))

@@ -114,7 +114,7 @@ func agentRowOK(c echo.Context, data []byte) error {
 }
 
 // agentDB reports whether agents are read from Postgres here.
-func (s *Server) agentDB() bool { return s.Store != nil && s.Supported[store.Agent] }
+func (s *Server) agentDB() bool { return s.mgmt.Stored(store.Agent) }
 
 // agentList: GET /v1/agents → bare JSON array: config-file agents (by name), then the rows of
 // gateway.agents (by created_at). While Postgres is unreachable the DB agents this replica

@@ -178,7 +178,7 @@ func (s *Server) guardrailCreate(c echo.Context) error {
 // then config-file guardrails by name.
 func (s *Server) guardrailList(c echo.Context) error {
 	out := []guardrailOut{}
-	if s.Store != nil && s.Supported[store.Guardrail] {
+	if s.mgmt.Stored(store.Guardrail) {
 		rows, err := s.mgmt.GuardrailRows(c.Request().Context())
 		if err != nil {
 			return err
@@ -211,7 +211,7 @@ func (s *Server) guardrailGet(c echo.Context) error {
 	if e, ok := s.mgmt.ConfigGuardrail(id); ok {
 		return c.JSON(http.StatusOK, configGuardrailOut(e))
 	}
-	if s.Store == nil || !s.Supported[store.Guardrail] {
+	if !s.mgmt.Stored(store.Guardrail) {
 		return mgmt.GuardrailNotFound(id)
 	}
 	row, err := s.mgmt.GuardrailRow(c.Request().Context(), id)

@@ -565,13 +565,7 @@ func principalFrom(ctx context.Context) (principal, bool) {
 	return p, ok
 }
 
-// requireDB answers 503 when typ is not stored in Postgres here.
+// requireDB refuses a management call on typ unless it is stored in Postgres here (admin.RequireDB).
 func (s *Server) requireDB(typ store.ObjectType, what string) error {
-	if s.Store == nil {
-		return errf(http.StatusServiceUnavailable, "service_unavailable", "no database configured: %s are stored in Postgres; set --database-url or general_settings.database_url", what)
-	}
-	if !s.Supported[typ] {
-		return badRequest("%s are not stored in the database on this gateway: add %q to general_settings.supported_db_objects", what, string(typ)+"s")
-	}
-	return nil
+	return s.mgmt.RequireDB(typ, what)
 }
