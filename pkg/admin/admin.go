@@ -80,6 +80,7 @@ type Admin struct {
 	guardrails *registry.Registry[*guardrail.Guardrail]
 	agents     *registry.Registry[*a2a.Agent]
 	supported  map[store.ObjectType]bool
+	hasDB      bool // false: st is noDB
 }
 
 // Deps is what the use-cases run on.
@@ -101,7 +102,10 @@ type Deps struct {
 
 // New builds the use-cases.
 func New(d Deps) *Admin {
-	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, sinks: map[store.ObjectType]Sink{}}
+	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, hasDB: d.Store != nil, sinks: map[store.ObjectType]Sink{}}
+	if !a.hasDB {
+		a.st = noDB{}
+	}
 	for _, s := range d.Registries {
 		a.sinks[s.Type()] = s
 	}
@@ -109,20 +113,44 @@ func New(d Deps) *Admin {
 }
 
 // Stored reports whether objects of typ are read from and written to Postgres here.
-func (a *Admin) Stored(typ store.ObjectType) bool { return a.st != nil && a.supported[typ] }
+func (a *Admin) Stored(typ store.ObjectType) bool { return a.hasDB && a.supported[typ] }
 
 // RequireDB refuses a management call on typ (what names them: "models") unless typ is stored
 // in Postgres here: Unavailable "no database configured: ..." without a database, Invalid
 // "... are not stored in the database on this gateway: ..." when supported_db_objects leaves
 // typ out.
 func (a *Admin) RequireDB(typ store.ObjectType, what string) error {
-	if a.st == nil {
+	if !a.hasDB {
 		return &Unavailable{Msg: fmt.Sprintf("no database configured: %s are stored in Postgres; set --database-url or general_settings.database_url", what)}
 	}
 	if !a.supported[typ] {
 		return invalidf("%s are not stored in the database on this gateway: add %q to general_settings.supported_db_objects", what, string(typ)+"s")
 	}
 	return nil
+}
+
+// noDB is the Store without a database: every call fails with store.ErrUnavailable (the
+// routes check RequireDB first, so this is a guard, not a path).
+type noDB struct{}
+
+var errNoDB = fmt.Errorf("no database configured: %w", store.ErrUnavailable)
+
+func (noDB) Tx(context.Context, func(Tx) error) error { return errNoDB }
+func (noDB) Get(context.Context, store.ObjectType, string) (store.Row, error) {
+	return store.Row{}, errNoDB
+}
+func (noDB) List(context.Context, store.ObjectType) ([]store.Row, error) { return nil, errNoDB }
+func (noDB) ListPage(context.Context, store.ObjectType, int, int) ([]store.Row, int, error) {
+	return nil, 0, errNoDB
+}
+func (noDB) GetKeySpend(context.Context, []string) (map[string]store.KeySpend, error) {
+	return nil, errNoDB
+}
+func (noDB) ListBy(context.Context, store.ObjectType, string, string) ([]store.Row, error) {
+	return nil, errNoDB
+}
+func (noDB) ListUsers(context.Context, store.UserFilter, int, int) ([]store.Row, int, error) {
+	return nil, 0, errNoDB
 }
 
 // PG adapts *store.Store to Store.

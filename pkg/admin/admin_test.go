@@ -102,3 +102,21 @@ func TestRequireDB(t *testing.T) {
 		t.Fatal("agents are not stored")
 	}
 }
+
+func TestNoDatabaseFailsUnavailable(t *testing.T) {
+	a := New(Deps{})
+	ctx := context.Background()
+	for _, err := range []error{
+		a.Write(ctx, func(*Writer) error { return nil }),
+		func() error { _, err := a.st.Get(ctx, store.Model, "x"); return err }(),
+		func() error { _, err := a.st.List(ctx, store.Model); return err }(),
+		func() error { _, _, err := a.st.ListPage(ctx, store.Key, 1, 1); return err }(),
+		func() error { _, err := a.st.GetKeySpend(ctx, nil); return err }(),
+		func() error { _, err := a.st.ListBy(ctx, store.Key, "a", "b"); return err }(),
+		func() error { _, _, err := a.st.ListUsers(ctx, store.UserFilter{}, 1, 1); return err }(),
+	} {
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("want ErrUnavailable, got %v", err)
+		}
+	}
+}
