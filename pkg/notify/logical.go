@@ -79,6 +79,23 @@ func slotName(replicaID string) string {
 	return fmt.Sprintf("lockstep_%s_%08x", sanitize(replicaID), rand.Uint32())
 }
 
+// logicalSource is the logical-replication change source (SourceLogical): a heartbeat or
+// barrier token is a transactional logical decoding message with the prefix
+// lockstep_hb_<replica>.
+type logicalSource struct{ s *Syncer }
+
+func (l logicalSource) session(ctx context.Context, first *bool, backoff *time.Duration) error {
+	return l.s.logicalSession(ctx, first, backoff)
+}
+
+func (l logicalSource) emit(ctx context.Context, payload string) error {
+	return l.s.emitHeartbeat(ctx, payload)
+}
+
+// lateVisibility: logical decoding can stream a commit just before it becomes visible to
+// other sessions (see Syncer.reread).
+func (logicalSource) lateVisibility() bool { return true }
+
 // emitHeartbeat writes one heartbeat message into the WAL through the pool. The message is
 // transactional, so it is committed, flushed and streamed exactly like a change (Begin,
 // Message, Commit) and its round trip measures what a change experiences. A non-transactional
