@@ -57,12 +57,39 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 	if err := s.requestCatchUp(ctx, *first); err != nil {
 		return err
 	}
-	s.streaming(first, backoff)
 	start := time.Now()
+	s.streaming(first, backoff)
 	sentAtStart := s.hbSent.Load()
-	var lastPing time.Time
+	var lastEcho, lastProbe time.Time
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		heardOwn := s.hbHeard.Load() > start.UnixNano()
+		if !heardOwn && time.Since(lastEcho) >= s.cfg.HeartbeatInterval {
+			// Until this connection has heard one NOTIFY of its own, check that notifications
+			// reach it at all (they do not through a transaction-pooling PgBouncer): a NOTIFY
+			// on the replica's own channel, at most one per HeartbeatInterval, and none once
+			// one came back. Every listener in the database is woken by every NOTIFY
+			// (PostgreSQL's async.c signals all listening backends), so this is kept to the
+			// session's start and to the degraded state, never a steady heartbeat.
+			lastEcho = time.Now()
+			s.echo(ctx)
+		}
+		// Liveness: when nothing arrived for HeartbeatInterval, a query round trip on this
+		// very connection, bounded by probeTimeout, proves it alive (or fails it).
+		idleSince := time.Unix(0, s.lastHB.Load())
+		if time.Since(idleSince) >= s.cfg.HeartbeatInterval && time.Since(lastProbe) >= s.cfg.HeartbeatInterval {
+			lastProbe = time.Now()
+			if err := s.probe(ctx, conn); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("liveness probe (SELECT 1 within %s): %w", s.probeTimeout(), err)
+			}
+			idleSince = time.Unix(0, s.lastHB.Load())
+		}
+		// wait for notifications until the next probe is due (at most 500 ms, to re-check
+		// the state above)
+		wait := min(500*time.Millisecond, max(10*time.Millisecond, time.Until(idleSince.Add(s.cfg.HeartbeatInterval))))
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		err := conn.WaitForNotification(wctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -74,36 +101,70 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 		if conn.IsClosed() {
 			return errors.New("listener connection closed")
 		}
-		heardOwn := s.hbHeard.Load() > start.UnixNano()
+		heardOwn = s.hbHeard.Load() > start.UnixNano()
 		switch {
 		case !heardOwn && s.hbSent.Load()-sentAtStart >= 2 && time.Since(start) > s.cfg.HeartbeatTimeout:
-			// Our own heartbeats were committed, yet none came back on this connection since
+			// Our own NOTIFYs were committed, yet none came back on this connection since
 			// LISTEN: notifications are not delivered to it. Reconnecting would not help; stay
-			// connected, let the change-log poll keep the registries in step, and say why.
+			// connected (the probe still checks the connection), let the change-log poll keep
+			// the registries in step, and say why.
 			if s.State() != StateDegraded {
 				s.reason.Store(degradedReason)
 				s.state.Store(StateDegraded)
 				s.log.Warn().Str("reason", degradedReason).Msg("change feed degraded: LISTEN does not receive notifications")
 			}
-			// the connection may still die: check it is alive, at the heartbeat's pace
-			if time.Since(lastPing) >= s.cfg.HeartbeatInterval {
-				lastPing = time.Now()
-				pctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatTimeout)
-				_, err := conn.Exec(pctx, "SELECT 1").ReadAll()
-				cancel()
-				if err != nil {
-					return fmt.Errorf("degraded listener connection: %w", err)
-				}
-			}
 		case heardOwn && s.State() == StateDegraded:
 			s.state.Store(StateStreaming)
-			s.log.Info().Msg("listener hears its own heartbeat again: streaming")
-		case s.State() != StateDegraded:
-			if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
-				return fmt.Errorf("no heartbeat for %s", since.Round(time.Millisecond))
-			}
+			s.log.Info().Msg("listener hears its own NOTIFY again: streaming")
+		}
+		if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
+			return fmt.Errorf("nothing received and no probe answered for %s", since.Round(time.Millisecond))
 		}
 	}
+}
+
+// probeTimeout bounds one liveness probe: HeartbeatTimeout - HeartbeatInterval (default 2 s),
+// so a connection that goes silent right after its last message is failed within
+// HeartbeatTimeout (the probe starts HeartbeatInterval into the silence). At least 100 ms.
+func (s *Syncer) probeTimeout() time.Duration {
+	return max(100*time.Millisecond, s.cfg.HeartbeatTimeout-s.cfg.HeartbeatInterval)
+}
+
+// probe runs SELECT 1 on the listener connection within probeTimeout and records its round
+// trip (heartbeat_rtt_ms) and the proof of life. A notification arriving meanwhile is
+// dispatched as usual (pgconn hands it to OnNotification while reading the reply). On the
+// deadline pgconn interrupts the read (its context watcher sets a deadline on the socket), so
+// a frozen backend or a half-open TCP connection fails the probe in time.
+func (s *Syncer) probe(ctx context.Context, conn *pgconn.PgConn) error {
+	pctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	defer cancel()
+	t0 := time.Now()
+	if _, err := conn.Exec(pctx, "SELECT 1").ReadAll(); err != nil {
+		return err
+	}
+	now := time.Now()
+	s.hbRTT.Store(now.Sub(t0).Nanoseconds())
+	s.lastHB.Store(now.UnixNano())
+	s.probes.Add(1)
+	return nil
+}
+
+// echo sends one NOTIFY on the replica's own channel through the pool, in the background
+// (the session goes on waiting for it); hbSent counts the ones committed.
+func (s *Syncer) echo(ctx context.Context) {
+	s.wg.Add(1) // the listen goroutine holds the group: never a first Add racing Stop's Wait
+	go func() {
+		defer s.wg.Done()
+		ectx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
+		defer cancel()
+		if err := s.src.emit(ectx, strconv.FormatInt(time.Now().UnixNano(), 10)); err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug().Err(err).Msg("own NOTIFY failed")
+			}
+			return
+		}
+		s.hbSent.Add(1)
+	}()
 }
 
 // degradedReason is Stats.Reason in StateDegraded.
@@ -116,12 +177,7 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 		now := time.Now()
 		s.lastHB.Store(now.UnixNano())
 		s.hbHeard.Store(now.UnixNano())
-		if s.heardToken(n.Payload) {
-			return
-		}
-		if sent, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-			s.hbRTT.Store(now.UnixNano() - sent)
-		}
+		s.heardToken(n.Payload) // else the echo of an own NOTIFY (see listenSession)
 		return
 	}
 	if n.Channel != Channel {

@@ -11,9 +11,16 @@
 //     the change log repairs any notification lost while the connection looked healthy;
 //   - anti-entropy: a slow periodic full reconcile (default 5 min) counts and repairs drift.
 //
-// Listener death (killed backend, half-open TCP, DB restart) is detected by a self-heartbeat:
-// the replica NOTIFYs its own channel every HeartbeatInterval through the pool and expects to
-// hear it on the listener within HeartbeatTimeout (PostgreSQL docs "LISTEN", "NOTIFY").
+// Listener death (killed or frozen backend, half-open TCP, DB restart) is detected on the
+// feed's own connection, at no cost to any other session: when nothing arrived for
+// HeartbeatInterval the replica probes the connection (listen: SELECT 1 on it within
+// HeartbeatTimeout-HeartbeatInterval; logical: a standby status update asking for a keepalive)
+// and reconnects when nothing was received and no probe answered for HeartbeatTimeout; TCP
+// keepalive runs on the socket besides. A NOTIFY wakes every listening backend of the database
+// (PostgreSQL's async.c signals them all, whatever the channel), so a periodic self-NOTIFY of R
+// replicas cost R² wake-ups a second; the self-NOTIFY is now sent only on demand — the
+// notification barrier (barrier.go), and the check that notifications reach a new LISTEN
+// connection at all (StateDegraded).
 //
 // Two change sources feed the same applier (Config.Source): SourceListen, the LISTEN/NOTIFY
 // session above, and SourceLogical, a logical-replication session that streams the change
@@ -129,8 +136,8 @@ type Config struct {
 	// REPLICATION attribute for the connecting role, and migration 002 (the publication).
 	Source Source
 
-	HeartbeatInterval time.Duration // self-heartbeat period (listen: NOTIFY; logical: WAL message + status ping); default 1 s
-	HeartbeatTimeout  time.Duration // no heartbeat heard (logical: nothing received) for this long → reconnect; default 3 s
+	HeartbeatInterval time.Duration // liveness probe period when the feed's connection is idle (listen: SELECT 1; logical: status update asking for a keepalive); default 1 s
+	HeartbeatTimeout  time.Duration // nothing received and no probe answered for this long → reconnect; default 3 s
 	PollInterval      time.Duration // change-log poll repairing lost notifications; default 2 s
 	PollGrace         time.Duration // a change younger than this is left to its notification; default 1 s
 	ReconcileInterval time.Duration // full reconcile counting drift; default 5 min
@@ -199,10 +206,11 @@ type Syncer struct {
 	state       atomic.Value // State
 	reason      atomic.Value // string: why the state is degraded
 	ready       atomic.Bool
-	lastHB      atomic.Int64 // unix nanos of the last heartbeat heard
+	lastHB      atomic.Int64 // unix nanos of the last proof of life (anything received, a probe answered)
 	hbHeard     atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
-	hbSent      atomic.Int64 // heartbeats committed
-	hbRTT       atomic.Int64 // nanos
+	hbSent      atomic.Int64 // own NOTIFYs committed (the listen delivery check)
+	hbRTT       atomic.Int64 // nanos: the last liveness probe's round trip
+	probes      atomic.Int64 // liveness probes answered
 	headSeq     atomic.Int64
 	appliedSeq  atomic.Int64
 	eventsApp   atomic.Int64
@@ -276,7 +284,7 @@ func sanitize(id string) string {
 }
 
 // Start runs the initial full load of every sink (failing fast if Postgres cannot be read),
-// then starts the listener, applier and heartbeat goroutines. It returns once the initial
+// then starts the listener, applier, barrier and reconciler goroutines. It returns once the initial
 // load is done; Ready reports when the feed has streamed once. Errors: an unknown
 // Config.Source, or the initial load's error.
 func (s *Syncer) Start(ctx context.Context) error {
@@ -287,11 +295,10 @@ func (s *Syncer) Start(ctx context.Context) error {
 		return fmt.Errorf("initial load: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(5)
+	s.wg.Add(4)
 	go func() { defer s.wg.Done(); s.barrierLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.listen(ctx) }()
 	go func() { defer s.wg.Done(); s.apply(ctx) }()
-	go func() { defer s.wg.Done(); s.heartbeat(ctx) }()
 	go func() { defer s.wg.Done(); s.reconciler(ctx) }()
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,19 +53,27 @@ func (s *Syncer) listen(ctx context.Context) {
 	}
 }
 
-// feedConnConfig is the connection config of the change feed's own connection: ListenURL
-// parsed the way the pool parses its URL (store.ParseConnConfig), or a copy of the pool's own
+// feedConnConfig is the connection config of the change feed's own connection, with TCP
+// keepalive: ListenURL parsed the way the pool parses its URL (store.ParseConnConfig), or a copy of the pool's own
 // parsed config. Either way the pgx/pgxpool-only settings (pool_max_conns,
 // default_query_exec_mode, ...) are taken out: pgconn would send them to the server as
 // run-time parameters, which it refuses.
 func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
+	var pcfg *pgconn.Config
 	if s.cfg.ListenURL == "" {
-		return s.cfg.Store.ConnConfig(), nil
+		pcfg = s.cfg.Store.ConnConfig()
+	} else {
+		var err error
+		if pcfg, err = store.ParseConnConfig(s.cfg.ListenURL); err != nil {
+			return nil, fmt.Errorf("listen database url: %w", err)
+		}
 	}
-	pcfg, err := store.ParseConnConfig(s.cfg.ListenURL)
-	if err != nil {
-		return nil, fmt.Errorf("listen database url: %w", err)
-	}
+	// TCP keepalive on the feed's socket, beside the liveness probe: the kernel probes an
+	// idle connection after HeartbeatTimeout, every HeartbeatInterval, 3 times (tcp(7)
+	// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT), so a peer gone without a FIN or RST also
+	// fails the socket when the session is not reading (pgconn's default is 5 min).
+	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: s.cfg.HeartbeatTimeout, Interval: s.cfg.HeartbeatInterval, Count: 3}}
+	pcfg.DialFunc = d.DialContext
 	return pcfg, nil
 }
 
@@ -129,26 +137,5 @@ func (s *Syncer) push(ev event) {
 	default:
 		// Buffer full: count it and let the change-log catch-up repair it.
 		s.lost(1)
-	}
-}
-
-func (s *Syncer) heartbeat(ctx context.Context) {
-	t := time.NewTicker(s.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			hctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
-			now := strconv.FormatInt(time.Now().UnixNano(), 10)
-			err := s.src.emit(hctx, now)
-			if err != nil && ctx.Err() == nil {
-				s.log.Debug().Err(err).Msg("heartbeat failed")
-			} else if err == nil {
-				s.hbSent.Add(1)
-			}
-			cancel()
-		}
 	}
 }

@@ -1,0 +1,144 @@
+package itest
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestColdStartBench measures how long a new replica takes to become ready (GET
+// /health/readiness answers 200: the initial full load of every registry is done and the
+// change feed streams) on a database holding many keys and models, and the memory it then
+// holds (VmRSS, and the peak VmHWM, from /proc/<pid>/status). Issue 22's goal on the 2-core
+// test machine: 1,000,000 keys + 100,000 models ready in ≤ 5 s and ≤ 600 MB RSS; 100,000
+// keys + 10,000 models in ≤ 1 s.
+//
+// The rows are generated in SQL (generate_series) with the registry triggers disabled
+// (session_replication_role = replica), each row stamped with a version from the registry
+// sequence as the trigger would: a cold start reads the tables, not the change log. Keys are
+// shaped like generated ones (token = sha256 hex, an alias, a models list drawn from 100
+// groups, metadata, limits); models are 100 deployments per group of the fake provider.
+//
+// Skipped unless LOCKSTEP_BENCH_COLDSTART is set; it prints figures and asserts none (a
+// wall-clock threshold would fail on a loaded machine):
+//
+//	LOCKSTEP_BENCH_COLDSTART=1 go test ./itest/ -run TestColdStartBench -count=1 -v -timeout 30m
+//
+// LOCKSTEP_BENCH_COLDSTART_SIZES picks the sizes, "keys:models,..." (default
+// "100000:10000,1000000:100000").
+func TestColdStartBench(t *testing.T) {
+	if os.Getenv("LOCKSTEP_BENCH_COLDSTART") == "" {
+		t.Skip("set LOCKSTEP_BENCH_COLDSTART=1 to run the cold-start benchmark")
+	}
+	sizes := "100000:10000,1000000:100000"
+	if v := os.Getenv("LOCKSTEP_BENCH_COLDSTART_SIZES"); v != "" {
+		sizes = v
+	}
+	for _, sz := range strings.Split(sizes, ",") {
+		k, m, ok := strings.Cut(strings.TrimSpace(sz), ":")
+		require.True(t, ok, "LOCKSTEP_BENCH_COLDSTART_SIZES: %q is not keys:models", sz)
+		nk, err := strconv.Atoi(k)
+		require.NoError(t, err)
+		nm, err := strconv.Atoi(m)
+		require.NoError(t, err)
+		coldStart(t, nk, nm)
+	}
+}
+
+// seedRegistry inserts nKeys keys and nModels models on db, triggers off.
+func seedRegistry(t testing.TB, db string, nKeys, nModels int) {
+	PSQL(t, db, fmt.Sprintf(`SET session_replication_role = replica;
+		INSERT INTO gateway.models (model_id, model_name, litellm_params, model_info, version)
+		SELECT 'm-' || g, 'group-' || (g %% 1000),
+			jsonb_build_object('model', 'openai/gpt-4o-mini', 'api_base', 'http://127.0.0.1:1/v1', 'api_key', 'sk-fake-' || g, 'rpm', 1000),
+			jsonb_build_object('id', 'm-' || g, 'access_groups', jsonb_build_array('ag-' || (g %% 10))),
+			nextval('gateway.registry_version_seq')
+		FROM generate_series(1, %d) g;
+		INSERT INTO gateway.api_keys (token, key_alias, models, metadata, rpm_limit, max_budget, budget_duration, version)
+		SELECT encode(sha256(('sk-bench-' || g)::bytea), 'hex'), 'alias-' || g,
+			ARRAY['group-' || (g %% 100), 'group-' || ((g + 1) %% 100)],
+			jsonb_build_object('owner', 'user-' || (g %% 5000)),
+			100, 10.5, '30d', nextval('gateway.registry_version_seq')
+		FROM generate_series(1, %d) g;
+		ANALYZE gateway.api_keys; ANALYZE gateway.models;`, nModels, nKeys))
+}
+
+func coldStart(t *testing.T, nKeys, nModels int) {
+	db := pgtestNewMigratedDB(t)
+	seedStart := time.Now()
+	seedRegistry(t, db, nKeys, nModels)
+	seedTook := time.Since(seedStart)
+
+	bin := gatewayBinary(t)
+	port := freePort(t)
+	cmd := exec.Command(bin, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--replica-id", "cold", "--database-url", db)
+	cmd.Env = append(os.Environ(), "GATEWAY_MASTER_KEY="+MasterKey, "GATEWAY_LOG_LEVEL=warn")
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d/health/readiness", port)
+	for {
+		select {
+		case <-done:
+			t.Fatalf("replica exited before becoming ready: %s", logs.String())
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		require.Less(t, time.Since(start), 10*time.Minute, "replica not ready: %s", logs.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	ready := time.Since(start)
+	rss, hwm := procMemMB(t, cmd.Process.Pid)
+	var load string
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	fmt.Printf("coldstart keys=%d models=%d: ready in %.2f s, RSS %d MB (peak %d MB); seeded in %.1f s; load average %s\n",
+		nKeys, nModels, ready.Seconds(), rss, hwm, seedTook.Seconds(), load)
+}
+
+// procMemMB returns VmRSS and VmHWM of pid in MB.
+func procMemMB(t testing.TB, pid int) (rss, hwm int) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			hwm = kb / 1024
+		}
+	}
+	return rss, hwm
+}
