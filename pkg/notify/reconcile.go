@@ -2,27 +2,43 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"lockstep/pkg/store"
 )
 
 // fullLoad reconciles every sink against a full load. countDrift is false for the initial load.
+// The types load concurrently (each in its own snapshot, on its own pool connection; the
+// watermark is the oldest snapshot's), so a cold start reads the small registries while the
+// large one is built, and reads one while building another.
 func (s *Syncer) fullLoad(ctx context.Context, countDrift bool) error {
 	types := make([]store.ObjectType, 0, len(s.sinks))
 	for t := range s.sinks {
 		types = append(types, t)
 	}
 	sort.Slice(types, func(i, j int) bool { return types[i] < types[j] })
-	var wm uint64
+	wms := make([]uint64, len(types))
+	errs := make([]error, len(types))
+	var wg sync.WaitGroup
 	for i, t := range types {
-		snap, err := s.load(ctx, t, countDrift)
-		if err != nil {
-			return err
-		}
-		if i == 0 || snap < wm {
-			wm = snap
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wms[i], errs[i] = s.load(ctx, t, countDrift)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var wm uint64
+	for i, w := range wms {
+		if i == 0 || w < wm {
+			wm = w
 		}
 	}
 	s.watermark = wm
@@ -45,12 +61,8 @@ func (s *Syncer) load(ctx context.Context, t store.ObjectType, countDrift bool) 
 		s.drift.Add(int64(d))
 		s.log.Warn().Str("type", string(t)).Int("drift", d).Msg("reconcile repaired drift")
 	}
-	if snap.HeadSeq > s.headSeq.Load() {
-		s.headSeq.Store(snap.HeadSeq)
-	}
-	if snap.HeadSeq > s.appliedSeq.Load() {
-		s.appliedSeq.Store(snap.HeadSeq)
-	}
+	storeMax(&s.headSeq, snap.HeadSeq)
+	storeMax(&s.appliedSeq, snap.HeadSeq)
 	return snap.Watermark, nil
 }
 
@@ -120,4 +132,14 @@ func (s *Syncer) Reconcile(ctx context.Context) (int64, error) {
 	}
 	s.drift.Add(total)
 	return total, nil
+}
+
+// storeMax raises a to v unless it already holds more (safe for concurrent callers).
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
