@@ -221,7 +221,7 @@ func serve(ctx context.Context, args []string) error {
 	supported := cfg.supported()
 	var st *store.Store
 	if dbURL != "" {
-		if st, err = store.Open(ctx, dbURL); err != nil {
+		if st, err = store.OpenAs(ctx, dbURL, "lockstep-pool-"+replicaID); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer st.Close()
@@ -265,6 +265,10 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer syncer.Stop()
+		// The initial load's garbage (every row read, a million for a million keys) is gone
+		// once the registries are built: hand it back to the OS now rather than carry it at
+		// the heap's high-water mark.
+		debug.FreeOSMemory()
 	}
 	var view *cluster.Reporter
 	if st != nil {
