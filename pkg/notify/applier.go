@@ -144,9 +144,7 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 			}
 			committed = vis
 		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		rows, filtered, err := s.cfg.Store.Reload(rctx, typ, need)
-		cancel()
+		rows, filtered, err := s.reload(ctx, typ, need)
 		if err != nil {
 			return changed, err
 		}
@@ -233,4 +231,27 @@ func (s *Syncer) addPending(typ store.ObjectType, ids map[string]change) {
 			m[id] = c
 		}
 	}
+}
+
+// rereadChunk bounds the ids one re-read query carries: a catch-up after a bulk insert (a
+// million ids) reads them in queries of this many, each within its own 5 s, and applies them
+// together (one build on every core, one publish).
+const rereadChunk = 10000
+
+// reload is Store.Reload of ids in chunks of rereadChunk.
+func (s *Syncer) reload(ctx context.Context, typ store.ObjectType, ids []string) (rows, filtered []store.Row, err error) {
+	for lo := 0; lo < len(ids); lo += rereadChunk {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, f, err := s.cfg.Store.Reload(rctx, typ, ids[lo:min(lo+rereadChunk, len(ids))])
+		cancel()
+		if err != nil {
+			return nil, nil, err
+		}
+		if rows == nil {
+			rows, filtered = r, f
+			continue
+		}
+		rows, filtered = append(rows, r...), append(filtered, f...)
+	}
+	return rows, filtered, nil
 }

@@ -72,7 +72,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 		}
 		delete(pending, typ)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a bulk insert's million changes
 	defer cancel()
 	b, err := s.cfg.Store.ChangesSince(cctx, s.watermark)
 	if err != nil {

@@ -135,10 +135,32 @@ func (s *Syncer) probeTimeout() time.Duration {
 // dispatched as usual (pgconn hands it to OnNotification while reading the reply). On the
 // deadline pgconn interrupts the read (its context watcher sets a deadline on the socket), so
 // a frozen backend or a half-open TCP connection fails the probe in time.
+//
+// The deadline counts from the last thing received, not from the probe's start: a reply
+// queued behind a burst of notifications (a bulk insert's million, delivered before the
+// backend answers) waits for them, each proving the connection alive; a connection on which
+// nothing arrives for probeTimeout fails.
 func (s *Syncer) probe(ctx context.Context, conn *pgconn.PgConn) error {
-	pctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t0 := time.Now()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(min(100*time.Millisecond, s.probeTimeout()/4))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if time.Since(time.Unix(0, max(t0.UnixNano(), s.lastHB.Load()))) > s.probeTimeout() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	if _, err := conn.Exec(pctx, "SELECT 1").ReadAll(); err != nil {
 		return err
 	}

@@ -13,8 +13,9 @@
 //
 // Listener death (killed or frozen backend, half-open TCP, DB restart) is detected on the
 // feed's own connection, at no cost to any other session: when nothing arrived for
-// HeartbeatInterval the replica probes the connection (listen: SELECT 1 on it within
-// HeartbeatTimeout-HeartbeatInterval; logical: a standby status update asking for a keepalive)
+// HeartbeatInterval the replica probes the connection (listen: SELECT 1 on it, failed when
+// nothing arrives for HeartbeatTimeout-HeartbeatInterval; logical: a standby status update
+// asking for a keepalive)
 // and reconnects when nothing was received and no probe answered for HeartbeatTimeout; TCP
 // keepalive runs on the socket besides. A NOTIFY wakes every listening backend of the database
 // (PostgreSQL's async.c signals them all, whatever the channel), so a periodic self-NOTIFY of R

@@ -149,6 +149,14 @@ type Store struct {
 const DefaultOpTimeout = 5 * time.Second
 
 // op derives the context for one operation: ctx, bounded by the store's operation timeout.
+// callerOrOp is op, except that a deadline the caller set, however far, is kept.
+func (s *Store) callerOrOp(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return s.op(ctx)
+}
+
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.opTimeout {
 		return context.WithCancel(ctx)
@@ -559,8 +567,11 @@ type ChangeBatch struct {
 // xmin becomes the next watermark. Transactions still running when the snapshot was taken
 // have tx >= that xmin, so their rows are read on a later pass: a late commit is never
 // skipped, and rows may be returned twice (re-applying is harmless).
+//
+// A deadline of the caller's own bounds the read instead of the store's operation timeout (a
+// catch-up after a bulk insert reads a million changes).
 func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch, error) {
-	ctx, cancel := s.op(ctx)
+	ctx, cancel := s.callerOrOp(ctx)
 	defer cancel()
 	var b ChangeBatch
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
