@@ -2,10 +2,15 @@ package notify
 
 import (
 	"context"
+	"runtime/debug"
 	"time"
 
 	"lockstep/pkg/store"
 )
+
+// bulkRelease is the number of entries one catch-up must change before it hands the garbage
+// back to the OS (debug.FreeOSMemory, a forced GC: worth it only after a bulk change).
+const bulkRelease = 100000
 
 // catchUpMode says why the change log is read.
 type catchUpMode int
@@ -120,6 +125,12 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 			return err
 		}
 		gaps += n
+	}
+	if gaps >= bulkRelease {
+		// A bulk change (a million-row insert) was read and built: return what that left
+		// behind (the change log read, the rows re-read) to the OS now rather than carry it at
+		// the heap's high-water mark, so memory settles back near the cold-start figure.
+		debug.FreeOSMemory()
 	}
 	if mode == catchUpStart || mode == catchUpDegraded {
 		gaps = 0 // committed between the initial load and LISTEN, or polled while degraded: expected, not a gap
