@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,7 +260,7 @@ func serve(ctx context.Context, args []string) error {
 		if err := checkDatabaseURL(dbURLSource(f.databaseURL, os.Getenv("DATABASE_URL")), dbURL); err != nil {
 			return err
 		}
-		if st, err = store.Open(ctx, dbURL); err != nil {
+		if st, err = store.OpenAs(ctx, dbURL, "lockstep-pool-"+replicaID); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer st.Close()
@@ -297,6 +298,10 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer syncer.Stop()
+		// The initial load's garbage (every row read, a million for a million keys) is gone
+		// once the registries are built: hand it back to the OS now rather than carry it at
+		// the heap's high-water mark.
+		debug.FreeOSMemory()
 	}
 	knobs, err := governanceKnobs()
 	if err != nil {
