@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lockstep/pkg/keys"
-	"lockstep/pkg/numbers"
+	"lockstep/pkg/router"
 	"lockstep/pkg/store"
 )
 
@@ -92,13 +92,9 @@ func (g GeneralSettings) spendRetention() (period, every time.Duration, err erro
 	return period, every, nil
 }
 
-// RouterSettings mirrors LiteLLM's router_settings.
-type RouterSettings struct {
-	RoutingStrategy string   `yaml:"routing_strategy"` // simple-shuffle (default)
-	NumRetries      *int     `yaml:"num_retries"`      // default 2
-	AllowedFails    int      `yaml:"allowed_fails"`    // default 3 per minute
-	CooldownTime    *float64 `yaml:"cooldown_time"`    // seconds, default 5
-}
+// RouterSettings mirrors LiteLLM's router_settings: router.Config (its fields, names and
+// defaults are documented there and in docs/configuration.md).
+type RouterSettings = router.Config
 
 // loadConfig reads and validates a config file. Errors name the file and the bad field.
 // preset names the settings a flag or env var already set ("general_settings.master_key",
@@ -367,17 +363,8 @@ func (c *FileConfig) validate() error {
 	if _, _, err := c.GeneralSettings.spendRetention(); err != nil {
 		return err
 	}
-	if s := c.RouterSettings.RoutingStrategy; s != "" && s != "simple-shuffle" {
-		return fmt.Errorf("router_settings.routing_strategy: %q is not supported (supported: simple-shuffle)", s)
-	}
-	if n := c.RouterSettings.NumRetries; n != nil && *n < 0 {
-		return fmt.Errorf("router_settings.num_retries: must be >= 0, got %d", *n)
-	}
-	if c.RouterSettings.AllowedFails < 0 {
-		return fmt.Errorf("router_settings.allowed_fails: must be >= 0, got %d", c.RouterSettings.AllowedFails)
-	}
-	if t := c.RouterSettings.CooldownTime; t != nil && !numbers.Valid(*t) {
-		return fmt.Errorf("router_settings.cooldown_time: must be a finite number >= 0 seconds, got %v", *t)
+	if _, err := c.RouterSettings.Settings(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -416,11 +403,4 @@ func toJSON(field string, v any) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return b, nil
-}
-
-func cooldown(s RouterSettings) time.Duration {
-	if s.CooldownTime == nil {
-		return 0
-	}
-	return time.Duration(*s.CooldownTime * float64(time.Second))
 }

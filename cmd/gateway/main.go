@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,7 +260,7 @@ func serve(ctx context.Context, args []string) error {
 		if err := checkDatabaseURL(dbURLSource(f.databaseURL, os.Getenv("DATABASE_URL")), dbURL); err != nil {
 			return err
 		}
-		if st, err = store.Open(ctx, dbURL); err != nil {
+		if st, err = store.OpenAs(ctx, dbURL, "lockstep-pool-"+replicaID); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer st.Close()
@@ -283,13 +284,7 @@ func serve(ctx context.Context, args []string) error {
 	regs := newRegistries(st, supported, rto, log)
 	objects.install(regs)
 	client := provider.NewClient()
-	rs := router.Settings{RoutingStrategy: cfg.RouterSettings.RoutingStrategy, AllowedFails: cfg.RouterSettings.AllowedFails, CooldownTime: cooldown(cfg.RouterSettings)}
-	if n := cfg.RouterSettings.NumRetries; n != nil {
-		rs.NumRetries = *n
-		if *n == 0 {
-			rs.NumRetries = -1
-		}
-	}
+	rs, _ := cfg.RouterSettings.Settings() // validated by loadConfig
 	rt := router.New(regs.models, client, rs)
 
 	var syncer *notify.Syncer
@@ -303,6 +298,10 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer syncer.Stop()
+		// The initial load's garbage (every row read, a million for a million keys) is gone
+		// once the registries are built: hand it back to the OS now rather than carry it at
+		// the heap's high-water mark.
+		debug.FreeOSMemory()
 	}
 	knobs, err := governanceKnobs()
 	if err != nil {
@@ -310,8 +309,14 @@ func serve(ctx context.Context, args []string) error {
 	}
 	var view *cluster.Reporter
 	if st != nil {
+		// deployment caps and cooldowns held cluster-wide (pkg/router caps.go, cooldowns.go)
+		rl := limits.New(limits.Config{Store: st, ReplicaID: replicaID, Window: knobs.window, SlotTTL: knobs.slotTTL,
+			Log: log.With().Str("component", "router").Logger()})
+		_ = rl.Start(ctx)
+		defer rl.Stop()
+		rt.Share(router.Shared{Limiter: rl, Cooldowns: st, ReplicaID: replicaID, Log: log.With().Str("component", "router").Logger()})
 		view = cluster.New(cluster.Config{ReplicaID: replicaID, Addr: addr, Version: buildVersion(), Store: st, Status: syncer.Stats,
-			Changed: syncer.StateChanged, Interval: knobs.clusterEvery, Logger: log})
+			Changed: syncer.StateChanged, Interval: knobs.clusterEvery, Logger: log, OnTick: rt.Tick})
 		view.Start(ctx)
 		defer view.Stop()
 	}

@@ -6,6 +6,7 @@
 // Routes (each also without the /v1 prefix):
 //
 //	POST /v1/chat/completions  OpenAI chat completion; "stream": true → SSE chat.completion.chunk frames and "data: [DONE]"
+//	                           (usage only with stream_options.include_usage, as OpenAI: "usage": null on every chunk, then a "choices": [] usage chunk)
 //	POST /v1/responses         OpenAI Responses object; "stream": true → typed SSE events (response.created … response.completed)
 //	POST /v1/embeddings        OpenAI embedding list; deterministic vectors, "encoding_format": "base64" honoured
 //	POST /v1/messages          Anthropic Message; "stream": true → message_start … message_stop
@@ -161,6 +162,11 @@ type Server struct {
 	failCode atomic.Int64
 	inflight atomic.Int64
 	maxIn    atomic.Int64
+	// set at run time (SetLatency, FailWith): an added delay, and the error code and message
+	// of the injected failures
+	latency atomic.Int64
+	errCode atomic.Pointer[string]
+	errMsg  atomic.Pointer[string]
 
 	mu   sync.Mutex
 	reqs []Request
@@ -203,7 +209,12 @@ func New(opts ...Option) (*Server, error) {
 func (s *Server) Close() { s.hs.Close() }
 
 // SetStatus changes the injected error status at run time (0 = answer normally).
-func (s *Server) SetStatus(code int) { s.status.Store(int64(code)) }
+func (s *Server) SetStatus(code int) {
+	if code == 0 {
+		s.errCode.Store(nil)
+	}
+	s.status.Store(int64(code))
+}
 
 // FailNext makes the next n requests (after authentication) fail with status code, then
 // answers normally again: for retry and fallback tests.
@@ -259,9 +270,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	for m := s.maxIn.Load(); cur > m && !s.maxIn.CompareAndSwap(m, cur); m = s.maxIn.Load() {
 	}
-	if s.cfg.latency > 0 {
+	if lat := s.cfg.latency + time.Duration(s.latency.Load()); lat > 0 {
 		select {
-		case <-time.After(s.cfg.latency):
+		case <-time.After(lat):
 		case <-r.Context().Done():
 			return
 		}
@@ -334,6 +345,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		msg := s.cfg.errorBody
 		if msg == "" {
 			msg = fmt.Sprintf("fake upstream error %d", code)
+		}
+		if c := s.errCode.Load(); c != nil && *c != "" && api != APIMessages {
+			writeJSON(w, code, map[string]any{"error": map[string]any{"message": *s.errMsg.Load(), "type": openAIErrorType(code), "param": nil, "code": *c}})
+			return
 		}
 		s.fail(w, api, code, s.echo(msg, r))
 		return
@@ -666,12 +681,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 		return
 	}
 	e := s.startSSE(w, r)
+	// as OpenAI: with stream_options.include_usage every chunk carries "usage": null and one
+	// more chunk ("choices": [] and the usage) comes before [DONE]; without it, neither
+	askedUsage := gjson.GetBytes(in.Body, "stream_options.include_usage").Bool()
 	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{
+		c := map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": Created, "model": in.Model,
 			"service_tier": "default", "system_fingerprint": "fp_fake",
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
 		}
+		if askedUsage {
+			c["usage"] = nil
+		}
+		return c
 	}
 	if !e.frame("", chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)) {
 		return
@@ -704,7 +726,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 	if !e.frame("", chunk(map[string]any{}, finish)) {
 		return
 	}
-	if gjson.GetBytes(in.Body, "stream_options.include_usage").Bool() {
+	if askedUsage {
 		u := chunk(nil, nil)
 		u["choices"] = []any{}
 		u["usage"] = usage

@@ -1,6 +1,7 @@
 // Package a2a serves the gateway's agents over the A2A protocol v0.3 JSON-RPC 2.0 binding
-// (A2A spec §3.2.1, §7): the agent card at GET /a2a/{id_or_name}/.well-known/agent-card.json
-// and JSON-RPC at POST /a2a/{id_or_name}.
+// (A2A spec §3.2.1, §7) and, on the same route, the A2A 1.0 JSON-RPC binding (rpc10.go), chosen
+// per request by the A2A-Version header (version.go): the agent card at
+// GET /a2a/{id_or_name}/.well-known/agent-card.json and JSON-RPC at POST /a2a/{id_or_name}.
 //
 // An agent is a thin shell around one of the gateway's models: the text parts of an incoming
 // message go to the agent's model through a [Completer] and the reply comes back as an A2A
@@ -9,7 +10,8 @@
 // [Completer], both implemented by the gateway.
 //
 // Wire shapes are those of github.com/a2aproject/a2a-go/a2a (the v0.3 types), so the official
-// clients parse them.
+// clients parse them; 1.0 requests get the same results converted to the 1.0 shapes
+// (wire10.go).
 package a2a
 
 import (

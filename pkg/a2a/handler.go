@@ -79,7 +79,11 @@ func (h *Handler) logger(ctx context.Context) *zerolog.Logger {
 //   - preferredTransport "JSONRPC" and additionalInterfaces [{url, "JSONRPC"}]: the only
 //     transport the gateway serves at that url (§5.5 requires the preferred transport to be
 //     available at url; interfaces of the original agent are not reachable through the gateway);
-//   - protocolVersion "0.3.0" when the registered card has none.
+//   - protocolVersion "0.3.0" when the registered card has none;
+//   - supportedInterfaces (A2A 1.0 AgentCard) [{url, protocolBinding "JSONRPC", protocolVersion
+//     "1.0"}, {url, "JSONRPC", "0.3"}]: both versions served at url, chosen per request by the
+//     A2A-Version header (version.go). 1.0 clients (the A2A JS SDK 1.x) pick the 1.0 interface;
+//     0.3 clients read url and preferredTransport, which stay as above.
 //
 // Every other field (capabilities included: a2a-go's client streams only when
 // capabilities.streaming is true) is served as registered.
@@ -127,6 +131,10 @@ func servedCard(agent *Agent, baseURL string) ([]byte, error) {
 	if v, _ := fields["protocolVersion"].(string); v == "" {
 		fields["protocolVersion"] = string(a2atypes.Version)
 	}
+	fields["supportedInterfaces"] = []map[string]string{
+		{"url": endpoint, "protocolBinding": string(a2atypes.TransportProtocolJSONRPC), "protocolVersion": Version10},
+		{"url": endpoint, "protocolBinding": string(a2atypes.TransportProtocolJSONRPC), "protocolVersion": Version03},
+	}
 	return json.Marshal(fields)
 }
 
@@ -135,7 +143,9 @@ func agentNotFoundMessage(idOrName string) string {
 }
 
 // RPC serves POST /a2a/{idOrName}: one JSON-RPC 2.0 request of the A2A v0.3 JSON-RPC binding
-// (A2A spec §3.2.1, §7).
+// (A2A spec §3.2.1, §7), or, with "A2A-Version: 1.0", of the A2A 1.0 binding (rpc10, same
+// envelope and HTTP statuses, 1.0 method names and shapes). An A2A-Version other than 0.3 or
+// 1.0 is -32009 "Version not supported" (negotiate) before the agent is looked up.
 //
 // Methods:
 //   - message/send (§7.1): the reply of the agent's model to the message's text parts, as a
@@ -186,14 +196,27 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 		writeError(w, http.StatusBadRequest, nil, invalidRequest("read request body: %v", err))
 		return
 	}
+	if e := checkBody(body); e != nil {
+		writeError(w, http.StatusBadRequest, nil, e)
+		return
+	}
 	req, rpcErr := parseRequest(body)
 	if rpcErr != nil {
 		writeError(w, http.StatusOK, req.id, rpcErr)
 		return
 	}
+	ver, verErr := negotiate(r)
 	log := h.logger(ctx).With().Str("agent", idOrName).Str("method", req.method).Logger()
 	if req.notification {
-		h.notification(ctx, w, &log, idOrName, req)
+		if verErr == nil {
+			h.notification(ctx, w, &log, idOrName, req, ver)
+		} else {
+			w.WriteHeader(http.StatusNoContent)
+		}
+		return
+	}
+	if verErr != nil {
+		writeError(w, http.StatusOK, req.id, verErr)
 		return
 	}
 
@@ -210,11 +233,15 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 		return
 	}
 
+	if ver == wire10 {
+		h.rpc10(w, r, &log, agent, req)
+		return
+	}
 	switch req.method {
 	case MethodMessageSend:
-		h.messageSend(w, r, &log, agent, req)
+		h.messageSend(w, r, &log, agent, req, wire03)
 	case MethodMessageStream:
-		h.messageStream(w, r, &log, agent, req)
+		h.messageStream(w, r, &log, agent, req, wire03)
 	case MethodTasksGet:
 		p, perr := parseTaskParams(req.params)
 		if perr != nil {
@@ -266,9 +293,9 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 // outlives the reply, is carried out; message/send and message/stream produce nothing but
 // their reply, so they are not run (a model call nobody can read would only spend tokens), and
 // every other method is ignored.
-func (h *Handler) notification(ctx context.Context, w http.ResponseWriter, log *zerolog.Logger, idOrName string, req request) {
+func (h *Handler) notification(ctx context.Context, w http.ResponseWriter, log *zerolog.Logger, idOrName string, req request, ver wire) {
 	defer w.WriteHeader(http.StatusNoContent) // after the effect: the client may rely on it
-	if req.method != MethodTasksCancel {
+	if cancel := map[wire]string{wire03: MethodTasksCancel, wire10: MethodCancelTask}[ver]; req.method != cancel {
 		log.Debug().Msg("notification ignored")
 		return
 	}
@@ -285,9 +312,10 @@ func (h *Handler) notification(ctx context.Context, w http.ResponseWriter, log *
 	}
 }
 
-// messageSend implements message/send (A2A spec §7.1) with a Message result.
-func (h *Handler) messageSend(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request) {
-	p, perr := parseSendParams(req.params)
+// messageSend implements message/send (A2A spec §7.1) with a Message result, and A2A 1.0
+// SendMessage (ver wire10) with the same Message as SendMessageResponse {"message"}.
+func (h *Handler) messageSend(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, ver wire) {
+	p, perr := ver.parseSendParams(req.params)
 	if perr != nil {
 		writeError(w, http.StatusOK, req.id, perr)
 		return
@@ -298,22 +326,25 @@ func (h *Handler) messageSend(w http.ResponseWriter, r *http.Request, log *zerol
 		writeError(w, http.StatusOK, req.id, internalError(err))
 		return
 	}
-	writeResult(w, req.id, &a2atypes.Message{
+	writeResult(w, req.id, ver.result(&a2atypes.Message{
 		ID:        uuid.NewString(),
 		Role:      a2atypes.MessageRoleAgent,
 		Parts:     a2atypes.ContentParts{a2atypes.TextPart{Text: reply}},
 		ContextID: p.message.ContextID,
 		TaskID:    p.message.TaskID,
-	})
+	}))
 }
 
 // errTaskFinished stops a Completer stream whose task was canceled.
 var errTaskFinished = errors.New("task already in a terminal state")
 
 // messageStream implements message/stream (A2A spec §7.2); see RPC for the event sequence.
-func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request) {
+// With ver wire10 it is A2A 1.0 SendStreamingMessage: the same events, each sent as its 1.0
+// StreamResponse member (result10).
+func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, ver wire) {
 	out := newSSEWriter(w, req.id)
-	p, perr := parseSendParams(req.params)
+	out.ver = ver
+	p, perr := ver.parseSendParams(req.params)
 	if perr != nil {
 		out.sendError(perr)
 		return
@@ -420,6 +451,7 @@ type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	id      json.RawMessage
+	ver     wire // results are converted to this version's shapes
 	started bool
 	err     error
 }
@@ -429,7 +461,7 @@ func newSSEWriter(w http.ResponseWriter, id json.RawMessage) *sseWriter {
 }
 
 func (s *sseWriter) send(result any) error {
-	return s.write(response{JSONRPC: "2.0", ID: s.id, Result: result})
+	return s.write(response{JSONRPC: "2.0", ID: s.id, Result: s.ver.result(result)})
 }
 
 func (s *sseWriter) sendError(e *Error) {

@@ -42,6 +42,8 @@ type StoredTask struct {
 	ID, AgentID, State  string
 	OwnerKey, OwnerTeam string
 	Task                []byte
+	// Updated is the row's last update (set by ListTasks only; the ListTasks order and cursor).
+	Updated time.Time
 }
 
 // SharedTasks is the shared task table (implemented over pkg/store by pkg/api).
@@ -57,6 +59,10 @@ type SharedTasks interface {
 	CancelRequested(ctx context.Context, ids []string) ([]string, error)
 	// PruneTasks applies the table's bounds (StoredTaskTTL, MaxStoredTasks).
 	PruneTasks(ctx context.Context) error
+	// ListTasks returns up to q.Limit of q.AgentID's tasks that q.Caller may access
+	// (Owner.mayAccess), filtered by q, ordered by last update then id, both descending,
+	// starting after q.After; Total counts the matches ignoring q.After and q.Limit.
+	ListTasks(ctx context.Context, q TaskQuery) (TaskPage, error)
 }
 
 // ShareTasks stores this handler's tasks in st so every replica can answer tasks/get and

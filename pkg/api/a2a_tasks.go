@@ -55,3 +55,22 @@ func (t sharedTasks) PruneTasks(ctx context.Context) error {
 	_, err := t.st.PruneTasks(ctx, a2a.StoredTaskTTL, a2a.MaxStoredTasks)
 	return err
 }
+
+func (t sharedTasks) ListTasks(ctx context.Context, q a2a.TaskQuery) (a2a.TaskPage, error) {
+	sq := store.TaskListQuery{AgentID: q.AgentID, Admin: q.Caller.Admin, OwnerToken: q.Caller.Key,
+		OwnerTeam: q.Caller.Team, ContextID: q.ContextID, State: q.State, StatusAfter: q.StatusAfter, Limit: q.Limit}
+	if q.After != nil {
+		sq.AfterUpdated, sq.AfterID = &q.After.Updated, q.After.ID
+	}
+	rows, updated, total, err := t.st.ListTasks(ctx, sq)
+	if err != nil {
+		return a2a.TaskPage{}, err
+	}
+	page := a2a.TaskPage{Total: total}
+	for i, r := range rows {
+		st := storedTask(r)
+		st.Updated = updated[i]
+		page.Tasks = append(page.Tasks, st)
+	}
+	return page, nil
+}

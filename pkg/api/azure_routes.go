@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"lockstep/pkg/jsonscan"
 	"lockstep/pkg/provider"
 )
 
@@ -39,7 +40,7 @@ func (s *Server) azureRoutes() {
 				}
 				return badRequest("read body: %v", err)
 			}
-			if !f.Multipart() && gjson.ValidBytes(body) && isJSONObject(body) {
+			if !f.Multipart() && jsonscan.Check(body) == nil && isJSONObject(body) { // else h answers the 400
 				if model := c.Param("model"); gjson.GetBytes(body, "model").Str != model {
 					if body, err = sjson.SetBytes(body, "model", model); err != nil {
 						return badRequest("%v", err)

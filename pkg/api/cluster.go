@@ -5,9 +5,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"lockstep/pkg/cluster"
+	"lockstep/pkg/store"
 )
 
-// syncCluster: GET /sync/cluster (admin) → cluster.View read from gateway.replicas now
+// syncCluster: GET /sync/cluster (viewer: the master key or a proxy_admin / proxy_admin_viewer
+// user's key) → cluster.View read from gateway.replicas now
 // (API.md "Health, sync and metrics"). 503 when no database is configured or it cannot be read.
 func (s *Server) syncCluster(c echo.Context) error {
 	if s.Cluster == nil {
@@ -64,4 +69,56 @@ func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, r.LagMs.P99, r.ReplicaID, "p99")
 		ch <- prometheus.MustNewConstMetric(descReplicaState, prometheus.GaugeValue, 1, r.ReplicaID, r.State)
 	}
+}
+
+// statusRoutes are the route patterns the status page and monitoring poll; their requests are
+// left out of the request counters a replica reports (the page's own polling would otherwise
+// be most of the rate it shows).
+var statusRoutes = map[string]bool{
+	"/sync/lag": true, "/sync/cluster": true, "/metrics": true, "/ui": true, "/ui/*": true,
+	"/health/liveliness": true, "/health/liveness": true, "/health/readiness": true,
+}
+
+// clusterLocal is what this replica reports in its gateway.replicas row beyond the change
+// feed: its registries' sizes and apply errors (as /sync/lag) and its request counters. Read
+// on the reporter's tick (every 2 s), never on the request path: the counters are summed from
+// lockstep_http_requests_total's series.
+func (s *Server) clusterLocal() cluster.Local {
+	l := cluster.Local{Registries: make(map[string]int, len(s.Registries))}
+	for _, reg := range s.Registries {
+		l.Registries[reg.Type().Plural()] = reg.Len()
+		l.ApplyErrors += reg.ApplyErrors()
+	}
+	l.Requests = s.requestCounts()
+	return l
+}
+
+// requestCounts sums the request counters by outcome, status routes excluded (statusRoutes).
+func (s *Server) requestCounts() store.RequestCounts {
+	var out store.RequestCounts
+	m := s.metrics.series.counters.Load()
+	if m == nil {
+		return out
+	}
+	var pb dto.Metric
+	for k, c := range *m {
+		if statusRoutes[k.route] {
+			continue
+		}
+		pb.Reset()
+		if c.Write(&pb) != nil {
+			continue
+		}
+		n := int64(pb.GetCounter().GetValue())
+		out.Total += n
+		switch {
+		case k.status == http.StatusTooManyRequests:
+			out.RateLimited += n
+		case k.status >= 500:
+			out.ServerErrors += n
+		case k.status >= 400:
+			out.ClientErrors += n
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"lockstep/pkg/notify"
 	"lockstep/pkg/readthrough"
+	"lockstep/pkg/router"
 )
 
 // liveliness: GET /health/liveliness → 200 "I'm alive!" (LiteLLM's exact body).
@@ -58,10 +59,15 @@ type LagReport struct {
 	notify.Stats
 	ReadThrough map[string]readthrough.Stats `json:"read_through"`
 	Registries  map[string]registryCount     `json:"registries"`
+	// Cooldowns are the deployments the router skips now on this replica (pkg/router).
+	Cooldowns []router.ActiveCooldown `json:"cooldowns"`
 }
 
 func (s *Server) lagReport() LagReport {
-	r := LagReport{ReplicaID: s.ReplicaID}
+	r := LagReport{ReplicaID: s.ReplicaID, Cooldowns: []router.ActiveCooldown{}}
+	if s.Router != nil {
+		r.Cooldowns = s.Router.Cooldowns()
+	}
 	if s.Syncer != nil {
 		r.Stats = s.Syncer.Stats()
 	} else {
@@ -78,7 +84,7 @@ func (s *Server) lagReport() LagReport {
 	return r
 }
 
-// syncLag: GET /sync/lag (admin).
+// syncLag: GET /sync/lag (viewer: the master key or a proxy_admin / proxy_admin_viewer user's key).
 func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.lagReport()) }
 
 type metrics struct {
@@ -103,7 +109,7 @@ func newMetrics(s *Server) *metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockstep_http_request_duration_seconds", Help: "HTTP request duration by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"route"})
 	m.syncTokenTimeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_sync_token_timeouts_total", Help: "Requests refused (503) because the write their x-lockstep-sync-token names was not applied here within 2 s."})
 	m.budgetRejections = prometheus.NewCounter(prometheus.CounterOpts{Name: "lockstep_budget_rejections_total", Help: "Calls refused because the key's spend reached max_budget (or its spend could not be read)."})
-	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s}, &governanceCollector{s: s}, m.budgetRejections)
+	m.reg.MustRegister(m.requests, m.latency, m.syncTokenTimeouts, &syncCollector{s: s}, &clusterCollector{s: s}, &governanceCollector{s: s}, &routerCollector{s: s}, m.budgetRejections)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }
@@ -129,7 +135,7 @@ var (
 	descSeq      = prometheus.NewDesc("lockstep_sync_seq", "Change-log sequence numbers: applied and head.", []string{"kind"}, nil)
 	descCounters = prometheus.NewDesc("lockstep_sync_events_total", "Change-feed counters.", []string{"counter"}, nil)
 	descLag      = prometheus.NewDesc("lockstep_sync_lag_ms", "Notification lag (change written → applied) over the last 60 s.", []string{"stat"}, nil)
-	descHB       = prometheus.NewDesc("lockstep_sync_heartbeat_rtt_ms", "Self-heartbeat round trip through Postgres.", nil, nil)
+	descHB       = prometheus.NewDesc("lockstep_sync_heartbeat_rtt_ms", "Round trip of the last liveness probe on the change-feed connection (listen: SELECT 1; logical: standby status keepalive).", nil, nil)
 	descRT       = prometheus.NewDesc("lockstep_read_through_total", "Read-through counters per registry.", []string{"registry", "outcome"}, nil)
 	descReg      = prometheus.NewDesc("lockstep_registry_entries", "Entries per registry.", []string{"registry"}, nil)
 )

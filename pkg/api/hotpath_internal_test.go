@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/provider"
 )
 
 // readBody reads what io.ReadAll reads, whatever Content-Length says, with one allocation
@@ -44,16 +46,16 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errBoom }
 
-// scanRequest finds what gjson.Get finds: the first of a repeated key, nested
-// "metadata.guardrails" and end user fields, escaped keys, null and non-string values.
+// scanRequest finds what gjson.Get finds: nested "metadata.guardrails" and end user fields,
+// escaped keys, null and non-string values. A repeated key (at any depth) is refused in the
+// same pass (TestScanRequestChecked).
 func TestScanRequest(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{
 		`{"model":"m","messages":[{"role":"user","content":"hi","model":"no"}],"stream":true,"user":"u1"}`,
-		`{"model":"a","model":"b","stream":false,"stream":true}`,
 		`{"mod\u0065l":"esc","str\u0065am":true}`,
 		`{"model":null,"user":42,"guardrails":["g1",{"name":"g2"}],"metadata":{"guardrails":["g3"],"x":1}}`,
-		`{"litellm_metadata":{"user":"lu"},"metadata":{"user_id":"mu","user_id":"second"},"safety_identifier":"si","user":""}`,
+		`{"litellm_metadata":{"user":"lu"},"metadata":{"user_id":"mu","x":"second"},"safety_identifier":"si","user":""}`,
 		`{"litellm_metadata":"x","metadata":[1],"safety_identifier":7}`,
 		`{"metadata":"text","guardrails":null}`,
 		`{"metadata":{"guardrails":null}}`,
@@ -78,6 +80,28 @@ func TestScanRequest(t *testing.T) {
 	}
 }
 
+// scanRequestChecked refuses what jsonscan refuses, in the route's envelope text (bodyError),
+// and reads nothing from a refused body.
+func TestScanRequestChecked(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		`{"model":"cheap","messages":[],"model":"gpt-4-expensive"}`:              `duplicate member "model" at model`,
+		`{"model":"cheap","mod\u0065l":"x"}`:                                     `duplicate member "model" at model`,
+		`{"model":"m","metadata":{"user_id":"a","user_id":"b"}}`:                 `duplicate member "user_id" at metadata.user_id`,
+		`{"model":"m","messages":[{"role":"user","content":"a","content":"b"}]}`: `duplicate member "content" at messages[0].content`,
+		strings.Repeat("[", 200):                                                 "JSON nesting deeper than the limit of 128 levels",
+		"{\"model\":\"m\xff\"}":                                                  "invalid UTF-8 in a JSON string at byte offset 11",
+		`{"model":"m",}`:                                                         "/chat/completions: malformed JSON body: expected a JSON object",
+	} {
+		rf, err := scanRequestChecked([]byte(body))
+		require.False(t, rf.model.Exists(), body)
+		var ae *Error
+		require.ErrorAs(t, bodyError(provider.FormatChat, err), &ae, body)
+		require.Equal(t, 400, ae.Status, body)
+		require.Equal(t, want, ae.Message, body)
+	}
+}
+
 // One pass over a chat body's top level against a gjson.Get per member (each absent member
 // scans the whole body), for a short request and one with a long history.
 //
@@ -97,6 +121,21 @@ func BenchmarkScanRequest(b *testing.B) {
 		b.Run(name+"/one-pass", func(b *testing.B) {
 			for range b.N {
 				_ = scanRequest(body)
+			}
+		})
+		b.Run(name+"/checked", func(b *testing.B) { // the route's one pass: check and scan
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := scanRequestChecked(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/valid-then-foreach", func(b *testing.B) { // before jsonscan: two passes
+			b.ReportAllocs()
+			for range b.N {
+				_ = gjson.ValidBytes(body)
+				gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool { return true })
 			}
 		})
 		b.Run(name+"/get-each", func(b *testing.B) {

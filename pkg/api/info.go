@@ -194,6 +194,9 @@ func (s *Server) health(c echo.Context) error {
 		_ = json.Unmarshal(provider.MaskParams(e.Value.LitellmParams), &ep)
 		ep["model_name"] = e.Value.ModelName
 		ep["model_id"] = e.Value.ModelID
+		if cd, ok := s.Router.CooldownOf(e.Value.ModelID); ok { // skipped by the router until then
+			ep["cooldown_until"], ep["cooldown_reason"] = cd.Until.UTC().Format(time.RFC3339Nano), cd.Reason
+		}
 		if errs[i] != nil {
 			ep["error"] = errs[i].Error()
 			unhealthy = append(unhealthy, ep)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/guardrail"
+	"lockstep/pkg/jsonscan"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 )
@@ -69,14 +71,19 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		var model string
 		var rf requestFields
 		if f.Multipart() {
+			if err = provider.CheckMultipart(body); err != nil {
+				return err
+			}
 			if model, err = provider.MultipartModel(body); err != nil {
 				return err
 			}
 		} else {
-			if !gjson.ValidBytes(body) || !isJSONObject(body) {
+			if rf, err = scanRequestChecked(body); err != nil {
+				return bodyError(f, err)
+			}
+			if !isJSONObject(body) {
 				return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
 			}
-			rf = scanRequest(body)
 			model = strings.Clone(rf.model.String()) // rf aliases the body
 		}
 		if model == "" {
@@ -90,6 +97,11 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		}
 		if f.Multipart() {
 			spec.guardrails = s.multipartGuardrails // a method value: multipart routes only
+		}
+		if strings.HasPrefix(model, AgentModelPrefix) && !f.Multipart() {
+			if err := s.agentModelSpec(ctx, f, &spec); err != nil {
+				return err
+			}
 		}
 		ctx, call, err := s.startScannedCall(ctx, spec, &rf)
 		if err != nil {
@@ -305,10 +317,10 @@ func hasMode(gs []*guardrail.Guardrail, m guardrail.Mode) bool {
 	return false
 }
 
-// requestFields are the members of a JSON request body the pipeline reads, as gjson.Get
-// finds them (the first of a repeated key), taken in one pass over the body's top level:
-// gjson.Get scans the whole body for each member that is absent, and most are. The results
-// alias the body (copy what outlives it).
+// requestFields are the members of a JSON request body the pipeline reads, taken in the one
+// pass that checks the body (jsonscan.Scan: valid JSON, depth, no duplicate member anywhere,
+// UTF-8), so each is the body's only member of its name: what the upstream reads too. The
+// results alias the body (copy what outlives it).
 type requestFields struct {
 	model, stream  gjson.Result
 	guardrails     gjson.Result // "guardrails"
@@ -318,16 +330,22 @@ type requestFields struct {
 	endUser [len(endUserFields)]gjson.Result
 }
 
-// scanRequest reads body's requestFields; none when body is not a JSON object.
+// scanRequest reads body's requestFields; none when body is not a valid JSON object (for
+// bodies the gateway built itself; a client's goes through scanRequestChecked).
 func scanRequest(body []byte) requestFields {
+	rf, _ := scanRequestChecked(body)
+	return rf
+}
+
+// scanRequestChecked checks body (API.md "Request bodies", jsonscan) and reads its
+// requestFields in the same pass: a *jsonscan.Error when body is not valid; no fields when it
+// is valid but not an object.
+func scanRequestChecked(body []byte) (requestFields, error) {
 	var rf requestFields
-	if !isJSONObject(body) {
-		return rf
-	}
 	var meta, litellmMeta gjson.Result
-	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
+	err := jsonscan.Scan(body, func(name, value []byte) {
 		var dst *gjson.Result
-		switch k.Str {
+		switch string(name) {
 		case "model":
 			dst = &rf.model
 		case "stream":
@@ -343,13 +361,13 @@ func scanRequest(body []byte) requestFields {
 		case "guardrails":
 			dst = &rf.guardrails
 		default:
-			return true
+			return
 		}
-		if !dst.Exists() {
-			*dst = v
-		}
-		return true
+		*dst = gjson.Parse(unsafe.String(unsafe.SliceData(value), len(value)))
 	})
+	if err != nil {
+		return requestFields{}, err
+	}
 	if litellmMeta.Exists() {
 		rf.endUser[1] = litellmMeta.Get("user")
 	}
@@ -357,7 +375,17 @@ func scanRequest(body []byte) requestFields {
 		rf.metaGuardrails = meta.Get("guardrails")
 		rf.endUser[2] = meta.Get("user_id")
 	}
-	return rf
+	return rf, nil
+}
+
+// bodyError is the 400 of a request body jsonscan refused, in route f's words: its own text
+// for depth, duplicates and UTF-8 (API.md "Request bodies"), LiteLLM's for anything else.
+func bodyError(f provider.Format, err error) error {
+	var je *jsonscan.Error
+	if errors.As(err, &je) && je.Kind != jsonscan.Syntax {
+		return badRequest("%s", je.Error())
+	}
+	return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
 }
 
 // isJSONObject reports whether valid JSON body is an object (first non-space byte), without

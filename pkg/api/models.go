@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -177,11 +178,17 @@ func (s *Server) modelDelete(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"message": "Model: " + req.ID + " deleted successfully"})
 }
 
-func modelInfoEntry(e *registry.Entry[*router.Deployment]) map[string]any {
+func (s *Server) modelInfoEntry(e *registry.Entry[*router.Deployment]) map[string]any {
 	d := e.Value
 	info, _ := objectOf(d.ModelInfo, "model_info")
 	info["id"] = d.ModelID
 	info["db_model"] = !e.Config
+	// the router's cooldown of the deployment, as this replica holds it (shared by every
+	// replica within a heartbeat tick): when it ends (RFC 3339) and why; null when none
+	info["cooldown_until"], info["cooldown_reason"] = nil, nil
+	if cd, ok := s.Router.CooldownOf(d.ModelID); ok {
+		info["cooldown_until"], info["cooldown_reason"] = cd.Until.UTC().Format(time.RFC3339Nano), cd.Reason
+	}
 	if len(d.AccessGroups) > 0 {
 		info["access_groups"] = d.AccessGroups
 	}
@@ -218,7 +225,7 @@ func (s *Server) modelInfo(c echo.Context) error {
 		if !p.canUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
 			continue
 		}
-		data = append(data, modelInfoEntry(e))
+		data = append(data, s.modelInfoEntry(e))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": data})
 }

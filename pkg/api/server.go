@@ -133,6 +133,9 @@ func New(d Deps) *Server {
 
 	s.e.Use(s.front) // request id, access log, metrics, recovery, body limit, path parameters, sync token
 	s.routes()
+	if d.Cluster != nil {
+		d.Cluster.SetLocal(s.clusterLocal) // registry counts, apply_errors, request counters in gateway.replicas
+	}
 	return s
 }
 
@@ -178,6 +181,9 @@ const (
 	public = iota
 	anyKey // master key or a virtual key (LLM and A2A routes)
 	admin  // master key only
+	// viewer: the master key, or a virtual key whose user has user_role proxy_admin or
+	// proxy_admin_viewer (LiteLLM's read-only admin); the status routes only (viewerOK).
+	viewer
 )
 
 func (s *Server) routes() {
@@ -186,8 +192,8 @@ func (s *Server) routes() {
 	e.GET("/health/liveness", s.liveliness)
 	e.GET("/health/readiness", s.readiness)
 	e.GET("/metrics", s.serveMetrics)
-	e.GET("/sync/lag", s.syncLag, s.auth(admin))
-	e.GET("/sync/cluster", s.syncCluster, s.auth(admin))
+	e.GET("/sync/lag", s.syncLag, s.auth(viewer))
+	e.GET("/sync/cluster", s.syncCluster, s.auth(viewer))
 
 	// models
 	e.POST("/model/new", s.modelNew, s.auth(admin))
@@ -271,7 +277,10 @@ type Error struct {
 	Message string
 	Type    string // OpenAI/Anthropic error type
 	Param   string
-	style   int
+	// Code is the envelope's "code": the upstream's own (context_length_exceeded, …) when it
+	// sent one, else "" and the status is written (API.md "LLM routes").
+	Code  string
+	style int
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -304,17 +313,21 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	var he *echo.HTTPError
 	var ue *provider.UpstreamError
 	var gb *guardrailBlock
+	var nd *router.NoDeploymentsError
 	switch {
 	case bodyTooLarge(err):
 		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
 	case errors.As(err, &ae):
-		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, style: ae.style}
+		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, Code: ae.Code, style: ae.style}
 	case adminError(err) != nil:
 		ae = adminError(err)
 	case errors.As(err, &gb):
 		ae = badRequest("%s", gb.Message)
+	case errors.As(err, &nd): // every deployment cooling down or at its cap (LiteLLM's 429)
+		ae = errf(http.StatusTooManyRequests, "rate_limit_error", "%s", nd.Error())
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int((nd.RetryAfter+time.Second-1)/time.Second))))
 	case errors.As(err, &ue):
-		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type}
+		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type, Code: ue.Code}
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}
@@ -373,7 +386,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		if ae.Param != "" {
 			param = ae.Param
 		}
-		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": typ, "param": param, "code": fmt.Sprint(ae.Status)}}
+		code := ae.Code
+		if code == "" {
+			code = fmt.Sprint(ae.Status)
+		}
+		body = map[string]any{"error": map[string]any{"message": ae.Message, "type": typ, "param": param, "code": code}}
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(ae.Status)
@@ -493,6 +510,9 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
+			}
+			if level == viewer && !viewerOK(p) {
+				return viewerRefused(c, p)
 			}
 			setCaller(c, p)
 			return next(c)

@@ -37,11 +37,18 @@ type Config struct {
 	// Changed returns a channel closed at the feed's next state change
 	// (notify.Syncer.StateChanged): the row is upserted then too, so /sync/cluster agrees with
 	// each replica's /sync/lag within one round trip of a transition. Nil: the timer only.
-	Changed  func() <-chan struct{}
-	Logger   zerolog.Logger
+	Changed func() <-chan struct{}
+	Logger  zerolog.Logger
+	// Local returns what the replica reports beyond its change feed (registry counts,
+	// apply_errors, request counters); it can also be set later with SetLocal, once the
+	// server exists. Nil: none reported (empty registries, zero counters).
+	Local    func() Local
 	Interval time.Duration
 	Stale    time.Duration
 	Prune    time.Duration
+	// OnTick, when set, runs on every tick after the upsert (also when it failed): state
+	// other packages read on the heartbeat, e.g. the router's shared cooldowns (router.Tick).
+	OnTick func(ctx context.Context)
 }
 
 // Reporter upserts this replica's row on a timer and at every change-feed state change, and
@@ -52,6 +59,7 @@ type Reporter struct {
 	log     zerolog.Logger
 	started time.Time
 	last    atomic.Pointer[View] // the view read after the last upsert (for /metrics)
+	local   atomic.Pointer[func() Local]
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stop    sync.Once
@@ -68,8 +76,24 @@ func New(cfg Config) *Reporter {
 	if cfg.Prune == 0 {
 		cfg.Prune = DefaultPrune
 	}
-	return &Reporter{cfg: cfg, log: cfg.Logger.With().Str("component", "cluster").Logger(), started: time.Now().UTC()}
+	r := &Reporter{cfg: cfg, log: cfg.Logger.With().Str("component", "cluster").Logger(), started: time.Now().UTC()}
+	if cfg.Local != nil {
+		r.SetLocal(cfg.Local)
+	}
+	return r
 }
+
+// Local is what a replica reports about itself beyond its change feed, carried in its
+// gateway.replicas row (sql/009_replica_status.sql).
+type Local struct {
+	Registries  map[string]int // entries per registry, by /sync/lag's names
+	ApplyErrors int64          // rows not applied since start (/sync/lag apply_errors)
+	Requests    store.RequestCounts
+}
+
+// SetLocal sets the function the row's registry counts, apply_errors and request counters
+// are read from at every upsert (safe while the reporter runs).
+func (r *Reporter) SetLocal(f func() Local) { r.local.Store(&f) }
 
 // Start writes the first row and starts the timer and the state-change watch. A failed write
 // is logged, not returned: the view is advisory and Postgres may come back (static stability).
@@ -121,12 +145,20 @@ func (r *Reporter) Stop() {
 }
 
 func (r *Reporter) tick(ctx context.Context, prune bool) {
+	if r.cfg.OnTick != nil {
+		defer r.cfg.OnTick(ctx)
+	}
 	st := r.cfg.Status()
-	err := r.cfg.Store.UpsertReplica(ctx, store.ReplicaStatus{
+	row := store.ReplicaStatus{
 		ReplicaID: r.cfg.ReplicaID, Addr: r.cfg.Addr, Source: string(st.Source), State: string(st.State),
 		Reason: st.Reason, AppliedSeq: st.AppliedSeq, LagP50Ms: st.LagMs.P50, LagP99Ms: st.LagMs.P99,
-		Version: r.cfg.Version, StartedAt: r.started,
-	})
+		LagSamples: int64(st.LagMs.Samples), Version: r.cfg.Version, StartedAt: r.started, ApplyErrors: st.ApplyErrors,
+	}
+	if f := r.local.Load(); f != nil {
+		l := (*f)()
+		row.Registries, row.ApplyErrors, row.Requests = l.Registries, st.ApplyErrors+l.ApplyErrors, l.Requests
+	}
+	err := r.cfg.Store.UpsertReplica(ctx, row)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Debug().Err(err).Msg("upsert replica row")
@@ -144,10 +176,25 @@ func (r *Reporter) tick(ctx context.Context, prune bool) {
 }
 
 // LagMs is a replica's change-written → applied lag over the last 60 s, in milliseconds.
+// Samples is how many changes the percentiles are over (0: none in the window, and p50/p99
+// are 0 without meaning "0 ms").
 type LagMs struct {
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
+	P50     float64 `json:"p50"`
+	P99     float64 `json:"p99"`
+	Samples int64   `json:"samples"`
 }
+
+// Count is one registry's size in a replica's report ({"count": n}, as in /sync/lag).
+type Count struct {
+	Count int `json:"count"`
+}
+
+// Database connectivity of a replica as /sync/cluster reports it (Replica.DB).
+const (
+	DBConnected    = "connected"    // its change feed holds a working connection
+	DBDisconnected = "disconnected" // reconnecting or not started: it serves from memory
+	DBUnknown      = "unknown"      // stale: it has not reported for more than 10 s
+)
 
 // Replica is one replica in GET /sync/cluster.
 type Replica struct {
@@ -162,6 +209,15 @@ type Replica struct {
 	Version        string    `json:"version"`
 	StartedAt      time.Time `json:"started_at"`
 	Stale          bool      `json:"stale"` // silent for more than 10 s
+
+	// Beyond API.md's list (issue 23): what the replica reported with its state.
+	// Registries: entries per registry as of its last report ({} before its server reported).
+	Registries  map[string]Count    `json:"registries"`
+	ApplyErrors int64               `json:"apply_errors"` // as its /sync/lag apply_errors
+	Requests    store.RequestCounts `json:"requests"`     // counters since it started
+	// DB: DBConnected while its change feed is streaming, catching up or degraded (the rule of
+	// readiness' "db"), DBDisconnected otherwise, DBUnknown when stale.
+	DB string `json:"db"`
 }
 
 // View is the GET /sync/cluster body.
@@ -192,9 +248,14 @@ func build(rows []store.ReplicaStatus, stale time.Duration) View {
 	for _, row := range rows {
 		rep := Replica{
 			ReplicaID: row.ReplicaID, Addr: row.Addr, Source: row.Source, State: row.State, Reason: row.Reason,
-			Applied: row.AppliedSeq, LagMs: LagMs{P50: row.LagP50Ms, P99: row.LagP99Ms},
+			Applied: row.AppliedSeq, LagMs: LagMs{P50: row.LagP50Ms, P99: row.LagP99Ms, Samples: row.LagSamples},
 			HeartbeatAgeMs: float64(row.HeartbeatAge.Microseconds()) / 1000, Version: row.Version,
 			StartedAt: row.StartedAt.UTC(), Stale: row.HeartbeatAge > stale,
+			Registries: make(map[string]Count, len(row.Registries)), ApplyErrors: row.ApplyErrors, Requests: row.Requests,
+			DB: dbOf(row.State, row.HeartbeatAge > stale),
+		}
+		for name, n := range row.Registries {
+			rep.Registries[name] = Count{n}
 		}
 		v.Replicas = append(v.Replicas, rep)
 		if rep.Stale || rep.State != string(notify.StateStreaming) || (applied >= 0 && rep.Applied != applied) {
@@ -206,4 +267,15 @@ func build(rows []store.ReplicaStatus, stale time.Duration) View {
 		}
 	}
 	return v
+}
+
+// dbOf is a replica's database connectivity from the state it reported (see Replica.DB).
+func dbOf(state string, stale bool) string {
+	switch {
+	case stale:
+		return DBUnknown
+	case state == string(notify.StateStreaming) || state == string(notify.StateCatchingUp) || state == string(notify.StateDegraded):
+		return DBConnected
+	}
+	return DBDisconnected
 }

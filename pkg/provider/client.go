@@ -87,6 +87,10 @@ type UpstreamError struct {
 	Message string
 	// Type is the upstream's error.type when it sent one (e.g. "rate_limit_error").
 	Type string
+	// Code is the upstream's error.code when it sent one (OpenAI: "context_length_exceeded",
+	// "content_policy_violation", "rate_limit_exceeded"); "" when none. The error envelope
+	// keeps it; without one the envelope's code is the status (API.md "LLM routes").
+	Code string
 	// Body is the upstream error body (at most 64 KiB), nil when there was none.
 	Body []byte
 	// Retryable is true for 408, 409, 429, 5xx, transport failures and timeouts: another
@@ -375,7 +379,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 			msg = "status " + strconv.Itoa(resp.StatusCode)
 		}
 	}
-	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Retryable: retryableStatus(resp.StatusCode)}
+	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Code: errorCode(body), Retryable: retryableStatus(resp.StatusCode)}
 	if len(body) > 0 {
 		e.Body = body
 	}
@@ -590,8 +594,12 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	if err != nil {
 		return nil, err
 	}
+	hide := false
+	if pass && (in == FormatChat || in == FormatCompletions) {
+		ub, hide = askUsage(ub) // every call is charged (stream_usage.go)
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d}
+	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d, hide: hide}
 	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
 	resp, err := c.send(sctx, d, up, true, ub)
 	if err != nil {
@@ -606,7 +614,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	s.body = resp.Body
 	ct := resp.Header.Get("Content-Type")
 	if up == formatNative {
-		r := newRenderer(in, includeUsage(body))
+		r := usageTap{newRenderer(in, includeUsage(body)), s}
 		s.rd = d.native.frames(resp.Body)
 		s.dec = d.native.decoder(r, d.Model)
 		return s, nil
@@ -617,7 +625,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	}
 	s.rd = newSSEReader(resp.Body)
 	if !pass {
-		r := newRenderer(in, includeUsage(body))
+		r := usageTap{newRenderer(in, includeUsage(body)), s}
 		if up == FormatMessages {
 			s.dec = newMessagesDecoder(r)
 		} else {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/jsonscan"
 )
 
 // Request translation goes through a neutral form: a parser per inbound format (chat,
@@ -99,7 +101,7 @@ func stopList(v gjson.Result) []string {
 }
 
 func parseJSONObject(body []byte) (gjson.Result, error) {
-	if !gjson.ValidBytes(body) {
+	if jsonscan.Check(body) != nil {
 		return gjson.Result{}, badRequest("request body is not valid JSON")
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)

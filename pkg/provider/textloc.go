@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/jsonscan"
 )
 
 // Text locations: the one description, per format, of every text a client or a model wrote,
@@ -107,7 +109,7 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 	if in.Multipart() {
 		return mapMultipartText(body, fn)
 	}
-	if !gjson.ValidBytes(body) {
+	if jsonscan.Check(body) != nil {
 		return nil, badRequest("request body is not valid JSON")
 	}
 	w := walker{fn: fn}
@@ -370,7 +372,7 @@ func (w *walker) args(v gjson.Result) {
 		return
 	}
 	inner := []byte(v.Str)
-	if !gjson.ValidBytes(inner) {
+	if jsonscan.CheckNesting(inner) != nil { // depth bounds jsonValue's recursion
 		w.text(v, false)
 		return
 	}

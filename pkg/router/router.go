@@ -1,6 +1,8 @@
 // Package router maps a model group name to its deployments and picks one per call, with
-// retries and cooldowns, mirroring LiteLLM's Router (simple-shuffle routing, num_retries,
-// allowed_fails, cooldown_time).
+// retries and cooldowns, mirroring LiteLLM's Router: routing strategies (strategies.go),
+// deployment rpm/tpm/max_parallel_requests caps held cluster-wide (caps.go), retries per
+// error class (retries.go, errors.go) and cooldowns shared by every replica (cooldowns.go);
+// router_settings in settings.go.
 package router
 
 import (
@@ -8,15 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -31,6 +32,7 @@ type Deployment struct {
 	ModelInfo     json.RawMessage // as stored, a JSON object
 	AccessGroups  []string        // model_info.access_groups
 	DB            bool            // from gateway.models (false: config file)
+	Routing       Params          // order, weight, max_parallel_requests, price (params.go)
 	// group is the model group name as registered when it differs from ModelName: the
 	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
 	group string
@@ -54,11 +56,14 @@ type modelRow struct {
 	ModelInfo     json.RawMessage `json:"model_info"`
 }
 
-// BuildRow builds a Deployment from a gateway.models row. Errors name the bad field; the
-// registry then keeps serving the previous version.
+// BuildRow builds a Deployment from a gateway.models row: its typed columns (row.Cols, a
+// *store.ModelCols, as the change feed's loads read it) or its row_to_json text (row.Data).
+// Errors name the bad field; the registry then keeps serving the previous version.
 func BuildRow(row store.Row) (*Deployment, error) {
 	var r modelRow
-	if err := json.Unmarshal(row.Data, &r); err != nil {
+	if c, ok := row.Cols.(*store.ModelCols); ok {
+		r = modelRow{ModelID: c.ModelID, ModelName: c.ModelName, LitellmParams: c.LitellmParams, ModelInfo: c.ModelInfo}
+	} else if err := json.Unmarshal(row.Data, &r); err != nil {
 		return nil, fmt.Errorf("model %q: decode row: %w", row.ID, err)
 	}
 	d, err := Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)
@@ -98,7 +103,11 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 	if err := numbers.CheckObject("litellm_params", gjson.ParseBytes(litellmParams)); err != nil {
 		return nil, err
 	}
-	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo}
+	rp, err := parseParams(litellmParams, modelInfo)
+	if err != nil {
+		return nil, err
+	}
+	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo, Routing: rp}
 	if len(modelInfo) == 0 || string(modelInfo) == "null" {
 		d.ModelInfo = json.RawMessage("{}")
 		return d, nil
@@ -128,46 +137,52 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 // Names indexes a deployment under its model group name.
 func Names(e *registry.Entry[*Deployment]) []string { return []string{e.Value.ModelName} }
 
-// Settings are router_settings (LiteLLM names and defaults).
-type Settings struct {
-	RoutingStrategy string        // only "simple-shuffle" is implemented
-	NumRetries      int           // extra attempts on a retryable failure; default 2
-	AllowedFails    int           // failures per minute before a cooldown; default 3
-	CooldownTime    time.Duration // how long a failing deployment is skipped; default 5 s
-}
-
 // ErrUnknownModel: no deployment serves the model group, after a read-through.
 var ErrUnknownModel = errors.New("unknown model")
 
-// Router selects deployments. Safe for concurrent use; the hot path takes no lock.
+// Router selects deployments. Safe for concurrent use; the hot path takes no lock (the
+// limiter's per-deployment lease mutex aside, for capped deployments).
 type Router struct {
 	models   *registry.Registry[*Deployment]
 	client   *provider.Client
 	settings Settings
-	health   sync.Map // model_id → *health
+	states   sync.Map // model_id → *depState
+	shared   atomic.Pointer[Shared]
+	local    *limits.Limiter // caps without Share (no database): an in-memory store
+
+	routed, noDeployments                       atomic.Int64
+	cooldowns, publishErrors, ticks, tickErrors atomic.Int64
 }
 
-type health struct {
-	window    atomic.Int64 // unix seconds of the current minute window
-	fails     atomic.Int64
-	coolUntil atomic.Int64 // unix nanos
-}
-
-// New builds a Router over the models registry.
+// New builds a Router over the models registry; unset settings take LiteLLM's defaults.
 func New(models *registry.Registry[*Deployment], client *provider.Client, s Settings) *Router {
-	if s.NumRetries == 0 {
-		s.NumRetries = 2
+	return &Router{models: models, client: client, settings: s.withDefaults(),
+		local: limits.New(limits.Config{Store: &memStore{}, ReplicaID: "local"})}
+}
+
+// Settings returns the settings in force (defaults filled).
+func (r *Router) Settings() Settings { return r.settings }
+
+// Stats are the router's counters since start.
+type Stats struct {
+	Routed        int64            // attempts given a deployment
+	NoDeployments int64            // attempts refused: every deployment cooling down or capped (429)
+	RoundTrips    map[string]int64 // database round trips of the deployment caps' leases: rpm, tpm
+	Cooldowns     int64            // cooldowns decided here or learnt from other replicas
+	PublishErrors int64            // cooldown events that could not be written
+	Ticks         int64            // shared-cooldown reads (one query each)
+	TickErrors    int64
+}
+
+// Stats returns the counters.
+func (r *Router) Stats() Stats {
+	st := Stats{Routed: r.routed.Load(), NoDeployments: r.noDeployments.Load(), RoundTrips: map[string]int64{},
+		Cooldowns: r.cooldowns.Load(), PublishErrors: r.publishErrors.Load(), Ticks: r.ticks.Load(), TickErrors: r.tickErrors.Load()}
+	if sh := r.shared.Load(); sh != nil && sh.Limiter != nil {
+		ls := sh.Limiter.Stats()
+		st.RoundTrips["rpm"], st.RoundTrips["tpm"] = ls.RoundTrips["rpm"], ls.RoundTrips["tpm"]
 	}
-	if s.NumRetries < 0 {
-		s.NumRetries = 0
-	}
-	if s.AllowedFails == 0 {
-		s.AllowedFails = 3
-	}
-	if s.CooldownTime == 0 {
-		s.CooldownTime = 5 * time.Second
-	}
-	return &Router{models: models, client: client, settings: s}
+	return st
 }
 
 // Models is the registry the router serves from.
@@ -183,6 +198,9 @@ func (r *Router) Models() *registry.Registry[*Deployment] { return r.models }
 func (r *Router) Group(ctx context.Context, name string) ([]*registry.Entry[*Deployment], error) {
 	if g := r.Lookup(name); len(g) > 0 {
 		return g, nil
+	}
+	if a, ok := r.settings.ModelGroupAlias[name]; ok {
+		name = a
 	}
 	_ = r.models.Resolve(ctx, name) // read-through of the exact name
 	if g := r.Lookup(name); len(g) > 0 {
@@ -206,7 +224,12 @@ func (r *Router) Group(ctx context.Context, name string) ([]*registry.Entry[*Dep
 // part of name the pattern's "*" matched ("acc-wild/*" with model "openai/*" serves
 // "acc-wild/some-model" with upstream model "some-model"), so the returned entries are built
 // for this request and are not in the registry.
+//
+// A model_group_alias entry for name is applied first (LiteLLM: the alias wins).
 func (r *Router) Lookup(name string) []*registry.Entry[*Deployment] {
+	if a, ok := r.settings.ModelGroupAlias[name]; ok {
+		name = a
+	}
 	snap := r.models.Load()
 	if g := snap.ByName(name); len(g) > 0 {
 		return g
@@ -243,36 +266,10 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, group: d.ModelName}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, Routing: d.Routing, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out
-}
-
-// pick chooses a deployment at random among those not cooling down (simple-shuffle), avoiding
-// the ones already tried when possible.
-func (r *Router) pick(group []*registry.Entry[*Deployment], tried []string) *Deployment {
-	n := len(group)
-	start := rand.IntN(n)
-	now := time.Now().UnixNano()
-	var fallback *Deployment
-	for i := range n {
-		d := group[(start+i)%n].Value
-		if contains(tried, d.ModelID) {
-			if fallback == nil {
-				fallback = d
-			}
-			continue
-		}
-		if h, ok := r.health.Load(d.ModelID); ok && h.(*health).coolUntil.Load() > now {
-			if fallback == nil {
-				fallback = d
-			}
-			continue
-		}
-		return d
-	}
-	return fallback
 }
 
 func contains(s []string, v string) bool {
@@ -282,57 +279,4 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
-}
-
-func (r *Router) fail(d *Deployment) {
-	v, _ := r.health.LoadOrStore(d.ModelID, &health{})
-	h := v.(*health)
-	now := time.Now()
-	minute := now.Unix() / 60
-	if h.window.Swap(minute) != minute {
-		h.fails.Store(0)
-	}
-	if h.fails.Add(1) > int64(r.settings.AllowedFails) {
-		h.coolUntil.Store(now.Add(r.settings.CooldownTime).UnixNano())
-	}
-}
-
-// Do sends a non-streaming request for the model group through a deployment, retrying
-// retryable upstream failures on another deployment up to NumRetries times.
-func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, error) {
-	return attempt(r, ctx, group, in, func(d *Deployment) (*provider.Response, error) {
-		return r.client.Do(ctx, d.Deployment, in, body)
-	})
-}
-
-// Stream opens a streaming request, retrying like Do until the upstream accepted it.
-func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
-	return attempt(r, ctx, group, in, func(d *Deployment) (provider.Stream, error) {
-		return r.client.Stream(ctx, d.Deployment, in, body)
-	})
-}
-
-// attempt runs call on a picked deployment; a retryable failure counts against the
-// deployment's cooldown and is retried on another one (LiteLLM Router num_retries).
-func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, call func(*Deployment) (T, error)) (T, *Deployment, error) {
-	var zero T
-	var tried []string
-	var lastErr error
-	for range r.settings.NumRetries + 1 {
-		d := r.pick(group, tried)
-		if !d.Supports(in) {
-			return zero, d, &provider.UpstreamError{Status: 400, Message: fmt.Sprintf("%s not supported by provider %s", in.RouteName(), d.Provider)}
-		}
-		res, err := call(d)
-		if err == nil {
-			return res, d, nil
-		}
-		lastErr = err
-		if !provider.IsRetryable(err) || ctx.Err() != nil {
-			return zero, d, err
-		}
-		r.fail(d)
-		tried = append(tried, d.ModelID)
-	}
-	return zero, nil, lastErr
 }

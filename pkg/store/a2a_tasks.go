@@ -115,3 +115,83 @@ func (s *Store) PruneTasks(ctx context.Context, maxAge time.Duration, maxRows in
 	}
 	return a.RowsAffected() + b.RowsAffected(), nil
 }
+
+// TaskListQuery selects ListTasks rows (A2A 1.0 ListTasks): agentID's tasks the caller may
+// see — all when Admin, else those whose owner_token is OwnerToken or, with a non-empty
+// OwnerTeam, whose owner_team is OwnerTeam — optionally of one context (task->>'contextId'),
+// one state, with a status timestamp at or after StatusAfter, and (the cursor) strictly before
+// (AfterUpdated, AfterID) in the order updated_at DESC, task_id DESC.
+type TaskListQuery struct {
+	AgentID               string
+	Admin                 bool
+	OwnerToken, OwnerTeam string
+	ContextID, State      string
+	StatusAfter           *time.Time
+	AfterUpdated          *time.Time
+	AfterID               string
+	Limit                 int
+}
+
+// ListTasks returns up to q.Limit rows of q in order, each with its updated_at, and how many
+// rows match q's filters ignoring the cursor and the limit. Errors: ErrUnavailable.
+func (s *Store) ListTasks(ctx context.Context, q TaskListQuery) ([]TaskRow, []time.Time, int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `WITH m AS (
+			SELECT task_id, agent_id, replica_id, state, owner_token, owner_team, task, updated_at
+			FROM gateway.a2a_tasks
+			WHERE agent_id = $1
+			  AND ($2 OR owner_token = $3 OR ($4 <> '' AND owner_team = $4))
+			  AND ($5 = '' OR task->>'contextId' = $5)
+			  AND ($6 = '' OR state = $6)
+			  AND ($7::timestamptz IS NULL OR (task->'status'->>'timestamp')::timestamptz >= $7))
+		SELECT task_id, agent_id, replica_id, state, owner_token, owner_team, task::text, updated_at,
+			(SELECT count(*) FROM m)
+		FROM m
+		WHERE $8::timestamptz IS NULL OR (updated_at, task_id) < ($8, $9)
+		ORDER BY updated_at DESC, task_id DESC
+		LIMIT $10`,
+		q.AgentID, q.Admin, q.OwnerToken, q.OwnerTeam, q.ContextID, q.State, q.StatusAfter,
+		q.AfterUpdated, q.AfterID, q.Limit)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("list a2a tasks: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []TaskRow
+	var updated []time.Time
+	total := 0
+	for rows.Next() {
+		var t TaskRow
+		var task string
+		var u time.Time
+		var n int64
+		if err := rows.Scan(&t.ID, &t.AgentID, &t.ReplicaID, &t.State, &t.OwnerToken, &t.OwnerTeam, &task, &u, &n); err != nil {
+			return nil, nil, 0, fmt.Errorf("list a2a tasks: %w", mapErr(err))
+		}
+		t.Task = []byte(task)
+		out = append(out, t)
+		updated = append(updated, u)
+		total = int(n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, fmt.Errorf("list a2a tasks: %w", mapErr(err))
+	}
+	if len(out) == 0 && q.AfterUpdated == nil {
+		return out, updated, 0, nil
+	}
+	if len(out) == 0 { // past the last page: count the matches on their own
+		var n int64
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM gateway.a2a_tasks
+			WHERE agent_id = $1
+			  AND ($2 OR owner_token = $3 OR ($4 <> '' AND owner_team = $4))
+			  AND ($5 = '' OR task->>'contextId' = $5)
+			  AND ($6 = '' OR state = $6)
+			  AND ($7::timestamptz IS NULL OR (task->'status'->>'timestamp')::timestamptz >= $7)`,
+			q.AgentID, q.Admin, q.OwnerToken, q.OwnerTeam, q.ContextID, q.State, q.StatusAfter).Scan(&n)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("list a2a tasks: %w", mapErr(err))
+		}
+		total = int(n)
+	}
+	return out, updated, total, nil
+}

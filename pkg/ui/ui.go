@@ -1,9 +1,14 @@
-// Package ui is the status page served at GET /ui (API.md "Health, sync and metrics"): one
-// HTML page, a script and a stylesheet embedded in the binary (go:embed), no external assets.
-// The page asks for the master key in a form, keeps it in sessionStorage (never in a URL),
-// and polls GET /sync/cluster (falling back to this replica's GET /sync/lag when the cluster
-// view answers 404) and GET /sync/lag every 2 s to show the replicas, their lag and state,
-// the registries' sizes and the read-through counters.
+// Package ui is the status page served at GET /ui (API.md "Health, sync and metrics"; issue 23
+// "The status page is the cluster's"): one HTML page, a script and a stylesheet embedded in the
+// binary (go:embed), no external assets. The page asks for a key in a form (the master key, or
+// a proxy_admin_viewer / proxy_admin user's key: the status routes accept those), keeps it in
+// sessionStorage (never in a URL), and polls GET /sync/lag and GET /sync/cluster (falling back
+// to this replica alone when the cluster view answers 404 or 503) every 2 s to show: a
+// converged / not converged / stale badge, every replica's state, database, lag with a history
+// chart (inline SVG from the reports the page keeps), request / error / 429 rates from the
+// counters in the replicas' reports, version, every replica's registry counts and apply_errors
+// side by side with differences marked, the deployment cooldowns /sync/lag reports, and this
+// replica's counters and read-through.
 package ui
 
 import (
