@@ -416,8 +416,8 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger) *registries {
 	r := &registries{st: st, supported: supported, rto: rto, log: log}
 	r.models = add(r, store.Model, router.BuildRow, router.Names)
-	r.guardrails = add(r, store.Guardrail, api.BuildGuardrailRow, api.GuardrailNames)
-	r.agents = add(r, store.Agent, api.BuildAgentRow, api.AgentNames)
+	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, api.GuardrailNames)
+	r.agents = add(r, store.Agent, a2a.BuildRow, api.AgentNames)
 	r.keys = add(r, store.Key, keys.BuildRow, nil)
 	r.orgs = add(r, store.Organization, accounts.BuildOrganizationRow, nil)
 	r.teams = add(r, store.Team, accounts.BuildTeamRow, nil)
