@@ -123,6 +123,7 @@ type call struct {
 	post   bool   // a post_call guardrail runs
 	body   []byte // the request as sent upstream (pre_call applied)
 	ticket Ticket
+	hdr    provider.Headers   // the client's request header (forwarding) and the answer's
 	during chan error         // during_call result, nil when none runs
 	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
 }
@@ -189,7 +190,7 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
-	c := &call{s: s, f: sp.format, target: t, body: sp.body}
+	c := &call{s: s, f: sp.format, target: t, body: sp.body, hdr: provider.Headers{In: sp.reqHeader, Out: sp.header}}
 	if s.Limits != nil {
 		tk, err := s.Limits.Admit(ctx, ci)
 		if err != nil {
@@ -303,9 +304,9 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	var err error
 	if c.target.direct != nil {
 		d = c.target.direct
-		res, err = c.s.Client.Do(ctx, d.Deployment, c.f, c.body)
+		res, err = c.s.Client.DoWith(ctx, d.Deployment, c.f, c.body, c.hdr)
 	} else {
-		res, d, err = c.s.Router.Do(ctx, c.target.group, c.f, c.body)
+		res, d, err = c.s.Router.DoWith(ctx, c.target.group, c.f, c.body, c.hdr)
 	}
 	if derr := c.waitDuring(); derr != nil {
 		err = derr
@@ -338,9 +339,9 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 	var err error
 	if c.target.direct != nil {
 		d = c.target.direct
-		st, err = c.s.Client.Stream(ctx, d.Deployment, c.f, c.body)
+		st, err = c.s.Client.StreamWith(ctx, d.Deployment, c.f, c.body, c.hdr)
 	} else {
-		st, d, err = c.s.Router.Stream(ctx, c.target.group, c.f, c.body)
+		st, d, err = c.s.Router.StreamWith(ctx, c.target.group, c.f, c.body, c.hdr)
 	}
 	// during_call: the upstream is already working; hold the first byte until the input check
 	// is done (a block has cancelled ctx, so a failed call reports the block).

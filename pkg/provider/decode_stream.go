@@ -101,6 +101,7 @@ func (d *chatDecoder) eof(b []byte) ([]byte, error) {
 // (https://docs.anthropic.com/en/docs/build-with-claude/streaming).
 type messagesDecoder struct {
 	r       renderer
+	inTool  bool // the open content block is a tool_use (not a server tool's, whose input is Anthropic's own)
 	stopped bool // message_delta seen
 	stop    stopReason
 	stopSeq string
@@ -128,6 +129,7 @@ func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, b
 		b = d.r.start(b, strings.Clone(m.Get("id").Str), strings.Clone(m.Get("model").Str), d.usage)
 	case "content_block_start":
 		cb := j.Get("content_block")
+		d.inTool = cb.Get("type").Str == "tool_use"
 		switch cb.Get("type").Str {
 		case "text":
 			if t := cb.Get("text").Str; t != "" {
@@ -146,7 +148,7 @@ func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, b
 				b = d.r.text(b, text)
 			}
 		case "input_json_delta":
-			if p := delta.Get("partial_json").Str; p != "" {
+			if p := delta.Get("partial_json").Str; p != "" && d.inTool {
 				b = d.r.toolArgs(b, p)
 			}
 		}

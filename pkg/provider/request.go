@@ -40,6 +40,12 @@ type message struct {
 type tool struct {
 	name, description string
 	schema            string // JSON schema text; "" = none
+	// hosted is a provider-run tool's kind ("web_search"); name, description and schema are
+	// then unused. Only an Anthropic upstream runs web_search (its server tool); elsewhere
+	// the tool is dropped with the x-lockstep-dropped header.
+	hosted string
+	// location is web_search's user_location object (raw JSON, "" = none).
+	location string
 }
 
 type toolChoice struct {
@@ -60,6 +66,17 @@ type request struct {
 	choice      toolChoice
 	parallel    string // raw JSON boolean or ""
 	user        string
+	format      outputFormat // structured output; kind "" = free text
+	effort      string       // reasoning effort: "low", "medium", "high" ("" = not asked)
+	// dropped names what translation left out (request fields, tools, content), in body
+	// order: the answer's x-lockstep-dropped header.
+	dropped []string
+	// ns maps a flattened namespace tool's name to its namespace and own name (Responses
+	// "namespace" tools), so that calls are answered under the client's names.
+	ns map[string]nsName
+	// jsonTool is set by renderMessagesRequest when structured output rides on the forced
+	// jsonToolName tool.
+	jsonTool bool
 }
 
 // badRequest is a 400 returned before any upstream call (the client's request cannot be
@@ -116,6 +133,7 @@ func parseChatRequest(body []byte) (*request, error) {
 		return nil, err
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
+	r.dropUnknown(root, chatFields)
 	var perr error
 	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		content := m.Get("content")
@@ -169,12 +187,22 @@ func parseChatRequest(body []byte) (*request, error) {
 	r.temperature, r.topP = numRaw(root.Get("temperature")), numRaw(root.Get("top_p"))
 	r.stop = stopList(root.Get("stop"))
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
-		if t.Get("type").Str == "function" {
+		if typ := t.Get("type").Str; typ == "function" {
 			f := t.Get("function")
 			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw})
+		} else {
+			r.drop("tools." + typ)
 		}
 		return true
 	})
+	if ws := root.Get("web_search_options"); ws.IsObject() {
+		r.tools = append(r.tools, tool{hosted: "web_search", location: ws.Get("user_location.approximate").Raw})
+	}
+	r.format = chatResponseFormat(root.Get("response_format"))
+	r.effort = effortOf(root.Get("reasoning_effort").Str)
+	if n := root.Get("n"); n.Exists() && n.Type != gjson.Null && n.Int() != 1 {
+		r.drop("n")
+	}
 	switch tc := root.Get("tool_choice"); {
 	case tc.Type == gjson.String:
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
@@ -195,6 +223,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 		return nil, err
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("metadata.user_id").Str}
+	r.dropUnknown(root, messagesFields)
 	if sys := root.Get("system"); sys.Type == gjson.String {
 		if sys.Str != "" {
 			r.system = append(r.system, sys.Str)
@@ -210,11 +239,19 @@ func parseMessagesRequest(body []byte) (*request, error) {
 	var perr error
 	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		role := m.Get("role").Str
+		content := m.Get("content")
+		if role == "system" || role == "developer" {
+			// A system turn inside messages (Claude Code sends one) joins the system prompt,
+			// as LiteLLM's translate_system_message folds every system message.
+			if t := contentText(content); t != "" {
+				r.system = append(r.system, t)
+			}
+			return true
+		}
 		if role != "user" && role != "assistant" {
 			perr = badRequest("messages: unknown role %q", role)
 			return false
 		}
-		content := m.Get("content")
 		if content.Type == gjson.String {
 			r.add(role, part{kind: partText, text: content.Str})
 			return true
@@ -243,6 +280,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				r.add(role, part{kind: partToolResult, id: b.Get("tool_use_id").Str, text: contentText(b.Get("content")), err: b.Get("is_error").Bool()})
 			case "thinking", "redacted_thinking":
 				// Reasoning from an earlier Anthropic turn has no chat equivalent (LiteLLM drops it too).
+				r.drop("messages.content." + typ)
 			default:
 				perr = badRequest("messages: content block type %q cannot be translated for this provider", typ)
 			}
@@ -258,15 +296,24 @@ func parseMessagesRequest(body []byte) (*request, error) {
 	r.stop = stopList(root.Get("stop_sequences"))
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
 		if typ := t.Get("type").Str; typ != "" && typ != "custom" {
-			perr = badRequest("tools: server tool type %q cannot be translated for this provider", typ)
-			return false
+			// A server tool (web_search_20250305, code_execution_…, bash_…, …) runs at
+			// Anthropic only: an OpenAI-format upstream has none (LiteLLM drops it too).
+			r.drop("tools." + typ)
+			return true
 		}
 		r.tools = append(r.tools, tool{name: t.Get("name").Str, description: t.Get("description").Str, schema: t.Get("input_schema").Raw})
 		return true
 	})
-	if perr != nil {
-		return nil, perr
+	r.format = messagesOutputFormat(root)
+	if oc := root.Get("output_config"); oc.IsObject() {
+		oc.ForEach(func(k, _ gjson.Result) bool {
+			if k.Str != "format" {
+				r.drop("output_config." + k.Str)
+			}
+			return true
+		})
 	}
+	r.effort = effortOfBudget(root.Get("thinking"))
 	if tc := root.Get("tool_choice"); tc.IsObject() {
 		r.choice = toolChoice{mode: tc.Get("type").Str, name: tc.Get("name").Str}
 		if tc.Get("disable_parallel_tool_use").Bool() {
@@ -290,6 +337,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 		}
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
+	r.dropUnknown(root, responsesFields)
 	if ins := root.Get("instructions"); ins.Type == gjson.String && ins.Str != "" {
 		r.system = append(r.system, ins.Str)
 	}
@@ -341,7 +389,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 					return true
 				})
 			case "function_call":
-				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: it.Get("name").Str, args: it.Get("arguments").Str})
+				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: flatName(it.Get("namespace").Str, it.Get("name").Str), args: it.Get("arguments").Str})
 			case "function_call_output":
 				out := it.Get("output")
 				text := out.Str
@@ -351,6 +399,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 				r.add("user", part{kind: partToolResult, id: it.Get("call_id").Str, text: text})
 			case "reasoning":
 				// Reasoning items from an earlier OpenAI turn have no equivalent upstream.
+				r.drop("input.reasoning")
 			default:
 				perr = badRequest("input: item type %q cannot be translated for this provider", typ)
 			}
@@ -363,21 +412,21 @@ func parseResponsesRequest(body []byte) (*request, error) {
 	r.maxTokens = root.Get("max_output_tokens").Int()
 	r.temperature, r.topP = numRaw(root.Get("temperature")), numRaw(root.Get("top_p"))
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
-		if typ := t.Get("type").Str; typ != "function" {
-			perr = badRequest("tools: tool type %q cannot be translated for this provider", typ)
-			return false
-		}
-		r.tools = append(r.tools, tool{name: t.Get("name").Str, description: t.Get("description").Str, schema: t.Get("parameters").Raw})
+		r.responsesTool(t, "")
 		return true
 	})
-	if perr != nil {
-		return nil, perr
-	}
 	switch tc := root.Get("tool_choice"); {
 	case tc.Type == gjson.String:
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
 	case tc.IsObject() && tc.Get("type").Str == "function":
-		r.choice = toolChoice{mode: "tool", name: tc.Get("name").Str}
+		r.choice = toolChoice{mode: "tool", name: flatName(tc.Get("namespace").Str, tc.Get("name").Str)}
+	case tc.IsObject():
+		r.drop("tool_choice." + tc.Get("type").Str)
+	}
+	r.format = responsesTextFormat(root.Get("text"))
+	r.effort = effortOf(root.Get("reasoning.effort").Str)
+	if root.Get("reasoning.summary").Exists() && root.Get("reasoning.summary").Type != gjson.Null {
+		r.drop("reasoning.summary")
 	}
 	if p := root.Get("parallel_tool_calls"); p.IsBool() {
 		r.parallel = p.Raw

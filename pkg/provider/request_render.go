@@ -136,13 +136,29 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		b = appendKey(b, "stop")
 		b = appendStrings(b, r.stop)
 	}
-	if len(r.tools) > 0 {
+	if r.topK != "" {
+		r.drop("top_k")
+	}
+	nfunc := 0
+	for _, t := range r.tools {
+		if t.hosted != "" {
+			r.drop("tools." + t.hosted) // no hosted tools on chat upstreams
+		} else {
+			nfunc++
+		}
+	}
+	if nfunc > 0 {
 		b = appendKey(b, "tools")
 		b = append(b, '[')
-		for i, t := range r.tools {
-			if i > 0 {
+		first := true
+		for _, t := range r.tools {
+			if t.hosted != "" {
+				continue
+			}
+			if !first {
 				b = append(b, ',')
 			}
+			first = false
 			b = append(b, `{"type":"function","function":{"name":`...)
 			b = appendJSONString(b, t.name)
 			if t.description != "" {
@@ -155,22 +171,31 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		}
 		b = append(b, ']')
 	}
-	switch r.choice.mode {
-	case "auto", "none":
+	switch mode := r.choice.mode; {
+	case nfunc == 0 && mode != "":
+		// only hosted tools were chosen among: nothing left to choose
+	case mode == "auto" || mode == "none":
 		b = appendKey(b, "tool_choice")
 		b = appendJSONString(b, r.choice.mode)
-	case "any":
+	case mode == "any":
 		b = appendKey(b, "tool_choice")
 		b = append(b, `"required"`...)
-	case "tool":
+	case mode == "tool":
 		b = appendKey(b, "tool_choice")
 		b = append(b, `{"type":"function","function":{"name":`...)
 		b = appendJSONString(b, r.choice.name)
 		b = append(b, `}}`...)
 	}
-	if r.parallel != "" && len(r.tools) > 0 {
+	if r.parallel != "" && nfunc > 0 {
 		b = appendKey(b, "parallel_tool_calls")
 		b = append(b, r.parallel...)
+	}
+	if r.format.kind != "" {
+		b = appendResponseFormat(b, r.format)
+	}
+	if r.effort != "" {
+		b = appendKey(b, "reasoning_effort")
+		b = appendJSONString(b, r.effort)
 	}
 	if r.user != "" {
 		b = appendKey(b, "user")
@@ -202,18 +227,38 @@ func appendStrings(b []byte, ss []string) []byte {
 }
 
 // renderMessagesRequest renders the neutral request as an Anthropic Messages request.
-// max_tokens defaults to [DefaultAnthropicMaxTokens]; consecutive messages of one role are
-// merged and empty text blocks dropped (Anthropic rejects both).
-func renderMessagesRequest(r *request, model string) []byte {
+// max_tokens defaults to [DefaultAnthropicMaxTokens] (plus the thinking budget when reasoning
+// is asked, as LiteLLM does); consecutive messages of one role are merged and empty text
+// blocks dropped (Anthropic rejects both). Structured output is output_config.format when
+// nativeJSON (the model has structured outputs), else the forced jsonToolName tool (LiteLLM's
+// map_response_format_to_anthropic_tool; not forced while thinking, which Anthropic refuses
+// with a forced tool), and r.jsonTool is set.
+func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "model")
 	b = appendJSONString(b, model)
 	b = appendKey(b, "max_tokens")
-	if r.maxTokens > 0 {
+	switch {
+	case r.maxTokens > 0:
 		b = appendInt(b, r.maxTokens)
-	} else {
+	case r.effort != "":
+		b = appendInt(b, DefaultAnthropicMaxTokens+thinkingBudget(r.effort))
+	default:
 		b = appendInt(b, DefaultAnthropicMaxTokens)
+	}
+	if r.effort != "" {
+		b = appendKey(b, "thinking")
+		b = append(b, `{"type":"enabled","budget_tokens":`...)
+		b = appendInt(b, thinkingBudget(r.effort))
+		b = append(b, '}')
+	}
+	r.jsonTool = r.format.kind == "json_object" || (r.format.kind == "json_schema" && !nativeJSON)
+	if r.format.kind == "json_schema" && nativeJSON {
+		b = appendKey(b, "output_config")
+		b = append(b, `{"format":{"type":"json_schema","schema":`...)
+		b = append(b, schemaOrEmpty(r.format.schema)...)
+		b = append(b, `}}`...)
 	}
 	if len(r.system) > 0 {
 		b = appendKey(b, "system")
@@ -302,12 +347,21 @@ func renderMessagesRequest(r *request, model string) []byte {
 		b = appendKey(b, "stop_sequences")
 		b = appendStrings(b, r.stop)
 	}
-	if len(r.tools) > 0 && r.choice.mode != "none" {
+	if (len(r.tools) > 0 && r.choice.mode != "none") || r.jsonTool {
 		b = appendKey(b, "tools")
 		b = append(b, '[')
-		for i, t := range r.tools {
-			if i > 0 {
+		n := 0
+		for _, t := range r.tools {
+			if r.choice.mode == "none" {
+				break
+			}
+			if n > 0 {
 				b = append(b, ',')
+			}
+			n++
+			if t.hosted != "" {
+				b = appendAnthropicWebSearch(b, t)
+				continue
 			}
 			b = append(b, `{"name":`...)
 			b = appendJSONString(b, t.name)
@@ -319,9 +373,28 @@ func renderMessagesRequest(r *request, model string) []byte {
 			b = append(b, schemaOrEmpty(t.schema)...)
 			b = append(b, '}')
 		}
+		if r.jsonTool {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":"`+jsonToolName+`","input_schema":`...)
+			if r.format.kind == "json_schema" {
+				b = append(b, schemaOrEmpty(r.format.schema)...)
+			} else {
+				b = append(b, `{"type":"object","properties":{},"additionalProperties":true}`...)
+			}
+			b = append(b, '}')
+		}
 		b = append(b, ']')
 	}
-	if len(r.tools) > 0 && r.choice.mode != "none" && (r.choice.mode != "" || r.parallel == "false") {
+	if r.jsonTool && r.effort == "" {
+		b = appendKey(b, "tool_choice")
+		b = append(b, `{"type":"tool","name":"`+jsonToolName+`"`...)
+		if r.parallel == "false" {
+			b = append(b, `,"disable_parallel_tool_use":true`...)
+		}
+		b = append(b, '}')
+	} else if len(r.tools) > 0 && r.choice.mode != "none" && (r.choice.mode != "" || r.parallel == "false") {
 		mode := r.choice.mode
 		if mode == "" {
 			mode = "auto"

@@ -94,6 +94,7 @@ type block struct {
 	id   string // tool call id
 	name string // tool name
 	args string // tool arguments, JSON text
+	ns   string // the tool's namespace (Responses namespace tools), "" = none
 }
 
 // result is an assistant answer in neutral form.
@@ -365,6 +366,7 @@ type respItem struct {
 	Content   any     `json:"content,omitempty"` // []respTextPart for messages (may be empty), nil for calls
 	CallID    string  `json:"call_id,omitempty"`
 	Name      string  `json:"name,omitempty"`
+	Namespace string  `json:"namespace,omitempty"`
 	Arguments *string `json:"arguments,omitempty"`
 }
 
@@ -412,7 +414,7 @@ type respObject struct {
 func responsesItem(b block, base string, i int, status string) respItem {
 	if b.tool {
 		args := b.args
-		return respItem{ID: itemID("fc", base, i), Type: "function_call", Status: status, CallID: b.id, Name: b.name, Arguments: &args}
+		return respItem{ID: itemID("fc", base, i), Type: "function_call", Status: status, CallID: b.id, Name: b.name, Namespace: b.ns, Arguments: &args}
 	}
 	return respItem{ID: itemID("msg", base, i), Type: "message", Status: status, Role: "assistant",
 		Content: []respTextPart{{Type: "output_text", Text: b.text, Annotations: []any{}, Logprobs: []any{}}}}

@@ -300,15 +300,25 @@ func (r *Router) fail(d *Deployment) {
 // Do sends a non-streaming request for the model group through a deployment, retrying
 // retryable upstream failures on another deployment up to NumRetries times.
 func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, error) {
+	return r.DoWith(ctx, group, in, body, provider.Headers{})
+}
+
+// DoWith is Do with the call's headers (provider.Client.DoWith).
+func (r *Router) DoWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, error) {
 	return attempt(r, ctx, group, in, func(d *Deployment) (*provider.Response, error) {
-		return r.client.Do(ctx, d.Deployment, in, body)
+		return r.client.DoWith(ctx, d.Deployment, in, body, h)
 	})
 }
 
 // Stream opens a streaming request, retrying like Do until the upstream accepted it.
 func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
+	return r.StreamWith(ctx, group, in, body, provider.Headers{})
+}
+
+// StreamWith is Stream with the call's headers (provider.Client.StreamWith).
+func (r *Router) StreamWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, error) {
 	return attempt(r, ctx, group, in, func(d *Deployment) (provider.Stream, error) {
-		return r.client.Stream(ctx, d.Deployment, in, body)
+		return r.client.StreamWith(ctx, d.Deployment, in, body, h)
 	})
 }
 

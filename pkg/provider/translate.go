@@ -1,0 +1,391 @@
+package provider
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// The translation table (docs/api.md "Format translation") in one place: which request
+// fields each inbound format translates, which the gateway consumes itself, and how the
+// cross-format features (structured output, reasoning, hosted and namespace tools) map. A
+// field of the client's request that is neither translated nor consumed is dropped and named
+// in the answer's x-lockstep-dropped header (API.md "Format translation": nothing is dropped
+// silently); one that cannot be honoured at all is a 400 naming it (the parsers).
+
+// DroppedHeader is the answer header naming, comma-separated, what a translated request left
+// out (API.md "Format translation").
+const DroppedHeader = "X-Lockstep-Dropped"
+
+// gatewayFields are request members the gateway itself consumes on every route (LiteLLM
+// proxy parameters): never sent upstream, never reported as dropped.
+var gatewayFields = map[string]bool{
+	"model": true, "stream": true, "metadata": true, "litellm_metadata": true, "guardrails": true,
+	"fallbacks": true, "context_window_fallbacks": true, "tags": true, "num_retries": true,
+	"mock_response": true, "mock_testing_rate_limit_error": true, "mock_timeout": true,
+	"mock_testing_fallbacks": true, "caching": true, "safety_identifier": true,
+}
+
+// chatFields: the chat members parseChatRequest reads (stream_options: include_usage is
+// honoured by the stream renderer).
+var chatFields = fieldSet("messages", "stream_options", "max_tokens", "max_completion_tokens",
+	"temperature", "top_p", "stop", "tools", "tool_choice", "parallel_tool_calls", "user",
+	"response_format", "reasoning_effort", "web_search_options", "n")
+
+// messagesFields: the Anthropic Messages members parseMessagesRequest reads (metadata holds
+// only user_id in Anthropic's API).
+var messagesFields = fieldSet("messages", "system", "max_tokens", "temperature", "top_p", "top_k",
+	"stop_sequences", "tools", "tool_choice", "thinking", "output_config", "output_format")
+
+// responsesFields: the Responses members parseResponsesRequest reads; store false is what the
+// gateway does anyway (it keeps no responses), so only store true is reported.
+var responsesFields = fieldSet("input", "instructions", "max_output_tokens", "temperature", "top_p",
+	"tools", "tool_choice", "parallel_tool_calls", "user", "text", "reasoning",
+	"previous_response_id", "conversation")
+
+func fieldSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names)+len(gatewayFields))
+	for k := range gatewayFields {
+		m[k] = true
+	}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// drop records that translation left name out.
+func (r *request) drop(name string) {
+	for _, d := range r.dropped {
+		if d == name {
+			return
+		}
+	}
+	r.dropped = append(r.dropped, name)
+}
+
+// dropUnknown records every top-level member of root not in known (null members and
+// "store": false are no request).
+func (r *request) dropUnknown(root gjson.Result, known map[string]bool) {
+	root.ForEach(func(k, v gjson.Result) bool {
+		if !known[k.Str] && v.Type != gjson.Null && (k.Str != "store" || v.Type == gjson.True) {
+			r.drop(k.Str)
+		}
+		return true
+	})
+}
+
+// ---- structured output ----
+
+// outputFormat is a request for structured output: kind "json_schema" (schema: the JSON
+// schema text, name and strict as the client gave them) or "json_object" (any JSON object).
+type outputFormat struct {
+	kind   string
+	name   string
+	schema string
+	strict string // raw JSON boolean or ""
+}
+
+// chatResponseFormat reads chat's response_format: {type: json_schema, json_schema: {name,
+// schema, strict}} or {type: json_object}; {type: text} is the default.
+func chatResponseFormat(v gjson.Result) outputFormat {
+	switch v.Get("type").Str {
+	case "json_schema":
+		js := v.Get("json_schema")
+		return outputFormat{kind: "json_schema", name: js.Get("name").Str, schema: js.Get("schema").Raw, strict: boolRaw(js.Get("strict"))}
+	case "json_object":
+		return outputFormat{kind: "json_object"}
+	}
+	return outputFormat{}
+}
+
+// responsesTextFormat reads Responses text.format: {type: json_schema, name, schema, strict}
+// or {type: json_object}.
+func responsesTextFormat(text gjson.Result) outputFormat {
+	f := text.Get("format")
+	switch f.Get("type").Str {
+	case "json_schema":
+		return outputFormat{kind: "json_schema", name: f.Get("name").Str, schema: f.Get("schema").Raw, strict: boolRaw(f.Get("strict"))}
+	case "json_object":
+		return outputFormat{kind: "json_object"}
+	}
+	return outputFormat{}
+}
+
+// messagesOutputFormat reads Anthropic's output_config.format (or the beta output_format):
+// {type: json_schema, schema}.
+func messagesOutputFormat(root gjson.Result) outputFormat {
+	f := root.Get("output_config.format")
+	if !f.Exists() {
+		f = root.Get("output_format")
+	}
+	if f.Get("type").Str == "json_schema" {
+		return outputFormat{kind: "json_schema", schema: f.Get("schema").Raw}
+	}
+	return outputFormat{}
+}
+
+func boolRaw(v gjson.Result) string {
+	if v.IsBool() {
+		return v.Raw
+	}
+	return ""
+}
+
+// jsonToolName is the forced tool carrying structured output to an Anthropic model without
+// native structured outputs (LiteLLM's RESPONSE_FORMAT_TOOL_NAME); its call's input is
+// answered as the message text.
+const jsonToolName = "json_tool_call"
+
+// anthropicNativeJSON reports whether an Anthropic model takes output_config.format
+// (structured outputs: Claude Sonnet 4.5, Opus 4.1, Opus 4.5, Haiku 4.5 and later, per
+// Anthropic's structured outputs guide); older models get the forced tool.
+func anthropicNativeJSON(model string) bool {
+	m := strings.ReplaceAll(model, ".", "-")
+	for _, fam := range [...]string{"sonnet-4-", "opus-4-", "haiku-4-"} {
+		i := strings.Index(m, fam)
+		if i < 0 {
+			continue
+		}
+		minor := m[i+len(fam):]
+		if minor == "" || minor[0] < '0' || minor[0] > '9' {
+			return false
+		}
+		// "opus-4-1…" and any 4-5 or later; a date (sonnet-4-20250514) is 4.0.
+		if len(minor) > 1 && minor[1] >= '0' && minor[1] <= '9' {
+			return false
+		}
+		return minor[0] >= '5' || (fam == "opus-4-" && minor[0] >= '1')
+	}
+	return false
+}
+
+// appendResponseFormat appends chat's response_format for f.
+func appendResponseFormat(b []byte, f outputFormat) []byte {
+	b = appendKey(b, "response_format")
+	if f.kind == "json_object" {
+		return append(b, `{"type":"json_object"}`...)
+	}
+	b = append(b, `{"type":"json_schema","json_schema":{"name":`...)
+	name := f.name
+	if name == "" {
+		name = "response"
+	}
+	b = appendJSONString(b, name)
+	b = append(b, `,"schema":`...)
+	b = append(b, schemaOrEmpty(f.schema)...)
+	if f.strict != "" {
+		b = append(b, `,"strict":`...)
+		b = append(b, f.strict...)
+	}
+	return append(b, `}}`...)
+}
+
+// ---- reasoning ----
+
+// Thinking budgets for reasoning efforts (LiteLLM's DEFAULT_REASONING_EFFORT_*_THINKING_BUDGET).
+const (
+	budgetLow    = 1024
+	budgetMedium = 2048
+	budgetHigh   = 4096
+)
+
+// effortOf normalises an OpenAI reasoning effort: "minimal" counts as "low" (Anthropic's
+// smallest budget is 1024 tokens); "none" and unknown values ask for no reasoning.
+func effortOf(s string) string {
+	switch s {
+	case "minimal", "low":
+		return "low"
+	case "medium", "high":
+		return s
+	}
+	return ""
+}
+
+// effortOfBudget maps Anthropic's thinking {type: enabled, budget_tokens} to an effort, the
+// inverse of thinkingBudget: below 2048 low, below 4096 medium, else high.
+func effortOfBudget(t gjson.Result) string {
+	if t.Get("type").Str != "enabled" {
+		return ""
+	}
+	switch n := t.Get("budget_tokens").Int(); {
+	case n < budgetMedium:
+		return "low"
+	case n < budgetHigh:
+		return "medium"
+	}
+	return "high"
+}
+
+func thinkingBudget(effort string) int64 {
+	switch effort {
+	case "low":
+		return budgetLow
+	case "medium":
+		return budgetMedium
+	}
+	return budgetHigh
+}
+
+// ---- tools ----
+
+// nsName is a namespace tool's namespace and own name.
+type nsName struct{ ns, name string }
+
+// flatName is the name a namespace tool goes upstream under: "<namespace>__<name>" (the
+// characters OpenAI and Anthropic allow in tool names: no dots); name alone without one.
+func flatName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "__" + name
+}
+
+// responsesTool reads one Responses tool (ns: the namespace it is declared in, "" at top
+// level): functions become tools; a namespace's tools are flattened (flatName); web_search
+// is kept for an upstream that runs it; other hosted tools (file_search, code_interpreter,
+// computer use, image_generation, mcp, …) and custom tools are dropped.
+func (r *request) responsesTool(t gjson.Result, ns string) {
+	switch typ := t.Get("type").Str; typ {
+	case "function":
+		name := t.Get("name").Str
+		if ns != "" {
+			if r.ns == nil {
+				r.ns = map[string]nsName{}
+			}
+			r.ns[flatName(ns, name)] = nsName{ns: ns, name: name}
+			name = flatName(ns, name)
+		}
+		r.tools = append(r.tools, tool{name: name, description: t.Get("description").Str, schema: t.Get("parameters").Raw})
+	case "namespace":
+		name := t.Get("name").Str
+		t.Get("tools").ForEach(func(_, nt gjson.Result) bool {
+			r.responsesTool(nt, name)
+			return true
+		})
+	case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
+		// external_web_access false asks for cached results only; Anthropic's search is live,
+		// so granting it would widen what the client allowed: dropped.
+		if t.Get("external_web_access").Type == gjson.False {
+			r.drop("tools." + typ)
+			return
+		}
+		r.tools = append(r.tools, tool{hosted: "web_search", location: t.Get("user_location").Raw})
+	default:
+		r.drop("tools." + typ)
+	}
+}
+
+// appendAnthropicWebSearch appends Anthropic's web search server tool
+// (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool), as
+// LiteLLM's map_web_search_tool: user_location's city, region, country and timezone kept.
+func appendAnthropicWebSearch(b []byte, t tool) []byte {
+	b = append(b, `{"type":"web_search_20250305","name":"web_search"`...)
+	if loc := gjson.Parse(t.location); loc.IsObject() {
+		b = append(b, `,"user_location":{"type":"approximate"`...)
+		for _, k := range [...]string{"city", "region", "country", "timezone"} {
+			if v := loc.Get(k); v.Type == gjson.String {
+				b = appendKey(b, k)
+				b = appendJSONString(b, v.Str)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// ---- answers ----
+
+// xlate is what translating a request decided that its answer needs: the fields dropped
+// (for the header), the namespace tools to restore, and whether structured output comes
+// back as the forced tool's call.
+type xlate struct {
+	dropped  []string
+	ns       map[string]nsName
+	jsonTool bool
+}
+
+func (x *xlate) setHeader(h http.Header) {
+	if x == nil || h == nil || len(x.dropped) == 0 {
+		return
+	}
+	h[DroppedHeader] = []string{strings.Join(x.dropped, ",")}
+}
+
+// fixResult rewrites an upstream answer for the client: the forced structured-output tool's
+// call becomes the message text (LiteLLM's _transform_response_for_json_mode; the stop
+// reason a natural end), flattened namespace tool names are split back.
+func (x *xlate) fixResult(res *result) {
+	if x == nil {
+		return
+	}
+	for i := range res.blocks {
+		b := &res.blocks[i]
+		if !b.tool {
+			continue
+		}
+		if x.jsonTool && b.name == jsonToolName {
+			*b = block{text: b.args}
+			if res.stop == stopTool {
+				res.stop = stopEnd
+			}
+			continue
+		}
+		if n, ok := x.ns[b.name]; ok {
+			b.ns, b.name = n.ns, n.name
+		}
+	}
+}
+
+// renderer wraps r so that a stream is fixed as fixResult fixes an answer; r itself when
+// nothing needs fixing.
+func (x *xlate) renderer(r renderer) renderer {
+	if x == nil || (!x.jsonTool && len(x.ns) == 0) {
+		return r
+	}
+	return &fixRenderer{renderer: r, x: x}
+}
+
+// fixRenderer streams the forced structured-output tool's arguments as text and restores
+// namespace tool names (Responses output items get their "namespace" member).
+type fixRenderer struct {
+	renderer
+	x      *xlate
+	asText bool // the open tool call is the structured-output tool
+	sawJS  bool // a structured-output call was streamed as text
+}
+
+func (f *fixRenderer) toolStart(b []byte, id, name string) []byte {
+	f.asText = f.x.jsonTool && name == jsonToolName
+	if f.asText {
+		f.sawJS = true
+		return b
+	}
+	if n, ok := f.x.ns[name]; ok {
+		if rr, ok := f.renderer.(*responsesRenderer); ok {
+			return rr.addItem(b, block{tool: true, id: id, name: n.name, ns: n.ns})
+		}
+		name = n.name
+	}
+	return f.renderer.toolStart(b, id, name)
+}
+
+func (f *fixRenderer) toolArgs(b []byte, delta string) []byte {
+	if f.asText {
+		return f.renderer.text(b, delta)
+	}
+	return f.renderer.toolArgs(b, delta)
+}
+
+func (f *fixRenderer) text(b []byte, delta string) []byte {
+	f.asText = false
+	return f.renderer.text(b, delta)
+}
+
+func (f *fixRenderer) finish(b []byte, stop stopReason, stopSeq string, u usage) []byte {
+	if f.sawJS && stop == stopTool {
+		stop = stopEnd
+	}
+	return f.renderer.finish(b, stop, stopSeq, u)
+}
