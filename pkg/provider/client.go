@@ -240,6 +240,11 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 		return nil, nil, err
 	}
 	r.stream = stream
+	if bytes.Contains(body, cacheControlKey) {
+		// cache breakpoints have no place in the translated request (OpenAI-format
+		// upstreams cache prompts by themselves)
+		r.drop("cache_control")
+	}
 	var b []byte
 	switch up {
 	case formatNative:
@@ -262,6 +267,8 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	}
 	return b, x, nil
 }
+
+var cacheControlKey = []byte(`"cache_control"`)
 
 // passBody is the body of a passed-through request: "model" replaced (and "stream" set as
 // asked), Claude on Vertex in its rawPredict shape.

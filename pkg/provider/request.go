@@ -246,6 +246,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 			if t := contentText(content); t != "" {
 				r.system = append(r.system, t)
 			}
+			r.dropSystemTurnExtras(m)
 			return true
 		}
 		if role != "user" && role != "assistant" {
@@ -307,13 +308,16 @@ func parseMessagesRequest(body []byte) (*request, error) {
 	r.format = messagesOutputFormat(root)
 	if oc := root.Get("output_config"); oc.IsObject() {
 		oc.ForEach(func(k, _ gjson.Result) bool {
-			if k.Str != "format" {
+			if k.Str != "format" && k.Str != "effort" {
 				r.drop("output_config." + k.Str)
 			}
 			return true
 		})
 	}
 	r.effort = effortOfBudget(root.Get("thinking"))
+	if e := root.Get("output_config.effort").Str; r.effort == "" && e != "" {
+		r.effort = effortOfOutputConfig(e)
+	}
 	if tc := root.Get("tool_choice"); tc.IsObject() {
 		r.choice = toolChoice{mode: tc.Get("type").Str, name: tc.Get("name").Str}
 		if tc.Get("disable_parallel_tool_use").Bool() {

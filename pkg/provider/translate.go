@@ -218,6 +218,18 @@ func effortOfBudget(t gjson.Result) string {
 	return "high"
 }
 
+// effortOfOutputConfig maps Anthropic's output_config.effort (low, medium, high, xhigh,
+// max) to a reasoning effort: the three shared levels as they are, the higher ones high.
+func effortOfOutputConfig(e string) string {
+	switch e {
+	case "low", "medium", "high":
+		return e
+	case "xhigh", "max":
+		return "high"
+	}
+	return ""
+}
+
 func thinkingBudget(effort string) int64 {
 	switch effort {
 	case "low":
@@ -226,6 +238,23 @@ func thinkingBudget(effort string) int64 {
 		return budgetMedium
 	}
 	return budgetHigh
+}
+
+// dropSystemTurnExtras records what folding a system turn of messages into the system prompt
+// leaves out: its per-turn members (clear_at, output_config) and non-text blocks.
+func (r *request) dropSystemTurnExtras(m gjson.Result) {
+	m.ForEach(func(k, v gjson.Result) bool {
+		if k.Str != "role" && k.Str != "content" && v.Type != gjson.Null {
+			r.drop("messages.system." + k.Str)
+		}
+		return true
+	})
+	m.Get("content").ForEach(func(_, b gjson.Result) bool {
+		if typ := b.Get("type").Str; typ != "text" {
+			r.drop("messages.system.content." + typ)
+		}
+		return true
+	})
 }
 
 // ---- tools ----
