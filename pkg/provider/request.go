@@ -206,8 +206,10 @@ func parseChatRequest(body []byte) (*request, error) {
 	switch tc := root.Get("tool_choice"); {
 	case tc.Type == gjson.String:
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
-	case tc.IsObject():
+	case tc.IsObject() && tc.Get("type").Str == "function":
 		r.choice = toolChoice{mode: "tool", name: tc.Get("function.name").Str}
+	case tc.IsObject():
+		r.drop("tool_choice." + tc.Get("type").Str) // allowed_tools, custom: no equivalent
 	}
 	if p := root.Get("parallel_tool_calls"); p.IsBool() {
 		r.parallel = p.Raw

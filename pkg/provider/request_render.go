@@ -343,9 +343,9 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 		b = appendKey(b, "top_k")
 		b = append(b, r.topK...)
 	}
-	if len(r.stop) > 0 {
+	if stops := anthropicStops(r); len(stops) > 0 {
 		b = appendKey(b, "stop_sequences")
-		b = appendStrings(b, r.stop)
+		b = appendStrings(b, stops)
 	}
 	if (len(r.tools) > 0 && r.choice.mode != "none") || r.jsonTool {
 		b = appendKey(b, "tools")
@@ -411,7 +411,9 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 		}
 		b = append(b, '}')
 	}
-	if r.user != "" {
+	if r.user != "" && strings.Contains(r.user, "@") {
+		r.drop("user") // Anthropic refuses an email as metadata.user_id (LiteLLM's _valid_user_id)
+	} else if r.user != "" {
 		b = appendKey(b, "metadata")
 		b = append(b, `{"user_id":`...)
 		b = appendJSONString(b, r.user)

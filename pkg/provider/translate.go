@@ -257,6 +257,25 @@ func (r *request) dropSystemTurnExtras(m gjson.Result) {
 	})
 }
 
+// anthropicStops is r.stop without whitespace-only sequences, which Anthropic refuses
+// (LiteLLM's _map_stop_sequences drops them too); dropping one is reported as "stop".
+func anthropicStops(r *request) []string {
+	for i, s := range r.stop {
+		if strings.TrimSpace(s) != "" {
+			continue
+		}
+		out := append([]string(nil), r.stop[:i]...)
+		for _, s := range r.stop[i:] {
+			if strings.TrimSpace(s) != "" {
+				out = append(out, s)
+			}
+		}
+		r.drop("stop")
+		return out
+	}
+	return r.stop
+}
+
 // ---- tools ----
 
 // nsName is a namespace tool's namespace and own name.

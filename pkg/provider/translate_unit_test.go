@@ -1,0 +1,193 @@
+package provider
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// translateFor translates body (format in) for a deployment of litellm model, as a call would:
+// the upstream body and the names dropped.
+func translateFor(t *testing.T, model string, in Format, body string) (gjson.Result, []string) {
+	t.Helper()
+	d, err := NewDeployment("id", "g", []byte(`{"model":"`+model+`","api_key":"k","api_base":"http://127.0.0.1:1"}`))
+	require.NoError(t, err)
+	up, pass, err := plan(d, in)
+	require.NoError(t, err)
+	require.False(t, pass, "a translated pair")
+	b, x, err := upstreamBody(d, in, up, pass, StreamRequested([]byte(body)), []byte(body))
+	require.NoError(t, err, body)
+	require.True(t, gjson.ValidBytes(b), "%s", b)
+	var dropped []string
+	if x != nil {
+		dropped = x.dropped
+	}
+	return gjson.ParseBytes(b), dropped
+}
+
+// The translation table of docs/api.md, row by row.
+func TestTranslationTable(t *testing.T) {
+	t.Parallel()
+	const claude, claude35, gpt = "anthropic/claude-sonnet-4-5", "anthropic/claude-3-5-sonnet-20241022", "openai/gpt-4o"
+	for _, c := range []struct {
+		name, model string
+		in          Format
+		body        string
+		want        map[string]string // gjson path → raw JSON ("" = absent)
+		dropped     []string
+	}{
+		{name: "messages system turn folded", model: gpt, in: FormatMessages,
+			body: `{"model":"g","max_tokens":5,"system":"top","messages":[{"role":"system","content":[{"type":"text","text":"env"}],"clear_at":"never"},{"role":"user","content":"hi"}]}`,
+			want: map[string]string{"messages.0.content": `"top"`, "messages.1.role": `"system"`, "messages.1.content": `"env"`, "messages.2.role": `"user"`},
+			dropped: []string{"messages.system.clear_at"}},
+		{name: "chat developer role to anthropic system", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"developer","content":"dev"},{"role":"user","content":"hi"}]}`,
+			want: map[string]string{"system": `"dev"`, "messages.#": `1`}},
+		{name: "responses developer to chat system", model: "groq/m", in: FormatResponses,
+			body: `{"model":"g","input":[{"role":"developer","content":"dev"},{"role":"user","content":"hi"}]}`,
+			want: map[string]string{"messages.0.role": `"system"`, "messages.0.content": `"dev"`}},
+		{name: "chat json_schema to native structured outputs", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}}`,
+			want: map[string]string{"output_config": `{"format":{"type":"json_schema","schema":{"type":"object"}}}`, "tools": ""}},
+		{name: "chat json_object to forced tool", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`,
+			want: map[string]string{"tools.0.name": `"json_tool_call"`, "tool_choice": `{"type":"tool","name":"json_tool_call"}`, "output_config": ""}},
+		{name: "chat json_schema to older claude: forced tool", model: claude35, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string"}}}}}}`,
+			want: map[string]string{"tools.#": `2`, "tools.0.name": `"f"`, "tools.1": `{"name":"json_tool_call","input_schema":{"type":"object","properties":{"a":{"type":"string"}}}}`, "tool_choice.name": `"json_tool_call"`}},
+		{name: "responses text.format to chat response_format", model: "groq/m", in: FormatResponses,
+			body: `{"model":"g","input":"hi","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":false}}}`,
+			want: map[string]string{"response_format": `{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":false}}`}},
+		{name: "messages output_config.format to chat", model: gpt, in: FormatMessages,
+			body: `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}}`,
+			want: map[string]string{"response_format": `{"type":"json_schema","json_schema":{"name":"response","schema":{"type":"object"}}}`}},
+		{name: "reasoning_effort to thinking budget", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"medium"}`,
+			want: map[string]string{"thinking": `{"type":"enabled","budget_tokens":2048}`, "max_tokens": `6144`}},
+		{name: "responses reasoning.effort to thinking", model: claude, in: FormatResponses,
+			body: `{"model":"g","input":"hi","max_output_tokens":9000,"reasoning":{"effort":"high","summary":"auto"}}`,
+			want: map[string]string{"thinking.budget_tokens": `4096`, "max_tokens": `9000`}, dropped: []string{"reasoning.summary"}},
+		{name: "thinking budget to reasoning_effort", model: gpt, in: FormatMessages,
+			body: `{"model":"g","max_tokens":5000,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1024}}`,
+			want: map[string]string{"reasoning_effort": `"low"`, "max_completion_tokens": `5000`}},
+		{name: "output_config.effort to reasoning_effort", model: gpt, in: FormatMessages,
+			body: `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"effort":"max"}}`,
+			want: map[string]string{"reasoning_effort": `"high"`}},
+		{name: "tool_choice required to any, parallel off", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","parallel_tool_calls":false}`,
+			want: map[string]string{"tool_choice": `{"type":"any","disable_parallel_tool_use":true}`}},
+		{name: "tool_choice named tool to chat", model: gpt, in: FormatMessages,
+			body: `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}}`,
+			want: map[string]string{"tool_choice": `{"type":"function","function":{"name":"f"}}`}},
+		{name: "tool_choice none to anthropic: no tools", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`,
+			want: map[string]string{"tools": "", "tool_choice": ""}},
+		{name: "chat allowed_tools choice dropped", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}}`,
+			want: map[string]string{"tool_choice": ""}, dropped: []string{"tool_choice.allowed_tools"}},
+		{name: "stop to stop_sequences, whitespace dropped", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"stop":["END"," "]}`,
+			want: map[string]string{"stop_sequences": `["END"]`}, dropped: []string{"stop"}},
+		{name: "max_completion_tokens to max_tokens", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":77,"max_tokens":5}`,
+			want: map[string]string{"max_tokens": `77`}},
+		{name: "chat fields without an Anthropic equivalent dropped", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"seed":1,"logprobs":true,"top_logprobs":2,"n":2,"frequency_penalty":0.5,"metadata":{"a":"b"},"user":"u1","service_tier":null}`,
+			want:    map[string]string{"metadata": `{"user_id":"u1"}`},
+			dropped: []string{"seed", "logprobs", "top_logprobs", "frequency_penalty", "n"}},
+		{name: "email user dropped for anthropic", model: claude, in: FormatChat,
+			body:    `{"model":"g","messages":[{"role":"user","content":"hi"}],"user":"a@b.c"}`,
+			want:    map[string]string{"metadata": ""},
+			dropped: []string{"user"}},
+		{name: "top_k to chat dropped", model: gpt, in: FormatMessages,
+			body:    `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"top_k":3,"metadata":{"user_id":"u"}}`,
+			want:    map[string]string{"user": `"u"`, "top_k": ""},
+			dropped: []string{"top_k"}},
+		{name: "anthropic server tools to chat dropped", model: gpt, in: FormatMessages,
+			body:    `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"f","input_schema":{"type":"object"}}]}`,
+			want:    map[string]string{"tools.#": `1`, "tools.0.function.name": `"f"`},
+			dropped: []string{"tools.web_search_20250305"}},
+		{name: "thinking history to chat dropped, cache_control reported", model: gpt, in: FormatMessages,
+			body:    `{"model":"g","max_tokens":5,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"x"},{"type":"text","text":"a"}]},{"role":"user","content":"again"}]}`,
+			want:    map[string]string{"messages.2.content": `"a"`},
+			dropped: []string{"messages.content.thinking", "cache_control"}},
+		{name: "responses hosted tools: web_search kept, others dropped", model: claude, in: FormatResponses,
+			body:    `{"model":"g","input":"hi","store":false,"include":["reasoning.encrypted_content"],"tools":[{"type":"web_search"},{"type":"file_search","vector_store_ids":["v"]},{"type":"code_interpreter","container":{"type":"auto"}},{"type":"computer_use_preview","display_width":1,"display_height":1,"environment":"linux"}]}`,
+			want:    map[string]string{"tools": `[{"type":"web_search_20250305","name":"web_search"}]`},
+			dropped: []string{"include", "tools.file_search", "tools.code_interpreter", "tools.computer_use_preview"}},
+		{name: "responses web_search to a chat upstream dropped", model: "groq/m", in: FormatResponses,
+			body:    `{"model":"g","input":"hi","tools":[{"type":"web_search"},{"type":"function","name":"f"}],"tool_choice":"auto"}`,
+			want:    map[string]string{"tools.#": `1`, "tool_choice": `"auto"`},
+			dropped: []string{"tools.web_search"}},
+		{name: "chat web_search_options to anthropic web search", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"web_search_options":{"user_location":{"type":"approximate","approximate":{"city":"Berlin"}}}}`,
+			want: map[string]string{"tools": `[{"type":"web_search_20250305","name":"web_search","user_location":{"type":"approximate","city":"Berlin"}}]`}},
+		{name: "namespace tools flattened, named choice too", model: claude, in: FormatResponses,
+			body: `{"model":"g","input":"hi","tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"a"}]}],"tool_choice":{"type":"function","namespace":"ns","name":"a"}}`,
+			want: map[string]string{"tools.0.name": `"ns__a"`, "tool_choice": `{"type":"tool","name":"ns__a"}`}},
+		{name: "gemini: structured output and reasoning reported", model: "gemini/gemini-2.5-pro", in: FormatChat,
+			body:    `{"model":"g","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"reasoning_effort":"low"}`,
+			dropped: []string{"response_format", "reasoning"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, dropped := translateFor(t, c.model, c.in, c.body)
+			for path, want := range c.want {
+				got := out.Get(path)
+				if want == "" {
+					require.False(t, got.Exists(), "%s: %s", path, out.Raw)
+					continue
+				}
+				require.JSONEq(t, want, got.Raw, "%s: %s", path, out.Raw)
+			}
+			require.Equal(t, c.dropped, dropped, out.Raw)
+		})
+	}
+}
+
+func TestAnthropicNativeJSON(t *testing.T) {
+	t.Parallel()
+	for model, want := range map[string]bool{
+		"claude-sonnet-4-5": true, "claude-sonnet-4-5-20250929": true, "claude-opus-4-1-20250805": true,
+		"claude-opus-4-5": true, "claude-haiku-4-5": true, "claude-opus-4-6": true, "claude-sonnet-4.5": true,
+		"claude-sonnet-4-20250514": false, "claude-opus-4-20250514": false, "claude-3-5-sonnet-20241022": false,
+		"claude-3-7-sonnet-latest": false, "claude-sonnet-4-0": false, "claude-sonnet-4": false,
+	} {
+		require.Equal(t, want, anthropicNativeJSON(model), model)
+	}
+}
+
+// The forced structured-output tool's call comes back as text with a natural stop; namespace
+// tool calls under the client's names.
+func TestFixResult(t *testing.T) {
+	t.Parallel()
+	x := &xlate{jsonTool: true, ns: map[string]nsName{"ns__a": {ns: "ns", name: "a"}}}
+	res := &result{blocks: []block{{tool: true, name: jsonToolName, args: `{"a":1}`}}, stop: stopTool}
+	x.fixResult(res)
+	require.Equal(t, []block{{text: `{"a":1}`}}, res.blocks)
+	require.Equal(t, stopEnd, res.stop)
+	res = &result{blocks: []block{{tool: true, id: "c", name: "ns__a", args: `{}`}}, stop: stopTool}
+	x.fixResult(res)
+	require.Equal(t, stopTool, res.stop)
+	body := gjson.ParseBytes(renderResponses(res, 1))
+	require.Equal(t, "a", body.Get("output.0.name").Str)
+	require.Equal(t, "ns", body.Get("output.0.namespace").Str)
+
+	// streamed: the tool's argument deltas are text deltas
+	r := x.renderer(newRenderer(FormatChat, false))
+	b := r.start(nil, "id", "m", usage{})
+	b = r.toolStart(b, "t", jsonToolName)
+	b = r.toolArgs(b, `{"a":`)
+	b = r.toolArgs(b, `1}`)
+	b = r.finish(b, stopTool, "", usage{})
+	s := string(b)
+	require.Contains(t, s, `"content":"{\"a\":"`)
+	require.NotContains(t, s, "tool_calls")
+	require.Contains(t, s, `"finish_reason":"stop"`)
+
+	h := http.Header{}
+	(&xlate{dropped: []string{"seed", "n"}}).setHeader(h)
+	require.Equal(t, "seed,n", h.Get("x-lockstep-dropped"))
+	(*xlate)(nil).setHeader(h)
+}
