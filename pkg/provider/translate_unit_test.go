@@ -39,8 +39,8 @@ func TestTranslationTable(t *testing.T) {
 		dropped     []string
 	}{
 		{name: "messages system turn folded", model: gpt, in: FormatMessages,
-			body: `{"model":"g","max_tokens":5,"system":"top","messages":[{"role":"system","content":[{"type":"text","text":"env"}],"clear_at":"never"},{"role":"user","content":"hi"}]}`,
-			want: map[string]string{"messages.0.content": `"top"`, "messages.1.role": `"system"`, "messages.1.content": `"env"`, "messages.2.role": `"user"`},
+			body:    `{"model":"g","max_tokens":5,"system":"top","messages":[{"role":"system","content":[{"type":"text","text":"env"}],"clear_at":"never"},{"role":"user","content":"hi"}]}`,
+			want:    map[string]string{"messages.0.content": `"top"`, "messages.1.role": `"system"`, "messages.1.content": `"env"`, "messages.2.role": `"user"`},
 			dropped: []string{"messages.system.clear_at"}},
 		{name: "chat developer role to anthropic system", model: claude, in: FormatChat,
 			body: `{"model":"g","messages":[{"role":"developer","content":"dev"},{"role":"user","content":"hi"}]}`,
@@ -94,7 +94,7 @@ func TestTranslationTable(t *testing.T) {
 			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":77,"max_tokens":5}`,
 			want: map[string]string{"max_tokens": `77`}},
 		{name: "chat fields without an Anthropic equivalent dropped", model: claude, in: FormatChat,
-			body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"seed":1,"logprobs":true,"top_logprobs":2,"n":2,"frequency_penalty":0.5,"metadata":{"a":"b"},"user":"u1","service_tier":null}`,
+			body:    `{"model":"g","messages":[{"role":"user","content":"hi"}],"seed":1,"logprobs":true,"top_logprobs":2,"n":2,"frequency_penalty":0.5,"metadata":{"a":"b"},"user":"u1","service_tier":null}`,
 			want:    map[string]string{"metadata": `{"user_id":"u1"}`},
 			dropped: []string{"seed", "logprobs", "top_logprobs", "frequency_penalty", "n"}},
 		{name: "email user dropped for anthropic", model: claude, in: FormatChat,
