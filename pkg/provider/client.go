@@ -248,8 +248,9 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	var b []byte
 	switch up {
 	case formatNative:
-		dropNative(r)
-		b, err = d.native.request(d, r)
+		if err = dropNative(d, r); err == nil {
+			b, err = d.native.request(d, r)
+		}
 	case FormatMessages:
 		b = renderMessagesRequest(r, d.Model, !d.vertexAnthropic && anthropicNativeJSON(d.Model))
 		if d.vertexAnthropic {
@@ -290,8 +291,15 @@ func passBody(d *Deployment, in Format, stream bool, body []byte) ([]byte, error
 }
 
 // dropNative records what the native translations (Gemini, Bedrock Converse, Ollama) do not
-// carry: structured output, reasoning, hosted tools, top_k where the API has none is theirs.
-func dropNative(r *request) {
+// carry: structured output, reasoning, hosted tools; documents are refused (400).
+func dropNative(d *Deployment, r *request) error {
+	for _, m := range r.messages {
+		for _, p := range m.parts {
+			if p.kind == partDocument {
+				return badRequest("messages: documents cannot be translated for provider %s", d.Provider)
+			}
+		}
+	}
 	switch r.format.kind {
 	case "json_schema", "json_object":
 		r.drop("response_format")
@@ -304,6 +312,7 @@ func dropNative(r *request) {
 			r.drop("tools." + t.hosted)
 		}
 	}
+	return nil
 }
 
 func (d *Deployment) url(up Format, stream bool) string {

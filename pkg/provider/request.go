@@ -20,6 +20,7 @@ const (
 	partImage
 	partToolUse
 	partToolResult
+	partDocument // a file (PDF, text): url is a data: URL or an http(s) URL, name its filename
 )
 
 type part struct {
@@ -153,6 +154,13 @@ func parseChatRequest(body []byte) (*request, error) {
 					r.add("user", part{kind: partText, text: p.Get("text").Str})
 				case "image_url":
 					r.add("user", part{kind: partImage, url: p.Get("image_url.url").Str})
+				case "file":
+					f := p.Get("file")
+					if f.Get("file_data").Str == "" {
+						perr = badRequest("messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data")
+						return false
+					}
+					r.add("user", part{kind: partDocument, url: f.Get("file_data").Str, name: f.Get("filename").Str})
 				default:
 					perr = badRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
 					return false
@@ -281,6 +289,29 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				r.add(role, part{kind: partToolUse, id: b.Get("id").Str, name: b.Get("name").Str, args: args})
 			case "tool_result":
 				r.add(role, part{kind: partToolResult, id: b.Get("tool_use_id").Str, text: contentText(b.Get("content")), err: b.Get("is_error").Bool()})
+				// Images in a tool result follow it in the user turn (chat tool messages carry
+				// text only).
+				b.Get("content").ForEach(func(_, c gjson.Result) bool {
+					if c.Get("type").Str == "image" {
+						if u := anthropicSourceURL(c.Get("source")); u != "" {
+							r.add(role, part{kind: partImage, url: u})
+						}
+					}
+					return true
+				})
+			case "document":
+				src := b.Get("source")
+				switch src.Get("type").Str {
+				case "base64", "url":
+					r.add(role, part{kind: partDocument, url: anthropicSourceURL(src), name: b.Get("title").Str})
+				case "text":
+					r.add(role, part{kind: partText, text: src.Get("data").Str})
+				default:
+					perr = badRequest("messages: document source type %q cannot be translated for this provider", src.Get("type").Str)
+				}
+			case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result":
+				// an Anthropic server tool's earlier turn: nothing an OpenAI-format model can read
+				r.drop("messages.content." + typ)
 			case "thinking", "redacted_thinking":
 				// Reasoning from an earlier Anthropic turn has no chat equivalent (LiteLLM drops it too).
 				r.drop("messages.content." + typ)
@@ -381,6 +412,16 @@ func parseResponsesRequest(body []byte) (*request, error) {
 						r.add(role, part{kind: partText, text: c.Get("text").Str})
 					case "refusal":
 						r.add(role, part{kind: partText, text: c.Get("refusal").Str})
+					case "input_file":
+						u := c.Get("file_data").Str
+						if u == "" {
+							u = c.Get("file_url").Str
+						}
+						if u == "" {
+							perr = badRequest("input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url")
+							return false
+						}
+						r.add(role, part{kind: partDocument, url: u, name: c.Get("filename").Str})
 					case "input_image":
 						u := c.Get("image_url").Str
 						if u == "" {

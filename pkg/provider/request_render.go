@@ -105,6 +105,11 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 					b = append(b, `{"type":"image_url","image_url":{"url":`...)
 					b = appendJSONString(b, p.url)
 					b = append(b, `}}`...)
+				} else if p.kind == partDocument {
+					var ok bool
+					if b, ok = appendChatFile(b, r, p); !ok {
+						b = append(b, `{"type":"text","text":""}`...)
+					}
 				} else {
 					b = append(b, `{"type":"text","text":`...)
 					b = appendJSONString(b, p.text)
@@ -304,6 +309,8 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				b = append(b, '}')
 			case partImage:
 				b = appendAnthropicImage(b, p.url)
+			case partDocument:
+				b = appendAnthropicDocument(b, p)
 			case partToolUse:
 				b = append(b, `{"type":"tool_use","id":`...)
 				b = appendJSONString(b, p.id)

@@ -276,6 +276,59 @@ func anthropicStops(r *request) []string {
 	return r.stop
 }
 
+// ---- content ----
+
+// anthropicSourceURL is an Anthropic image or document source as a URL: base64 → data: URL,
+// url as it is; "" for other sources.
+func anthropicSourceURL(src gjson.Result) string {
+	switch src.Get("type").Str {
+	case "base64":
+		return "data:" + src.Get("media_type").Str + ";base64," + src.Get("data").Str
+	case "url":
+		return src.Get("url").Str
+	}
+	return ""
+}
+
+// appendChatFile appends a chat file part for a document (data: URLs only: chat takes no
+// file URLs — a URL document is dropped, reported as "messages.content.document").
+func appendChatFile(b []byte, r *request, p part) ([]byte, bool) {
+	if !strings.HasPrefix(p.url, "data:") {
+		r.drop("messages.content.document")
+		return b, false
+	}
+	b = append(b, `{"type":"file","file":{"file_data":`...)
+	b = appendJSONString(b, p.url)
+	if p.name != "" {
+		b = append(b, `,"filename":`...)
+		b = appendJSONString(b, p.name)
+	}
+	return append(b, `}}`...), true
+}
+
+// appendAnthropicDocument appends a document block
+// (https://docs.anthropic.com/en/docs/build-with-claude/pdf-support): a base64 source from a
+// data: URL, else a url source.
+func appendAnthropicDocument(b []byte, p part) []byte {
+	b = append(b, `{"type":"document","source":`...)
+	rest, _ := strings.CutPrefix(p.url, "data:")
+	if meta, data, ok := strings.Cut(rest, ","); ok && len(rest) < len(p.url) && strings.HasSuffix(meta, ";base64") {
+		b = append(b, `{"type":"base64","media_type":`...)
+		b = appendJSONString(b, strings.TrimSuffix(meta, ";base64"))
+		b = append(b, `,"data":`...)
+		b = appendJSONString(b, data)
+	} else {
+		b = append(b, `{"type":"url","url":`...)
+		b = appendJSONString(b, p.url)
+	}
+	b = append(b, '}')
+	if p.name != "" {
+		b = append(b, `,"title":`...)
+		b = appendJSONString(b, p.name)
+	}
+	return append(b, '}')
+}
+
 // ---- tools ----
 
 // nsName is a namespace tool's namespace and own name.

@@ -127,6 +127,19 @@ func TestTranslationTable(t *testing.T) {
 		{name: "namespace tools flattened, named choice too", model: claude, in: FormatResponses,
 			body: `{"model":"g","input":"hi","tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"a"}]}],"tool_choice":{"type":"function","namespace":"ns","name":"a"}}`,
 			want: map[string]string{"tools.0.name": `"ns__a"`, "tool_choice": `{"type":"tool","name":"ns__a"}`}},
+		{name: "chat PDF file part to anthropic document", model: claude, in: FormatChat,
+			body: `{"model":"g","messages":[{"role":"user","content":[{"type":"text","text":"read"},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"a.pdf"}}]}]}`,
+			want: map[string]string{"messages.0.content.1": `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="},"title":"a.pdf"}`}},
+		{name: "anthropic document to chat file part, tool result image follows", model: gpt, in: FormatMessages,
+			body: `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="},"title":"a.pdf"}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"shot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]}]}]}`,
+			want: map[string]string{"messages.0.content.0": `{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"a.pdf"}}`,
+				"messages.2": `{"role":"tool","tool_call_id":"t1","content":"see"}`, "messages.3.content.0.image_url.url": `"data:image/png;base64,iVBO"`}},
+		{name: "responses input_file url to anthropic document", model: claude, in: FormatResponses,
+			body: `{"model":"g","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]}`,
+			want: map[string]string{"messages.0.content.0": `{"type":"document","source":{"type":"url","url":"https://x/a.pdf"}}`}},
+		{name: "anthropic document url to chat dropped", model: gpt, in: FormatMessages,
+			body:    `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"read"},{"type":"document","source":{"type":"url","url":"https://x/a.pdf"}}]}]}`,
+			dropped: []string{"messages.content.document"}},
 		{name: "gemini: structured output and reasoning reported", model: "gemini/gemini-2.5-pro", in: FormatChat,
 			body:    `{"model":"g","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"reasoning_effort":"low"}`,
 			dropped: []string{"response_format", "reasoning"}},
@@ -190,4 +203,36 @@ func TestFixResult(t *testing.T) {
 	(&xlate{dropped: []string{"seed", "n"}}).setHeader(h)
 	require.Equal(t, "seed,n", h.Get("x-lockstep-dropped"))
 	(*xlate)(nil).setHeader(h)
+}
+
+// What cannot be honoured is a 400 naming it, no upstream call.
+func TestTranslationRefusals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		model string
+		in    Format
+		body  string
+		msg   string
+	}{
+		{"anthropic/claude-sonnet-4-5", FormatChat, `{"model":"g","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`,
+			"messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data"},
+		{"anthropic/claude-sonnet-4-5", FormatResponses, `{"model":"g","input":[{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}]}`,
+			"input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url"},
+		{"gemini/gemini-2.5-pro", FormatMessages, `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="}}]}]}`,
+			"messages: documents cannot be translated for provider gemini"},
+		{"openai/gpt-4o", FormatMessages, `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":[{"type":"search_result","source":"s","title":"t","content":[]}]}]}`,
+			`messages: content block type "search_result" cannot be translated for this provider`},
+		{"anthropic/claude-sonnet-4-5", FormatResponses, `{"model":"g","input":"hi","previous_response_id":"resp_1"}`,
+			"previous_response_id is not supported by this model's provider (the gateway does not store responses)"},
+	} {
+		d, err := NewDeployment("id", "g", []byte(`{"model":"`+c.model+`","api_key":"k","api_base":"http://127.0.0.1:1"}`))
+		require.NoError(t, err)
+		up, pass, err := plan(d, c.in)
+		require.NoError(t, err)
+		_, _, err = upstreamBody(d, c.in, up, pass, false, []byte(c.body))
+		var ue *UpstreamError
+		require.ErrorAs(t, err, &ue, c.body)
+		require.Equal(t, 400, ue.Status)
+		require.Equal(t, c.msg, ue.Message)
+	}
 }
