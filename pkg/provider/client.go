@@ -269,52 +269,6 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	return b, x, nil
 }
 
-var cacheControlKey = []byte(`"cache_control"`)
-
-// passBody is the body of a passed-through request: "model" replaced (and "stream" set as
-// asked), Claude on Vertex in its rawPredict shape.
-func passBody(d *Deployment, in Format, stream bool, body []byte) ([]byte, error) {
-	if in == FormatTranscriptions {
-		return rewriteMultipartModel(body, d.Model)
-	}
-	b, err := RewriteModel(body, d.Model)
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	if in.Streams() && StreamRequested(b) != stream {
-		b = setBool(b, "stream", stream)
-	}
-	if d.vertexAnthropic {
-		return vertexAnthropicBody(b)
-	}
-	return b, nil
-}
-
-// dropNative records what the native translations (Gemini, Bedrock Converse, Ollama) do not
-// carry: structured output, reasoning, hosted tools; documents are refused (400).
-func dropNative(d *Deployment, r *request) error {
-	for _, m := range r.messages {
-		for _, p := range m.parts {
-			if p.kind == partDocument {
-				return badRequest("messages: documents cannot be translated for provider %s", d.Provider)
-			}
-		}
-	}
-	switch r.format.kind {
-	case "json_schema", "json_object":
-		r.drop("response_format")
-	}
-	if r.effort != "" {
-		r.drop("reasoning")
-	}
-	for _, t := range r.tools {
-		if t.hosted != "" {
-			r.drop("tools." + t.hosted)
-		}
-	}
-	return nil
-}
-
 func (d *Deployment) url(up Format, stream bool) string {
 	if stream && d.streamURL != "" { // set only where streams have their own endpoint
 		return d.streamURL
