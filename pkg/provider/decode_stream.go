@@ -60,6 +60,9 @@ func (d *chatDecoder) frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	var text string
 	choice := j.Get("choices.0")
 	delta := choice.Get("delta")
+	if c := delta.Get("reasoning_content"); c.Type == gjson.String && c.Str != "" {
+		b = streamThinking(d.r, b, strings.Clone(c.Str))
+	}
 	if c := delta.Get("content"); c.Type == gjson.String && c.Str != "" {
 		text = strings.Clone(c.Str)
 		b = d.r.text(b, text)
@@ -150,6 +153,14 @@ func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, b
 		case "input_json_delta":
 			if p := delta.Get("partial_json").Str; p != "" && d.inTool {
 				b = d.r.toolArgs(b, p)
+			}
+		case "thinking_delta":
+			if t := delta.Get("thinking").Str; t != "" {
+				b = streamThinking(d.r, b, strings.Clone(t))
+			}
+		case "signature_delta":
+			if s := delta.Get("signature").Str; s != "" {
+				b = streamSignature(d.r, b, strings.Clone(s))
 			}
 		}
 	case "message_delta":

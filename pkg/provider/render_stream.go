@@ -132,6 +132,24 @@ func (r *chatRenderer) toolArgs(b []byte, delta string) []byte {
 	return append(b, chatChunkTail...)
 }
 
+// thinking streams reasoning as LiteLLM does: delta.reasoning_content.
+func (r *chatRenderer) thinking(b []byte, delta string) []byte {
+	b = append(b, r.prefix...)
+	b = append(b, `{"reasoning_content":`...)
+	b = appendJSONString(b, delta)
+	b = append(b, '}')
+	return append(b, chatChunkTail...)
+}
+
+// signature streams a thinking block's signature as LiteLLM's delta.thinking_blocks.
+func (r *chatRenderer) signature(b []byte, sig string) []byte {
+	b = append(b, r.prefix...)
+	b = append(b, `{"thinking_blocks":[{"type":"thinking","thinking":"","signature":`...)
+	b = appendJSONString(b, sig)
+	b = append(b, `}]}`...)
+	return append(b, chatChunkTail...)
+}
+
 func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{},"logprobs":null,"finish_reason":`...)
@@ -155,6 +173,7 @@ func (r *chatRenderer) fail(b []byte, status int, msg string) []byte {
 type messagesRenderer struct {
 	open    bool // a content block is open
 	openIsT bool // the open block is text
+	openTh  bool // the open block is thinking
 	index   int  // index of the open block (or of the next one when none is open)
 	started bool
 }
@@ -199,7 +218,7 @@ func (r *messagesRenderer) text(b []byte, delta string) []byte {
 		b = append(b, `{"type":"content_block_start","index":`...)
 		b = appendInt(b, int64(r.index))
 		b = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
-		r.open, r.openIsT = true, true
+		r.open, r.openIsT, r.openTh = true, true, false
 	}
 	b = appendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
@@ -219,12 +238,43 @@ func (r *messagesRenderer) toolStart(b []byte, id, name string) []byte {
 	b = append(b, `,"name":`...)
 	b = appendJSONString(b, name)
 	b = append(b, `,"input":{}}}`+"\n\n"...)
-	r.open, r.openIsT = true, false
+	r.open, r.openIsT, r.openTh = true, false, false
 	return b
 }
 
+// thinking streams reasoning as a thinking block (thinking_delta events).
+func (r *messagesRenderer) thinking(b []byte, delta string) []byte {
+	if !r.open || !r.openTh {
+		b = r.closeBlock(b)
+		b = appendEvent(b, "content_block_start")
+		b = append(b, `{"type":"content_block_start","index":`...)
+		b = appendInt(b, int64(r.index))
+		b = append(b, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
+		r.open, r.openIsT, r.openTh = true, false, true
+	}
+	b = appendEvent(b, "content_block_delta")
+	b = append(b, `{"type":"content_block_delta","index":`...)
+	b = appendInt(b, int64(r.index))
+	b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
+	b = appendJSONString(b, delta)
+	return append(b, "}}\n\n"...)
+}
+
+// signature ends the open thinking block's reasoning with its signature_delta.
+func (r *messagesRenderer) signature(b []byte, sig string) []byte {
+	if !r.open || !r.openTh {
+		return b
+	}
+	b = appendEvent(b, "content_block_delta")
+	b = append(b, `{"type":"content_block_delta","index":`...)
+	b = appendInt(b, int64(r.index))
+	b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
+	b = appendJSONString(b, sig)
+	return append(b, "}}\n\n"...)
+}
+
 func (r *messagesRenderer) toolArgs(b []byte, delta string) []byte {
-	if !r.open || r.openIsT {
+	if !r.open || r.openIsT || r.openTh {
 		return b // arguments without a started call: nothing to attach them to
 	}
 	b = appendEvent(b, "content_block_delta")

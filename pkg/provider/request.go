@@ -21,6 +21,7 @@ const (
 	partToolUse
 	partToolResult
 	partDocument // a file (PDF, text): url is a data: URL or an http(s) URL, name its filename
+	partThinking // an earlier turn's signed Anthropic thinking block: text, id = signature
 )
 
 type part struct {
@@ -168,6 +169,19 @@ func parseChatRequest(body []byte) (*request, error) {
 				return true
 			})
 		case "assistant":
+			// LiteLLM's thinking_blocks: Anthropic reasoning with its signature, sent back
+			// (Anthropic requires it before tool_use blocks while thinking).
+			m.Get("thinking_blocks").ForEach(func(_, tb gjson.Result) bool {
+				if tb.Get("type").Str == "thinking" && tb.Get("signature").Str != "" {
+					r.add("assistant", part{kind: partThinking, text: tb.Get("thinking").Str, id: tb.Get("signature").Str})
+				} else {
+					r.drop("messages.thinking_blocks")
+				}
+				return true
+			})
+			if !m.Get("thinking_blocks").Exists() && m.Get("reasoning_content").Str != "" {
+				r.drop("messages.reasoning_content") // unsigned: Anthropic would refuse it
+			}
 			if t := contentText(content); t != "" {
 				r.add("assistant", part{kind: partText, text: t})
 			}

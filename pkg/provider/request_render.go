@@ -311,6 +311,12 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				b = appendAnthropicImage(b, p.url)
 			case partDocument:
 				b = appendAnthropicDocument(b, p)
+			case partThinking:
+				b = append(b, `{"type":"thinking","thinking":`...)
+				b = appendJSONString(b, p.text)
+				b = append(b, `,"signature":`...)
+				b = appendJSONString(b, p.id)
+				b = append(b, '}')
 			case partToolUse:
 				b = append(b, `{"type":"tool_use","id":`...)
 				b = appendJSONString(b, p.id)

@@ -190,6 +190,16 @@ func replayEvents(in Format, res *result, includeUsage bool, chunks int) []Event
 	r := newRenderer(in, includeUsage)
 	events := []Event{{Data: r.start(nil, res.id, res.model, res.usage)}}
 	for _, b := range res.blocks {
+		if b.think {
+			ev := streamThinking(r, nil, b.text)
+			if b.sig != "" {
+				ev = streamSignature(r, ev, b.sig)
+			}
+			if len(ev) > 0 {
+				events = append(events, Event{Data: ev})
+			}
+			continue
+		}
 		if b.tool {
 			var ev []byte
 			if rr, ok := r.(*responsesRenderer); ok && b.ns != "" {

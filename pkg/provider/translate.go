@@ -105,6 +105,9 @@ func dropNative(d *Deployment, r *request) error {
 			if p.kind == partDocument {
 				return badRequest("messages: documents cannot be translated for provider %s", d.Provider)
 			}
+			if p.kind == partThinking {
+				r.drop("messages.thinking_blocks")
+			}
 		}
 	}
 	switch r.format.kind {
@@ -485,6 +488,27 @@ func (x *xlate) fixResult(res *result) {
 	}
 }
 
+// reasoner is a renderer that streams reasoning (chat reasoning_content, Anthropic
+// thinking blocks); the Responses and completions renderers do not carry it.
+type reasoner interface {
+	thinking(b []byte, delta string) []byte
+	signature(b []byte, sig string) []byte
+}
+
+func streamThinking(r renderer, b []byte, delta string) []byte {
+	if t, ok := r.(reasoner); ok {
+		return t.thinking(b, delta)
+	}
+	return b
+}
+
+func streamSignature(r renderer, b []byte, sig string) []byte {
+	if t, ok := r.(reasoner); ok {
+		return t.signature(b, sig)
+	}
+	return b
+}
+
 // renderer wraps r so that a stream is fixed as fixResult fixes an answer; r itself when
 // nothing needs fixing.
 func (x *xlate) renderer(r renderer) renderer {
@@ -528,6 +552,14 @@ func (f *fixRenderer) toolArgs(b []byte, delta string) []byte {
 func (f *fixRenderer) text(b []byte, delta string) []byte {
 	f.asText = false
 	return f.renderer.text(b, delta)
+}
+
+func (f *fixRenderer) thinking(b []byte, delta string) []byte {
+	return streamThinking(f.renderer, b, delta)
+}
+
+func (f *fixRenderer) signature(b []byte, sig string) []byte {
+	return streamSignature(f.renderer, b, sig)
 }
 
 func (f *fixRenderer) finish(b []byte, stop stopReason, stopSeq string, u usage) []byte {

@@ -236,3 +236,71 @@ func TestTranslationRefusals(t *testing.T) {
 		require.Equal(t, c.msg, ue.Message)
 	}
 }
+
+// Reasoning in answers: Anthropic thinking (with its signature) ⇄ chat reasoning_content and
+// LiteLLM's thinking_blocks, plain and streamed; a chat turn's thinking_blocks reach Anthropic
+// again.
+func TestReasoningAcrossFormats(t *testing.T) {
+	t.Parallel()
+	ant := `{"id":"msg_1","model":"claude","content":[{"type":"thinking","thinking":"hmm","signature":"sig1"},{"type":"text","text":"42"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":4}}`
+	res, err := parseMessagesResult([]byte(ant))
+	require.NoError(t, err)
+	require.Equal(t, "42", res.text())
+	chat := gjson.ParseBytes(renderChat(res, 1))
+	require.Equal(t, "42", chat.Get("choices.0.message.content").Str)
+	require.Equal(t, "hmm", chat.Get("choices.0.message.reasoning_content").Str)
+	require.JSONEq(t, `[{"type":"thinking","thinking":"hmm","signature":"sig1"}]`, chat.Get("choices.0.message.thinking_blocks").Raw)
+	resp := gjson.ParseBytes(renderResponses(res, 1))
+	require.Equal(t, int64(1), resp.Get("output.#").Int(), resp.Raw)
+	require.Equal(t, "message", resp.Get("output.0.type").Str)
+
+	// chat upstream reasoning_content → a thinking block for a messages client
+	cr, err := parseChatResult([]byte(`{"id":"c","model":"m","choices":[{"message":{"role":"assistant","content":"ok","reasoning_content":"think"},"finish_reason":"stop"}]}`))
+	require.NoError(t, err)
+	msg := gjson.ParseBytes(renderMessages(cr))
+	require.JSONEq(t, `{"type":"thinking","thinking":"think","signature":""}`, msg.Get("content.0").Raw)
+	require.Equal(t, "ok", msg.Get("content.1.text").Str)
+
+	// streamed: Anthropic thinking_delta / signature_delta → chat reasoning_content and
+	// thinking_blocks
+	dec := newMessagesDecoder(newRenderer(FormatChat, false))
+	var out []byte
+	for _, ev := range [][2]string{
+		{"message_start", `{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":1,"output_tokens":1}}}`},
+		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s9"}}`},
+		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"hi"}}`},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`},
+		{"message_stop", `{"type":"message_stop"}`},
+	} {
+		out, _, _ = dec.frame(out, []byte(ev[0]), []byte(ev[1]))
+	}
+	s := string(out)
+	require.Contains(t, s, `"delta":{"reasoning_content":"hm"}`)
+	require.Contains(t, s, `"thinking_blocks":[{"type":"thinking","thinking":"","signature":"s9"}]`)
+	require.Contains(t, s, `"delta":{"content":"hi"}`)
+
+	// streamed: chat reasoning_content → Anthropic thinking events
+	cd := newChatDecoder(newRenderer(FormatMessages, false))
+	out = nil
+	for _, f := range []string{
+		`{"id":"c","model":"m","choices":[{"delta":{"role":"assistant","reasoning_content":"r1"}}]}`,
+		`{"id":"c","model":"m","choices":[{"delta":{"content":"ok"}}]}`,
+		`{"id":"c","model":"m","choices":[{"delta":{},"finish_reason":"stop"}]}`,
+		`[DONE]`,
+	} {
+		out, _, _ = cd.frame(out, nil, []byte(f))
+	}
+	s = string(out)
+	require.Contains(t, s, `"content_block":{"type":"thinking","thinking":"","signature":""}`)
+	require.Contains(t, s, `"delta":{"type":"thinking_delta","thinking":"r1"}`)
+	require.Contains(t, s, `"index":1,"content_block":{"type":"text"`)
+
+	// a chat client's earlier turn with thinking_blocks: back to Anthropic, signed
+	out2, dropped := translateFor(t, "anthropic/claude-sonnet-4-5", FormatChat, `{"model":"g","reasoning_effort":"low","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"reasoning_content":"hmm","thinking_blocks":[{"type":"thinking","thinking":"hmm","signature":"sig1"}],"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}]}`)
+	require.Empty(t, dropped)
+	require.JSONEq(t, `[{"type":"thinking","thinking":"hmm","signature":"sig1"},{"type":"tool_use","id":"t1","name":"f","input":{}}]`, out2.Get("messages.1.content").Raw, out2.Raw)
+}
