@@ -63,6 +63,12 @@ func (d *chatDecoder) frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	if c := delta.Get("reasoning_content"); c.Type == gjson.String && c.Str != "" {
 		b = streamThinking(d.r, b, strings.Clone(c.Str))
 	}
+	delta.Get("thinking_blocks").ForEach(func(_, tb gjson.Result) bool {
+		if s := tb.Get("signature").Str; s != "" {
+			b = streamSignature(d.r, b, strings.Clone(s))
+		}
+		return true
+	})
 	if c := delta.Get("content"); c.Type == gjson.String && c.Str != "" {
 		text = strings.Clone(c.Str)
 		b = d.r.text(b, text)

@@ -252,10 +252,10 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	default:
 		b = appendInt(b, DefaultAnthropicMaxTokens)
 	}
-	if r.effort != "" {
+	if budget := fitBudget(r); budget > 0 {
 		b = appendKey(b, "thinking")
 		b = append(b, `{"type":"enabled","budget_tokens":`...)
-		b = appendInt(b, thinkingBudget(r.effort))
+		b = appendInt(b, budget)
 		b = append(b, '}')
 	}
 	r.jsonTool = r.format.kind == "json_object" || (r.format.kind == "json_schema" && !nativeJSON)

@@ -134,7 +134,14 @@ func parseChatResult(body []byte) (*result, error) {
 	r := &result{id: root.Get("id").Str, model: root.Get("model").Str}
 	choice := root.Get("choices.0")
 	msg := choice.Get("message")
-	if t := msg.Get("reasoning_content").Str; t != "" { // DeepSeek, vLLM, LiteLLM
+	if tbs := msg.Get("thinking_blocks"); tbs.IsArray() { // LiteLLM (from Anthropic): signed
+		tbs.ForEach(func(_, tb gjson.Result) bool {
+			if tb.Get("type").Str == "thinking" {
+				r.blocks = append(r.blocks, block{think: true, text: tb.Get("thinking").Str, sig: tb.Get("signature").Str})
+			}
+			return true
+		})
+	} else if t := msg.Get("reasoning_content").Str; t != "" { // DeepSeek, vLLM
 		r.blocks = append(r.blocks, block{think: true, text: t})
 	}
 	if t := contentText(msg.Get("content")); t != "" {

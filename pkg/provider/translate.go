@@ -279,6 +279,25 @@ func effortOfOutputConfig(e string) string {
 	return ""
 }
 
+// fitBudget is the thinking budget for r's effort within its max_tokens: Anthropic wants
+// budget_tokens below max_tokens and at least 1024, so a smaller max_tokens lowers the budget,
+// and one of 1024 or less leaves no room to think (reported as "reasoning_effort"). 0 = no
+// thinking.
+func fitBudget(r *request) int64 {
+	if r.effort == "" {
+		return 0
+	}
+	budget := thinkingBudget(r.effort)
+	if r.maxTokens > 0 && r.maxTokens <= budget {
+		budget = r.maxTokens - 1
+	}
+	if budget < budgetLow {
+		r.drop("reasoning_effort")
+		return 0
+	}
+	return budget
+}
+
 func thinkingBudget(effort string) int64 {
 	switch effort {
 	case "low":

@@ -304,3 +304,13 @@ func TestReasoningAcrossFormats(t *testing.T) {
 	require.Empty(t, dropped)
 	require.JSONEq(t, `[{"type":"thinking","thinking":"hmm","signature":"sig1"},{"type":"tool_use","id":"t1","name":"f","input":{}}]`, out2.Get("messages.1.content").Raw, out2.Raw)
 }
+
+func TestThinkingBudgetFits(t *testing.T) {
+	t.Parallel()
+	out, dropped := translateFor(t, "anthropic/claude-sonnet-4-5", FormatChat, `{"model":"g","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"high","max_tokens":3000}`)
+	require.Equal(t, int64(2999), out.Get("thinking.budget_tokens").Int(), out.Raw)
+	require.Empty(t, dropped)
+	out, dropped = translateFor(t, "anthropic/claude-sonnet-4-5", FormatChat, `{"model":"g","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"low","max_tokens":1000}`)
+	require.False(t, out.Get("thinking").Exists(), out.Raw)
+	require.Equal(t, []string{"reasoning_effort"}, dropped)
+}
