@@ -139,6 +139,9 @@ func parseChatRequest(body []byte) (*request, error) {
 	var perr error
 	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		content := m.Get("content")
+		if m.Get("name").Type == gjson.String {
+			r.drop("messages.name") // participant names: no Anthropic or Responses equivalent
+		}
 		switch role := m.Get("role").Str; role {
 		case "system", "developer":
 			if t := contentText(content); t != "" {
@@ -211,6 +214,9 @@ func parseChatRequest(body []byte) (*request, error) {
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
 		if typ := t.Get("type").Str; typ == "function" {
 			f := t.Get("function")
+			if f.Get("strict").Type == gjson.True {
+				r.drop("tools.strict")
+			}
 			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw})
 		} else {
 			r.drop("tools." + typ)
@@ -486,9 +492,8 @@ func parseResponsesRequest(body []byte) (*request, error) {
 	}
 	r.format = responsesTextFormat(root.Get("text"))
 	r.effort = effortOf(root.Get("reasoning.effort").Str)
-	if root.Get("reasoning.summary").Exists() && root.Get("reasoning.summary").Type != gjson.Null {
-		r.drop("reasoning.summary")
-	}
+	r.dropMembers("text", root.Get("text"), "format")
+	r.dropMembers("reasoning", root.Get("reasoning"), "effort")
 	if p := root.Get("parallel_tool_calls"); p.IsBool() {
 		r.parallel = p.Raw
 	}

@@ -125,6 +125,16 @@ func dropNative(d *Deployment, r *request) error {
 	return nil
 }
 
+// dropMembers records the members of object v (request member name) other than keep.
+func (r *request) dropMembers(name string, v gjson.Result, keep string) {
+	v.ForEach(func(k, m gjson.Result) bool {
+		if k.Str != keep && m.Type != gjson.Null {
+			r.drop(name + "." + k.Str)
+		}
+		return true
+	})
+}
+
 // ---- structured output ----
 
 // outputFormat is a request for structured output: kind "json_schema" (schema: the JSON
@@ -418,6 +428,9 @@ func flatName(ns, name string) string {
 func (r *request) responsesTool(t gjson.Result, ns string) {
 	switch typ := t.Get("type").Str; typ {
 	case "function":
+		if t.Get("strict").Type == gjson.True {
+			r.drop("tools.strict")
+		}
 		name := t.Get("name").Str
 		if ns != "" {
 			if r.ns == nil {
