@@ -342,7 +342,9 @@ func (r *responsesRenderer) event(b []byte, typ string) []byte {
 func (r *responsesRenderer) itemHead(b []byte) []byte {
 	i := len(r.blocks) - 1
 	b = append(b, `,"item_id":`...)
-	if r.blocks[i].tool {
+	if r.blocks[i].think {
+		b = appendJSONString(b, itemID("rs", r.base, i))
+	} else if r.blocks[i].tool {
 		b = appendJSONString(b, itemID("fc", r.base, i))
 	} else {
 		b = appendJSONString(b, itemID("msg", r.base, i))
@@ -372,7 +374,9 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 	r.sb.Reset()
 	i := len(r.blocks) - 1
 	item := responsesItem(blk, r.base, i, "in_progress")
-	if !blk.tool {
+	if blk.think {
+		item.Summary = []respSummary{}
+	} else if !blk.tool {
 		item.Content = []respTextPart{}
 	} else {
 		empty := ""
@@ -384,7 +388,11 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 	b = append(b, `,"item":`...)
 	b = append(b, marshal(item)...)
 	b = append(b, "}\n\n"...)
-	if !blk.tool {
+	if blk.think {
+		b = r.event(b, "response.reasoning_summary_part.added")
+		b = r.itemHead(b)
+		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":""}}`+"\n\n"...)
+	} else if !blk.tool {
 		b = r.event(b, "response.content_part.added")
 		b = r.itemHead(b)
 		b = append(b, `,"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}}`+"\n\n"...)
@@ -399,7 +407,19 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 	r.open = false
 	i := len(r.blocks) - 1
 	blk := &r.blocks[i]
-	if blk.tool {
+	if blk.think {
+		blk.text = r.sb.String()
+		b = r.event(b, "response.reasoning_summary_text.done")
+		b = r.itemHead(b)
+		b = append(b, `,"summary_index":0,"text":`...)
+		b = appendJSONString(b, blk.text)
+		b = append(b, "}\n\n"...)
+		b = r.event(b, "response.reasoning_summary_part.done")
+		b = r.itemHead(b)
+		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":`...)
+		b = appendJSONString(b, blk.text)
+		b = append(b, "}}\n\n"...)
+	} else if blk.tool {
 		blk.args = r.sb.String()
 		b = r.event(b, "response.function_call_arguments.done")
 		b = r.itemHead(b)
@@ -428,8 +448,29 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 	return append(b, "}\n\n"...)
 }
 
+// thinking streams reasoning as a reasoning item's summary text.
+func (r *responsesRenderer) thinking(b []byte, delta string) []byte {
+	if !r.open || !r.blocks[len(r.blocks)-1].think {
+		b = r.addItem(b, block{think: true})
+	}
+	r.sb.WriteString(delta)
+	b = r.event(b, "response.reasoning_summary_text.delta")
+	b = r.itemHead(b)
+	b = append(b, `,"summary_index":0,"delta":`...)
+	b = appendJSONString(b, delta)
+	return append(b, "}\n\n"...)
+}
+
+// signature keeps the open reasoning item's signature for its encrypted_content.
+func (r *responsesRenderer) signature(b []byte, sig string) []byte {
+	if r.open && r.blocks[len(r.blocks)-1].think {
+		r.blocks[len(r.blocks)-1].sig += sig
+	}
+	return b
+}
+
 func (r *responsesRenderer) text(b []byte, delta string) []byte {
-	if !r.open || r.blocks[len(r.blocks)-1].tool {
+	if !r.open || r.blocks[len(r.blocks)-1].tool || r.blocks[len(r.blocks)-1].think {
 		b = r.addItem(b, block{})
 	}
 	r.sb.WriteString(delta)
@@ -445,7 +486,7 @@ func (r *responsesRenderer) toolStart(b []byte, id, name string) []byte {
 }
 
 func (r *responsesRenderer) toolArgs(b []byte, delta string) []byte {
-	if !r.open || !r.blocks[len(r.blocks)-1].tool {
+	if !r.open || !r.blocks[len(r.blocks)-1].tool || r.blocks[len(r.blocks)-1].think {
 		return b
 	}
 	r.sb.WriteString(delta)

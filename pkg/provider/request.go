@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -465,8 +466,18 @@ func parseResponsesRequest(body []byte) (*request, error) {
 				}
 				r.add("user", part{kind: partToolResult, id: it.Get("call_id").Str, text: text})
 			case "reasoning":
-				// Reasoning items from an earlier OpenAI turn have no equivalent upstream.
-				r.drop("input.reasoning")
+				// A reasoning item this gateway made from Anthropic thinking goes back as that
+				// signed thinking block; OpenAI's own have no equivalent upstream.
+				if sig, ok := strings.CutPrefix(it.Get("encrypted_content").Str, thinkingSigPrefix); ok && sig != "" {
+					var text strings.Builder
+					it.Get("summary").ForEach(func(_, s gjson.Result) bool {
+						text.WriteString(s.Get("text").Str)
+						return true
+					})
+					r.add("assistant", part{kind: partThinking, text: text.String(), id: sig})
+				} else {
+					r.drop("input.reasoning")
+				}
 			default:
 				perr = badRequest("input: item type %q cannot be translated for this provider", typ)
 			}

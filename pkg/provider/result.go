@@ -404,6 +404,14 @@ type respItem struct {
 	Name      string  `json:"name,omitempty"`
 	Namespace string  `json:"namespace,omitempty"`
 	Arguments *string `json:"arguments,omitempty"`
+	// reasoning items: the thinking as one summary part, its signature in encrypted_content
+	Summary          []respSummary `json:"summary,omitempty"`
+	EncryptedContent string        `json:"encrypted_content,omitempty"`
+}
+
+type respSummary struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type respUsage struct {
@@ -448,6 +456,16 @@ type respObject struct {
 // responsesItem converts output block i into a Responses output item. Item ids derive from
 // base and i so that a stream's events and its final object agree.
 func responsesItem(b block, base string, i int, status string) respItem {
+	if b.think {
+		it := respItem{ID: itemID("rs", base, i), Type: "reasoning", Status: status, Summary: []respSummary{}}
+		if b.text != "" {
+			it.Summary = append(it.Summary, respSummary{Type: "summary_text", Text: b.text})
+		}
+		if b.sig != "" {
+			it.EncryptedContent = thinkingSigPrefix + b.sig
+		}
+		return it
+	}
 	if b.tool {
 		args := b.args
 		return respItem{ID: itemID("fc", base, i), Type: "function_call", Status: status, CallID: b.id, Name: b.name, Namespace: b.ns, Arguments: &args}
@@ -456,14 +474,10 @@ func responsesItem(b block, base string, i int, status string) respItem {
 		Content: []respTextPart{{Type: "output_text", Text: b.text, Annotations: []any{}, Logprobs: []any{}}}}
 }
 
-// responsesItems converts output blocks into items; reasoning has no item here (it is not
-// carried to Responses clients).
 func responsesItems(blocks []block, base string, status string) []respItem {
 	items := make([]respItem, 0, len(blocks))
 	for i, b := range blocks {
-		if !b.think {
-			items = append(items, responsesItem(b, base, i, status))
-		}
+		items = append(items, responsesItem(b, base, i, status))
 	}
 	return items
 }

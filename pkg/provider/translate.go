@@ -520,6 +520,12 @@ func (x *xlate) fixResult(res *result) {
 	}
 }
 
+// thinkingSigPrefix marks a Responses reasoning item's encrypted_content as an Anthropic
+// thinking signature carried by the gateway (the thinking text is the item's summary), so
+// that a Responses client sending the item back (Codex: include
+// reasoning.encrypted_content) returns the signed thinking block to Anthropic.
+const thinkingSigPrefix = "lockstep.anthropic.thinking:"
+
 // reasoner is a renderer that streams reasoning (chat reasoning_content, Anthropic
 // thinking blocks); the Responses and completions renderers do not carry it.
 type reasoner interface {

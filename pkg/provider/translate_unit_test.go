@@ -251,8 +251,28 @@ func TestReasoningAcrossFormats(t *testing.T) {
 	require.Equal(t, "hmm", chat.Get("choices.0.message.reasoning_content").Str)
 	require.JSONEq(t, `[{"type":"thinking","thinking":"hmm","signature":"sig1"}]`, chat.Get("choices.0.message.thinking_blocks").Raw)
 	resp := gjson.ParseBytes(renderResponses(res, 1))
-	require.Equal(t, int64(1), resp.Get("output.#").Int(), resp.Raw)
-	require.Equal(t, "message", resp.Get("output.0.type").Str)
+	require.Equal(t, int64(2), resp.Get("output.#").Int(), resp.Raw)
+	require.JSONEq(t, `{"id":"rs_1_0","type":"reasoning","status":"completed","summary":[{"type":"summary_text","text":"hmm"}],"encrypted_content":"lockstep.anthropic.thinking:sig1"}`, resp.Get("output.0").Raw)
+	require.Equal(t, "message", resp.Get("output.1.type").Str)
+	// sent back (as Codex does), the item is the signed thinking block again
+	back, dropped := translateFor(t, "anthropic/claude-sonnet-4-5", FormatResponses, `{"model":"g","input":[{"role":"user","content":"q"},`+resp.Get("output.0").Raw+`,{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"r"}],"tools":[{"type":"function","name":"f"}]}`)
+	require.Empty(t, dropped)
+	require.JSONEq(t, `[{"type":"thinking","thinking":"hmm","signature":"sig1"},{"type":"tool_use","id":"c1","name":"f","input":{}}]`, back.Get("messages.1.content").Raw, back.Raw)
+	_, dropped = translateFor(t, "anthropic/claude-sonnet-4-5", FormatResponses, `{"model":"g","input":[{"type":"reasoning","summary":[],"encrypted_content":"gAAAA-openai"},{"role":"user","content":"q"}]}`)
+	require.Equal(t, []string{"input.reasoning"}, dropped)
+
+	// streamed to a Responses client: a reasoning item with its summary and signature
+	rr := newRenderer(FormatResponses, false)
+	b := rr.start(nil, "msg_9", "m", usage{})
+	b = streamThinking(rr, b, "th")
+	b = streamSignature(rr, b, "sg")
+	b = rr.text(b, "hi")
+	b = rr.finish(b, stopEnd, "", usage{})
+	st := string(b)
+	require.Contains(t, st, `"type":"response.reasoning_summary_text.delta"`)
+	require.Contains(t, st, `"item_id":"rs_9_0","output_index":0,"summary_index":0,"delta":"th"`)
+	require.Contains(t, st, `"encrypted_content":"lockstep.anthropic.thinking:sg"`)
+	require.Contains(t, st, `"item_id":"msg_9_1"`)
 
 	// chat upstream reasoning_content → a thinking block for a messages client
 	cr, err := parseChatResult([]byte(`{"id":"c","model":"m","choices":[{"message":{"role":"assistant","content":"ok","reasoning_content":"think"},"finish_reason":"stop"}]}`))
