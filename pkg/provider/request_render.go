@@ -45,6 +45,8 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 					text.WriteString(p.text)
 				case partToolUse:
 					calls = append(calls, p)
+				case partThinking: // only a Responses reasoning item brings one here
+					r.drop("input.reasoning")
 				}
 			}
 			sep()
