@@ -179,8 +179,10 @@ func TestStructuredOutputAcrossFormats(t *testing.T) {
 	require.JSONEq(t, `{"format":{"type":"json_schema","schema":`+wantSchema+`}}`, body.Get("output_config").Raw, body.Raw)
 	require.False(t, body.Get("tools").Exists())
 
-	cc, err = oa.Chat.Completions.New(ctx, params("so-forced"))
+	var hr *http.Response
+	cc, err = oa.Chat.Completions.New(ctx, params("so-forced"), option.WithJSONSet("seed", 7), option.WithResponseInto(&hr))
 	require.NoError(t, err)
+	require.Equal(t, "seed", hr.Header.Get("x-lockstep-dropped"), "nothing dropped silently")
 	require.Equal(t, `{"input":"capital of France"}`, cc.Choices[0].Message.Content, "the forced tool's input is the content")
 	require.Equal(t, "stop", cc.Choices[0].FinishReason)
 	require.Empty(t, cc.Choices[0].Message.ToolCalls)
