@@ -240,11 +240,7 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 		return nil, nil, err
 	}
 	r.stream = stream
-	if bytes.Contains(body, cacheControlKey) {
-		// cache breakpoints have no place in the translated request (OpenAI-format
-		// upstreams cache prompts by themselves)
-		r.drop("cache_control")
-	}
+	dropCache(r, body, up == FormatMessages)
 	var b []byte
 	switch up {
 	case formatNative:

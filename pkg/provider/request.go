@@ -33,6 +33,9 @@ type part struct {
 	name string // tool name
 	args string // tool use arguments, JSON text
 	err  bool   // tool result is an error
+	// cache is the part's cache_control object (raw JSON, "" = none): an Anthropic cache
+	// breakpoint, carried from chat as LiteLLM carries it.
+	cache string
 }
 
 type message struct {
@@ -49,6 +52,7 @@ type tool struct {
 	hosted string
 	// location is web_search's user_location object (raw JSON, "" = none).
 	location string
+	cache    string // cache_control (raw JSON, "" = none)
 }
 
 type toolChoice struct {
@@ -58,6 +62,8 @@ type toolChoice struct {
 
 type request struct {
 	system      []string
+	systemCache []string // cache_control of system[i] (raw JSON, ""), nil when none has one
+	cached      int      // cache_control objects carried into the neutral form
 	messages    []message
 	maxTokens   int64 // 0 = not given
 	temperature string
@@ -146,19 +152,19 @@ func parseChatRequest(body []byte) (*request, error) {
 		switch role := m.Get("role").Str; role {
 		case "system", "developer":
 			if t := contentText(content); t != "" {
-				r.system = append(r.system, t)
+				r.addSystem(t, r.cacheOf(m, content))
 			}
 		case "user":
 			if content.Type == gjson.String {
-				r.add("user", part{kind: partText, text: content.Str})
+				r.add("user", part{kind: partText, text: content.Str, cache: r.cacheOf(m)})
 				break
 			}
 			content.ForEach(func(_, p gjson.Result) bool {
 				switch p.Get("type").Str {
 				case "text":
-					r.add("user", part{kind: partText, text: p.Get("text").Str})
+					r.add("user", part{kind: partText, text: p.Get("text").Str, cache: r.cacheOf(p)})
 				case "image_url":
-					r.add("user", part{kind: partImage, url: p.Get("image_url.url").Str})
+					r.add("user", part{kind: partImage, url: p.Get("image_url.url").Str, cache: r.cacheOf(p)})
 				case "file":
 					f := p.Get("file")
 					if f.Get("file_data").Str == "" {
@@ -194,7 +200,7 @@ func parseChatRequest(body []byte) (*request, error) {
 				return true
 			})
 		case "tool":
-			r.add("user", part{kind: partToolResult, id: m.Get("tool_call_id").Str, text: contentText(content)})
+			r.add("user", part{kind: partToolResult, id: m.Get("tool_call_id").Str, text: contentText(content), cache: r.cacheOf(m, content)})
 		case "function": // legacy function-call result: no call id to link it to
 			r.add("user", part{kind: partText, text: contentText(content)})
 		default:
@@ -218,7 +224,7 @@ func parseChatRequest(body []byte) (*request, error) {
 			if f.Get("strict").Type == gjson.True {
 				r.drop("tools.strict")
 			}
-			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw})
+			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw, cache: r.cacheOf(t, f)})
 		} else {
 			r.drop("tools." + typ)
 		}

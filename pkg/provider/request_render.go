@@ -269,7 +269,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	}
 	if len(r.system) > 0 {
 		b = appendKey(b, "system")
-		if len(r.system) == 1 {
+		if len(r.system) == 1 && r.systemCache == nil {
 			b = appendJSONString(b, r.system[0])
 		} else {
 			b = append(b, '[')
@@ -280,6 +280,9 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				b = append(b, `{"type":"text","text":`...)
 				b = appendJSONString(b, s)
 				b = append(b, '}')
+				if r.systemCache != nil {
+					b = withCache(b, r.systemCache[i])
+				}
 			}
 			b = append(b, ']')
 		}
@@ -337,6 +340,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				}
 				b = append(b, '}')
 			}
+			b = withCache(b, p.cache)
 		}
 		if n == 0 { // nothing left to send in this message
 			b = b[:start]
@@ -387,6 +391,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 			b = append(b, `,"input_schema":`...)
 			b = append(b, schemaOrEmpty(t.schema)...)
 			b = append(b, '}')
+			b = withCache(b, t.cache)
 		}
 		if r.jsonTool {
 			if n > 0 {

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 
@@ -133,6 +134,64 @@ func (r *request) dropMembers(name string, v gjson.Result, keep string) {
 		}
 		return true
 	})
+}
+
+// ---- cache_control ----
+
+// cacheOf returns the cache_control object of the first of vs that has one, or of the last
+// part of a content array among them (LiteLLM reads a chat message's cache_control from the
+// message or its content parts), counting it as carried.
+func (r *request) cacheOf(vs ...gjson.Result) string {
+	for _, v := range vs {
+		c := v.Get("cache_control")
+		if !c.IsObject() && v.IsArray() {
+			c = gjson.Result{}
+			v.ForEach(func(_, p gjson.Result) bool {
+				if pc := p.Get("cache_control"); pc.IsObject() {
+					c = pc
+				}
+				return true
+			})
+		}
+		if c.IsObject() {
+			r.cached++
+			return c.Raw
+		}
+	}
+	return ""
+}
+
+func (r *request) addSystem(text, cache string) {
+	if cache != "" && r.systemCache == nil {
+		r.systemCache = make([]string, len(r.system), len(r.system)+1)
+	}
+	r.system = append(r.system, text)
+	if r.systemCache != nil {
+		r.systemCache = append(r.systemCache, cache)
+	}
+}
+
+// withCache adds "cache_control": raw to the object ending b.
+func withCache(b []byte, raw string) []byte {
+	if raw == "" {
+		return b
+	}
+	b = append(b[:len(b)-1], `,"cache_control":`...)
+	b = append(b, raw...)
+	return append(b, '}')
+}
+
+// dropCache reports cache_control objects of body the translation did not carry: all of
+// them unless the upstream is Anthropic's (which takes the ones on chat system, user and tool
+// messages, their parts, and tools).
+func dropCache(r *request, body []byte, toAnthropic bool) {
+	n := bytes.Count(body, cacheControlKey)
+	if !toAnthropic {
+		r.cached = 0
+	}
+	if n > r.cached {
+		r.drop("cache_control")
+	}
 }
 
 // ---- structured output ----
