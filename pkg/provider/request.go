@@ -504,6 +504,8 @@ func parseResponsesRequest(body []byte) (*request, error) {
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
 	case tc.IsObject() && tc.Get("type").Str == "function":
 		r.choice = toolChoice{mode: "tool", name: flatName(tc.Get("namespace").Str, tc.Get("name").Str)}
+	case tc.IsObject() && strings.HasPrefix(tc.Get("type").Str, "web_search") && r.hasHosted("web_search"):
+		r.choice = toolChoice{mode: "tool", name: "web_search"} // Anthropic's server tool's name
 	case tc.IsObject():
 		r.drop("tool_choice." + tc.Get("type").Str)
 	}

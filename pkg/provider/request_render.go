@@ -181,6 +181,8 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	switch mode := r.choice.mode; {
 	case nfunc == 0 && mode != "":
 		// only hosted tools were chosen among: nothing left to choose
+	case mode == "tool" && r.hasHosted(r.choice.name):
+		r.drop("tool_choice." + r.choice.name) // a hosted tool, dropped above
 	case mode == "auto" || mode == "none":
 		b = appendKey(b, "tool_choice")
 		b = appendJSONString(b, r.choice.mode)

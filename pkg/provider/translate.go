@@ -518,6 +518,15 @@ func (r *request) responsesTool(t gjson.Result, ns string) {
 	}
 }
 
+func (r *request) hasHosted(kind string) bool {
+	for _, t := range r.tools {
+		if t.hosted == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // appendAnthropicWebSearch appends Anthropic's web search server tool
 // (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool), as
 // LiteLLM's map_web_search_tool: user_location's city, region, country and timezone kept.
