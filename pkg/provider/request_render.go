@@ -202,9 +202,11 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	if r.format.kind != "" {
 		b = appendResponseFormat(b, r.format)
 	}
-	if r.effort != "" {
+	if r.effort != "" && reasoningModel(model) {
 		b = appendKey(b, "reasoning_effort")
 		b = appendJSONString(b, r.effort)
+	} else if r.effort != "" {
+		r.drop("reasoning_effort") // a model without reasoning refuses the member
 	}
 	if r.user != "" {
 		b = appendKey(b, "user")

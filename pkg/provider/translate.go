@@ -336,6 +336,25 @@ func effortOfBudget(t gjson.Result) string {
 	return "high"
 }
 
+// reasoningModel reports whether an OpenAI-format model takes reasoning_effort: OpenAI's
+// o-series, gpt-5 and gpt-oss, DeepSeek's reasoner and R1, Qwen3 and Grok 3 mini (LiteLLM
+// sends it only where supports_reasoning holds; other models answer 400 to it).
+func reasoningModel(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	if len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9' {
+		return true
+	}
+	for _, p := range [...]string{"gpt-5", "gpt-oss", "deepseek-reasoner", "deepseek-r1", "qwen3", "qwq", "grok-3-mini"} {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // effortOfOutputConfig maps Anthropic's output_config.effort (low, medium, high, xhigh,
 // max) to a reasoning effort: the three shared levels as they are, the higher ones high.
 func effortOfOutputConfig(e string) string {

@@ -107,7 +107,7 @@ func TestTranslationRoundTrip(t *testing.T) {
 	const model = "claude-sonnet-4-5" // structured outputs native: json_schema round-trips
 	for i := range 2000 {
 		want := randRequest(rng)
-		chat := renderChatRequest(want, "m", i%2 == 0)
+		chat := renderChatRequest(want, "o3", i%2 == 0)
 		r1, err := parseChatRequest(chat)
 		require.NoError(t, err, "%s", chat)
 		require.Equal(t, comparable(want), comparable(r1), "chat parse: %s", chat)
@@ -115,7 +115,7 @@ func TestTranslationRoundTrip(t *testing.T) {
 		r2, err := parseMessagesRequest(msgs)
 		require.NoError(t, err, "%s", msgs)
 		require.Equal(t, comparable(want), comparable(r2), "chat → messages: %s\n%s", chat, msgs)
-		back := renderChatRequest(r2, "m", i%2 == 0)
+		back := renderChatRequest(r2, "o3", i%2 == 0)
 		r3, err := parseChatRequest(back)
 		require.NoError(t, err)
 		require.Equal(t, comparable(want), comparable(r3), "messages → chat: %s", back)
