@@ -245,6 +245,10 @@ func appendStrings(b []byte, ss []string) []byte {
 // map_response_format_to_anthropic_tool; not forced while thinking, which Anthropic refuses
 // with a forced tool), and r.jsonTool is set.
 func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
+	if r.effort != "" && !anthropicThinks(model) {
+		r.effort = ""
+		r.drop("reasoning_effort") // no extended thinking on this model
+	}
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "model")

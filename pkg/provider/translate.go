@@ -355,6 +355,21 @@ func reasoningModel(model string) bool {
 	return false
 }
 
+// anthropicThinks reports whether a Claude model has extended thinking: Claude 3.7 Sonnet and
+// the Claude 4 families (LiteLLM's supports_reasoning for anthropic).
+func anthropicThinks(model string) bool {
+	m := strings.ReplaceAll(model, ".", "-")
+	if strings.Contains(m, "3-7-sonnet") {
+		return true
+	}
+	for _, fam := range [...]string{"sonnet-4", "opus-4", "haiku-4", "claude-4"} {
+		if strings.Contains(m, fam) {
+			return true
+		}
+	}
+	return false
+}
+
 // effortOfOutputConfig maps Anthropic's output_config.effort (low, medium, high, xhigh,
 // max) to a reasoning effort: the three shared levels as they are, the higher ones high.
 func effortOfOutputConfig(e string) string {
