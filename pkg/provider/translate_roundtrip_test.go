@@ -187,3 +187,125 @@ func FuzzTranslateRequest(f *testing.F) {
 		require.True(t, json.Valid(b), "%s → %s", body, b)
 	})
 }
+
+// renderResponsesRequestForTest writes r as a Responses request (the gateway never sends one:
+// Responses upstreams are passed through), for the responses pairs' round trip.
+func renderResponsesRequestForTest(r *request) []byte {
+	m := map[string]any{"model": "g"}
+	if len(r.system) == 1 {
+		m["instructions"] = r.system[0]
+	}
+	var input []any
+	if len(r.system) > 1 {
+		for _, s := range r.system {
+			input = append(input, map[string]any{"role": "developer", "content": s})
+		}
+	}
+	for _, msg := range r.messages {
+		var content []any
+		flush := func() {
+			if len(content) > 0 {
+				input = append(input, map[string]any{"type": "message", "role": msg.role, "content": content})
+				content = nil
+			}
+		}
+		for _, p := range msg.parts {
+			switch p.kind {
+			case partText:
+				typ := "input_text"
+				if msg.role == "assistant" {
+					typ = "output_text"
+				}
+				content = append(content, map[string]any{"type": typ, "text": p.text})
+			case partImage:
+				content = append(content, map[string]any{"type": "input_image", "image_url": p.url})
+			case partToolUse:
+				flush()
+				input = append(input, map[string]any{"type": "function_call", "call_id": p.id, "name": p.name, "arguments": p.args})
+			case partToolResult:
+				flush()
+				input = append(input, map[string]any{"type": "function_call_output", "call_id": p.id, "output": p.text})
+			}
+		}
+		flush()
+	}
+	m["input"] = input
+	if r.maxTokens > 0 {
+		m["max_output_tokens"] = r.maxTokens
+	}
+	if r.temperature != "" {
+		m["temperature"] = json.RawMessage(r.temperature)
+	}
+	if r.topP != "" {
+		m["top_p"] = json.RawMessage(r.topP)
+	}
+	var tools []any
+	for _, t := range r.tools {
+		tools = append(tools, map[string]any{"type": "function", "name": t.name, "description": t.description, "parameters": json.RawMessage(t.schema)})
+	}
+	if tools != nil {
+		m["tools"] = tools
+	}
+	switch r.choice.mode {
+	case "auto", "none":
+		m["tool_choice"] = r.choice.mode
+	case "any":
+		m["tool_choice"] = "required"
+	case "tool":
+		m["tool_choice"] = map[string]any{"type": "function", "name": r.choice.name}
+	}
+	if r.parallel != "" {
+		m["parallel_tool_calls"] = r.parallel == "true"
+	}
+	if r.user != "" {
+		m["user"] = r.user
+	}
+	if r.effort != "" {
+		m["reasoning"] = map[string]any{"effort": r.effort}
+	}
+	if r.format.kind == "json_schema" {
+		m["text"] = map[string]any{"format": map[string]any{"type": "json_schema", "name": "n", "schema": json.RawMessage(r.format.schema)}}
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// The responses pairs: a Responses request translated to messages or to chat keeps every
+// translated field (read back by that format's parser); an answer rendered for a Responses
+// client reads back whole.
+func TestTranslationRoundTripResponses(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(21, 5))
+	for i := range 2000 {
+		want := randRequest(rng)
+		want.stop = nil // Responses has no stop sequences
+		body := renderResponsesRequestForTest(want)
+		r1, err := parseResponsesRequest(body)
+		require.NoError(t, err, "%s", body)
+		require.Equal(t, comparable(want), comparable(r1), "responses parse: %s", body)
+		msgs := renderMessagesRequest(r1, "claude-sonnet-4-5", true)
+		r2, err := parseMessagesRequest(msgs)
+		require.NoError(t, err, "%s", msgs)
+		require.Equal(t, comparable(want), comparable(r2), "responses → messages: %s", msgs)
+		r1, _ = parseResponsesRequest(body)
+		chat := renderChatRequest(r1, "gpt-5", i%2 == 0)
+		r3, err := parseChatRequest(chat)
+		require.NoError(t, err, "%s", chat)
+		require.Equal(t, comparable(want), comparable(r3), "responses → chat: %s", chat)
+	}
+	for range 2000 {
+		want := randResult(rng)
+		if len(want.blocks) > 0 && want.blocks[0].think {
+			want.blocks = want.blocks[1:] // reasoning items are not read from an answer
+		}
+		if len(want.blocks) == 0 {
+			want.blocks = nil
+		}
+		got, err := parseResponsesResult(renderResponses(want, 1))
+		require.NoError(t, err)
+		require.Equal(t, want.blocks, got.blocks)
+		if want.stop != stopTool && got.stop == stopTool {
+			t.Fatalf("stop %v read back as a tool call", want.stop)
+		}
+	}
+}
