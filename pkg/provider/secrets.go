@@ -32,7 +32,7 @@ func MaskParams(litellmParams []byte) []byte {
 // for params whose own fields only look like secrets, such as a content filter's
 // blocked_words[].keyword.
 func MaskParamsExcept(params []byte, keep ...string) []byte {
-	if !gjson.ValidBytes(params) {
+	if !validJSON(params) {
 		return []byte("{}")
 	}
 	var edits []edit
@@ -68,7 +68,7 @@ func MaskParamsExcept(params []byte, keep ...string) []byte {
 // value, a changed secret included, is taken as sent. incoming is returned as is when nothing
 // is restored or either input is not valid JSON; otherwise only the restored values change.
 func RestoreMaskedSecrets(incoming, stored []byte, keep ...string) []byte {
-	if len(stored) == 0 || !gjson.ValidBytes(incoming) || !gjson.ValidBytes(stored) {
+	if len(stored) == 0 || !validJSON(incoming) || !validJSON(stored) {
 		return incoming
 	}
 	masked := MaskParamsExcept(stored, keep...)

@@ -1,0 +1,71 @@
+package itest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"lockstep/itest/fakeupstream"
+)
+
+// Issue 17 input 1, the same kind of fault one level down: JSON text inside a JSON string of
+// a valid body (tool-call arguments, a tool result) is parsed again when the request is
+// translated for an Anthropic or Gemini deployment. gjson.Valid recursed once per level, so
+// 12 MiB of "[" as the arguments killed the replica (fatal error: stack overflow). Now the
+// text is checked without recursion: too deep is not a JSON object, sent as {} (arguments) or
+// as text (a tool result), and both replicas keep serving.
+func TestBodyDeepJSONInsideStringsKeepsReplicaUp(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t)
+	gem := fakeupstream.StartGemini(t, "gem-key-deep")
+	p := StartPair(t, GatewayOpts{})
+	createModel(t, p.A, "ant", map[string]any{"model": "anthropic/claude-x", "api_base": up.URL, "api_key": "sk-ant"})
+	createModel(t, p.A, "gem", map[string]any{"model": "gemini/gemini-2.0-flash", "api_base": gem.URL, "api_key": "gem-key-deep"})
+	key := bodyKey(t, p.A, "ant", "gem")
+	deep := strings.Repeat("[", 12<<20)
+	call := func(model, args, result string) []byte {
+		b, err := json.Marshal(map[string]any{"model": model, "max_tokens": 16, "messages": []any{
+			map[string]any{"role": "user", "content": "hi"},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "c1", "type": "function", "function": map[string]any{"name": "f", "arguments": args}}}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "content": result},
+		}})
+		require.NoError(t, err)
+		return b
+	}
+	for _, g := range []*Gateway{p.A, p.B} {
+		for _, tc := range []struct{ model, args, result string }{
+			{"ant", deep, "ok"},     // chat → Anthropic: tool_use input from the arguments
+			{"gem", deep, "ok"},     // chat → Gemini: functionCall args
+			{"gem", `{}`, deep},     // chat → Gemini: functionResponse from the tool result
+			{"ant", `{"a":1}`, "x"}, // control
+		} {
+			st, b := g.DoKey(t, key, "POST", "/v1/chat/completions", call(tc.model, tc.args, tc.result))
+			require.Equal(t, 200, st, "%s on %s: %.300s", tc.model, g.ReplicaID, b)
+		}
+		// /v1/responses → Anthropic: a function_call item's arguments
+		st, b := g.DoKey(t, key, "POST", "/v1/responses", map[string]any{"model": "ant", "input": []any{
+			map[string]any{"type": "message", "role": "user", "content": "hi"},
+			map[string]any{"type": "function_call", "call_id": "c1", "name": "f", "arguments": deep},
+			map[string]any{"type": "function_call_output", "call_id": "c1", "output": "ok"},
+		}})
+		require.Equal(t, 200, st, "responses on %s: %.300s", g.ReplicaID, b)
+	}
+	// the too-deep arguments went upstream as an empty input object, the control as sent
+	var inputs []string
+	for _, r := range up.Requests() {
+		gjson.GetBytes(r.Body, "messages.#.content.#(type==\"tool_use\").input").ForEach(func(_, v gjson.Result) bool {
+			inputs = append(inputs, v.Raw)
+			return true
+		})
+	}
+	require.Contains(t, inputs, "{}")
+	require.Contains(t, inputs, `{"a":1}`)
+	for _, g := range []*Gateway{p.A, p.B} {
+		st, b := g.DoKey(t, key, "POST", "/v1/chat/completions", chatBody("ant", "still here", false))
+		require.Equal(t, 200, st, "replica %s after the deep strings: %s", g.ReplicaID, b)
+	}
+}
