@@ -69,3 +69,36 @@ func TestBodyDeepJSONInsideStringsKeepsReplicaUp(t *testing.T) {
 		require.Equal(t, 200, st, "replica %s after the deep strings: %s", g.ReplicaID, b)
 	}
 }
+
+// Issue 17 input 2, the same kind of fault in a member's type: the gateway streams only on
+// "stream": true, but lenient upstreams (pydantic-based servers such as vLLM; LiteLLM tests
+// truthiness) stream on "true" or 1. Such a call went out as a non-streamed one, its SSE
+// answer came back as one opaque body: charged 0 and past post_call guardrails. Now a
+// "stream" that is not a boolean (or null) is a 400 on every streaming route, nothing sent.
+func TestBodyStreamMustBeBoolean(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t)
+	p := StartPair(t, GatewayOpts{})
+	addModel(t, p.A, up)
+	key := bodyKey(t, p.A, "m")
+	const msgs = `"messages":[{"role":"user","content":"hi"}]`
+	for _, g := range []*Gateway{p.A, p.B} {
+		for _, v := range []string{`"true"`, `1`, `"1"`, `{}`, `[true]`} {
+			for _, tc := range []struct{ path, body string }{
+				{"/v1/chat/completions", `{"model":"m",` + msgs + `,"stream":` + v + `}`},
+				{"/v1/completions", `{"model":"m","prompt":"hi","stream":` + v + `}`},
+				{"/v1/messages", `{"model":"m","max_tokens":16,` + msgs + `,"stream":` + v + `}`},
+				{"/v1/responses", `{"model":"m","input":"hi","stream":` + v + `}`},
+				{"/openai/deployments/m/chat/completions", `{` + msgs + `,"stream":` + v + `}`},
+			} {
+				st, b := g.DoKey(t, key, "POST", tc.path, tc.body)
+				requireBodyError(t, tc.path, st, b, "stream must be a boolean")
+			}
+		}
+	}
+	require.Empty(t, up.Requests(), "nothing was forwarded")
+	for _, v := range []string{`true`, `false`, `null`} {
+		st, b := p.B.DoKey(t, key, "POST", "/v1/chat/completions", `{"model":"m",`+msgs+`,"stream":`+v+`}`)
+		require.Equal(t, 200, st, "stream %s: %s", v, b)
+	}
+}
