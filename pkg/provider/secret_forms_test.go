@@ -22,7 +22,7 @@ func TestRedactSecretsInEchoedShapes(t *testing.T) {
 	const hdr = `q"uote<SECRET-HDR>&val/x`
 	const cookie = "Ünïcode-SECRET-cookie"
 	params, err := json.Marshal(map[string]any{"model": "anthropic/claude-x", "api_key": "sk-ant-0123456789",
-		"api_base": "http://user:" + pass + "@127.0.0.1:9/v1",
+		"api_base":      "http://user:" + pass + "@127.0.0.1:9/v1",
 		"extra_headers": map[string]string{"X-Secret": hdr, "Cookie": "sess=" + cookie}})
 	require.NoError(t, err)
 	d, err := provider.NewDeployment("id", "g", params)
@@ -43,7 +43,7 @@ func TestRedactSecretsInEchoedShapes(t *testing.T) {
 		out := d.Redact("upstream says: " + echoed)
 		require.NotContains(t, out, "SECRET", "%s: %s", name, out)
 		require.NotContains(t, out, pass, "%s: %s", name, out)
-		require.NotContains(t, out, base64.StdEncoding.EncodeToString([]byte("user:"+pass))[:12], "%s: %s", name, out)
+		require.NotContains(t, out, base64.StdEncoding.EncodeToString([]byte("user:" + pass))[:12], "%s: %s", name, out)
 		require.True(t, strings.HasPrefix(out, "upstream says: "), "%s: %s", name, out)
 	}
 }
