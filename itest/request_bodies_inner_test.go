@@ -102,3 +102,42 @@ func TestBodyStreamMustBeBoolean(t *testing.T) {
 		require.Equal(t, 200, st, "stream %s: %s", v, b)
 	}
 }
+
+// Issue 17 input 2 in a multipart body (audio transcriptions): a part whose form name Go's
+// reader and Python's (python-multipart, under FastAPI/Starlette upstreams and LiteLLM) read
+// differently was a second "model" the gateway never saw: `name="x"; name="model"` (no name to
+// Go, "model" to python-multipart, which keeps the last parameter), or `name="x";
+// name*=utf-8”model` the other way round. Forwarded next to the checked "model", the
+// upstream (keeping the last field) ran the hidden one. Now such a part is a 400, nothing sent;
+// a non-ASCII filename* stays accepted.
+func TestBodyMultipartAmbiguousPartNamesRefused(t *testing.T) {
+	t.Parallel()
+	up := fakeupstream.Start(t)
+	p := StartPair(t, GatewayOpts{})
+	for _, m := range []string{"cheap", "gpt-4-expensive"} {
+		st, b := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": m, "litellm_params": map[string]any{
+			"model": "openai/" + m + "-up", "api_base": up.URL + "/v1", "api_key": "sk-up"}})
+		require.Equal(t, 200, st, "%s", b)
+	}
+	key := bodyKey(t, p.A, "cheap")
+	form := func(hidden string) string {
+		return "--XB\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ncheap\r\n" +
+			"--XB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\nRIFFxxxx\r\n" +
+			"--XB\r\n" + hidden + "\r\n\r\ngpt-4-expensive-up\r\n--XB--\r\n"
+	}
+	for _, g := range []*Gateway{p.A, p.B} {
+		for hidden, want := range map[string]string{
+			`Content-Disposition: form-data; name="x"; name="model"`:                                       "malformed multipart body: part 2: Content-Disposition: mime: duplicate parameter name",
+			`Content-Disposition: form-data; name="x"; name*=utf-8''model`:                                 "malformed multipart body: part 2: Content-Disposition: the form name must be a plain name= parameter",
+			"Content-Disposition: form-data; name=\"x\"\r\ncontent-disposition: form-data; name=\"model\"": "malformed multipart body: part 2: more than one Content-Disposition header",
+		} {
+			st, b := g.DoKey(t, key, "POST", "/v1/audio/transcriptions", form(hidden))
+			requireBodyError(t, "/v1/audio/transcriptions", st, b, want)
+		}
+	}
+	require.Empty(t, up.Requests(), "nothing was forwarded")
+	ok := "--XB\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ncheap\r\n" +
+		"--XB\r\nContent-Disposition: form-data; name=\"file\"; filename*=UTF-8''%E2%82%AC.wav\r\nContent-Type: audio/wav\r\n\r\nRIFFxxxx\r\n--XB--\r\n"
+	st, b := p.B.DoKey(t, key, "POST", "/v1/audio/transcriptions", ok)
+	require.Equal(t, 200, st, "%s", b)
+}
