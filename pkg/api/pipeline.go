@@ -15,6 +15,7 @@ import (
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
+	"lockstep/pkg/telemetry"
 )
 
 // The call pipeline (DESIGN.md "One call pipeline"). Every route that spends upstream money —
@@ -125,6 +126,7 @@ type call struct {
 	ticket Ticket
 	during chan error         // during_call result, nil when none runs
 	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
+	span   *telemetry.Span    // the call's span (tracing.go); nil when tracing is off
 }
 
 // callSpec is what a route gives the pipeline.
@@ -167,17 +169,34 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 // scanned here). rf is a parameter, not a callSpec field, so that it can stay on the caller's
 // stack.
 func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestFields) (context.Context, *call, error) {
+	ctx, span := telemetry.StartCall(ctx, sp.route, sp.model, sp.stream)
+	ctx, c, err := s.startSteps(ctx, sp, rf, span)
+	if err != nil {
+		span.EndCall(telemetry.CallResult{Err: err})
+		return ctx, c, err
+	}
+	c.span = span
+	return ctx, c, nil
+}
+
+// startSteps is startScannedCall's steps 2–5; span is the call's (each step a child span).
+func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields, span *telemetry.Span) (context.Context, *call, error) {
 	var t target
 	var err error
+	step := span.Child("resolve")
 	if sp.resolve != nil {
 		t, err = sp.resolve(ctx)
 	} else {
 		t, err = s.resolveGroup(ctx, sp.format, sp.model)
 	}
+	step.EndErr(err)
 	if err != nil {
 		return ctx, nil, err
 	}
-	if t, err = s.checkAccess(ctx, sp.who, sp.model, t); err != nil {
+	step = span.Child("access")
+	t, err = s.checkAccess(ctx, sp.who, sp.model, t)
+	step.EndErr(err)
+	if err != nil {
 		return ctx, nil, err
 	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
@@ -191,7 +210,9 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	}
 	c := &call{s: s, f: sp.format, target: t, body: sp.body}
 	if s.Limits != nil {
+		step = span.Child("limits")
 		tk, err := s.Limits.Admit(ctx, ci)
+		step.EndErr(err)
 		if err != nil {
 			return ctx, nil, err
 		}
@@ -214,7 +235,10 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	}
 	c.post = hasMode(c.gs, guardrail.PostCall)
 	if hasMode(c.gs, guardrail.PreCall) {
-		if c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true)); err != nil {
+		step = span.Child("guardrails.pre_call")
+		c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
+		step.EndErr(err)
+		if err != nil {
 			return fail(inputErr(err))
 		}
 	}
@@ -223,8 +247,10 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 		ctx, c.cancel = context.WithCancel(ctx)
 		c.during = make(chan error, 1)
 		in, cancel := c.body, c.cancel
+		ds := span.Child("guardrails.during_call")
 		go func() {
 			_, err := provider.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
+			ds.EndErr(err)
 			if err != nil {
 				cancel()
 			}
@@ -290,9 +316,12 @@ func (c *call) done(d *router.Deployment, u provider.Usage, err error) {
 		c.cancel()
 	}
 	if c.ticket != nil {
+		step := c.span.Child("spend")
 		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err})
+		step.End()
 		c.ticket = nil
 	}
+	c.endSpan(d, u, err)
 }
 
 // do runs steps 6–8 for a non-streamed call: the answer in the call's format, post_call
@@ -316,7 +345,9 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	}
 	usage := res.Usage
 	if c.post {
+		step := c.span.Child("guardrails.post_call")
 		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
+		step.EndErr(err)
 		if err != nil {
 			c.done(d, usage, err)
 			return nil, err

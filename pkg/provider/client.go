@@ -443,8 +443,11 @@ func readAll(resp *http.Response) ([]byte, error) {
 // untranslatable request 400), or ctx's error when ctx ends first. The deployment's secrets
 // (API key, api_base password) are redacted from an error's Message and Body.
 func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
+	ctx, span := startAttempt(ctx, d) // one span per upstream attempt; nil when tracing is off
 	res, err := c.do(ctx, d, in, body)
-	return res, d.redactErr(err)
+	err = d.redactErr(err)
+	endAttempt(span, res, err)
+	return res, err
 }
 
 func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
@@ -575,8 +578,11 @@ func answerUsage(f Format, body []byte) Usage {
 // next frame. The deployment's secrets are redacted from errors (here and from Next) and from
 // the events' bytes.
 func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
+	ctx, span := startAttempt(ctx, d) // ends when the upstream accepted (or refused) the stream
 	st, err := c.stream(ctx, d, in, body)
-	return st, d.redactErr(err)
+	err = d.redactErr(err)
+	endAttempt(span, nil, err)
+	return st, err
 }
 
 func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {

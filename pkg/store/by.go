@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"lockstep/pkg/telemetry"
 )
 
 // ListBy reads every row of typ whose column equals value, ordered by created_at (e.g. the keys
@@ -61,6 +63,7 @@ func (t *TxStore) Delete(ctx context.Context, typ ObjectType, id string) (int64,
 	if err != nil {
 		return 0, fmt.Errorf("delete %s %q: %w", typ, id, mapErr(err))
 	}
+	telemetry.RecordChange(ctx, string(typ), "delete", id, v)
 	return v, nil
 }
 
