@@ -6,6 +6,7 @@
 // Routes (each also without the /v1 prefix):
 //
 //	POST /v1/chat/completions  OpenAI chat completion; "stream": true → SSE chat.completion.chunk frames and "data: [DONE]"
+//	                           (usage only with stream_options.include_usage, as OpenAI: "usage": null on every chunk, then a "choices": [] usage chunk)
 //	POST /v1/responses         OpenAI Responses object; "stream": true → typed SSE events (response.created … response.completed)
 //	POST /v1/embeddings        OpenAI embedding list; deterministic vectors, "encoding_format": "base64" honoured
 //	POST /v1/messages          Anthropic Message; "stream": true → message_start … message_stop
@@ -680,12 +681,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 		return
 	}
 	e := s.startSSE(w, r)
+	// as OpenAI: with stream_options.include_usage every chunk carries "usage": null and one
+	// more chunk ("choices": [] and the usage) comes before [DONE]; without it, neither
+	askedUsage := gjson.GetBytes(in.Body, "stream_options.include_usage").Bool()
 	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{
+		c := map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": Created, "model": in.Model,
 			"service_tier": "default", "system_fingerprint": "fp_fake",
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
 		}
+		if askedUsage {
+			c["usage"] = nil
+		}
+		return c
 	}
 	if !e.frame("", chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)) {
 		return
@@ -718,7 +726,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, in ReplyInput, n i
 	if !e.frame("", chunk(map[string]any{}, finish)) {
 		return
 	}
-	if gjson.GetBytes(in.Body, "stream_options.include_usage").Bool() {
+	if askedUsage {
 		u := chunk(nil, nil)
 		u["choices"] = []any{}
 		u["usage"] = usage

@@ -367,11 +367,16 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 	var st provider.Stream
 	var d *router.Deployment
 	var err error
+	uctx, up := ctx, (*upstreamCtx)(nil)
+	if c.ticket != nil { // a charged call outlives its client (stream_charge.go)
+		up = detachUpstream(ctx)
+		uctx = up.ctx
+	}
 	if c.target.direct != nil {
 		d = c.target.direct
-		st, err = c.s.Client.Stream(ctx, d.Deployment, c.f, c.body)
+		st, err = c.s.Client.Stream(uctx, d.Deployment, c.f, c.body)
 	} else {
-		st, d, err = c.s.Router.Stream(ctx, c.target.group, c.f, c.body)
+		st, d, err = c.s.Router.Stream(uctx, c.target.group, c.f, c.body)
 	}
 	// during_call: the upstream is already working; hold the first byte until the input check
 	// is done (a block has cancelled ctx, so a failed call reports the block).
@@ -382,10 +387,18 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 		err = derr
 	}
 	if err != nil {
+		if up != nil {
+			up.end()
+		}
 		c.done(d, provider.Usage{}, err)
 		return nil, err
 	}
-	return newGuardedStream(c, st, d), nil
+	g := newGuardedStream(c, st, d)
+	if up != nil {
+		up.started.Store(true)
+		g.up = up
+	}
+	return g, nil
 }
 
 // guardedStream applies post_call guardrails to a stream and reports its end to the limits
@@ -406,7 +419,6 @@ type guardedStream struct {
 	st    provider.Stream
 	d     *router.Deployment
 	hold  int // bytes of each streamed text held back; 0 without MASK rules
-	usage provider.Usage
 	chans map[string]*streamText
 	queue []*heldFrame
 	out   []byte // frames ready to return
@@ -414,6 +426,12 @@ type guardedStream struct {
 	next  error // error (or io.EOF) to return once out is drained
 	err   error // how the call ended, for the limits step
 	ended bool
+
+	// up is the upstream's context of a charged call (nil: not charged); frames and textBytes
+	// count what the upstream streamed, for the estimate (stream_charge.go)
+	up        *upstreamCtx
+	frames    int
+	textBytes int
 }
 
 // streamText is one streamed text (channel) of a guardedStream.
@@ -461,9 +479,7 @@ func (g *guardedStream) Next() (provider.Event, error) {
 			g.finish(err)
 			return ev, err
 		}
-		if g.c.ticket != nil {
-			provider.AddStreamUsage(g.c.f, ev.Data, &g.usage)
-		}
+		g.count(ev)
 		return ev, nil
 	}
 	for len(g.out) == 0 {
@@ -479,9 +495,7 @@ func (g *guardedStream) Next() (provider.Event, error) {
 			}
 			continue
 		}
-		if g.c.ticket != nil {
-			provider.AddStreamUsage(g.c.f, ev.Data, &g.usage)
-		}
+		g.count(ev)
 		if err := g.add(ev.Data); err != nil {
 			g.next = err
 			g.out, g.queue = nil, nil
@@ -622,15 +636,21 @@ func (g *guardedStream) finish(err error) {
 func (g *guardedStream) end() {
 	if !g.ended {
 		g.ended = true
-		g.c.done(g.d, g.usage, g.err)
+		if g.up != nil {
+			g.up.end()
+		}
+		g.c.done(g.d, g.charge(), g.err)
 	}
 }
 
 // Close releases the upstream stream and ends the call (a client that went away mid-stream
-// ends it with context.Canceled).
+// ends it with context.Canceled, charged for what the upstream generated: see drain).
 func (g *guardedStream) Close() error {
-	if !g.ended && g.err == nil {
-		g.err = context.Canceled
+	if !g.ended {
+		if g.err == nil {
+			g.err = context.Canceled
+		}
+		g.drain()
 	}
 	g.end()
 	return g.st.Close()

@@ -600,8 +600,12 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	if err != nil {
 		return nil, err
 	}
+	hide := false
+	if pass && (in == FormatChat || in == FormatCompletions) {
+		ub, hide = askUsage(ub) // every call is charged (stream_usage.go)
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d}
+	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d, hide: hide}
 	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
 	resp, err := c.send(sctx, d, up, true, ub)
 	if err != nil {
@@ -616,7 +620,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	s.body = resp.Body
 	ct := resp.Header.Get("Content-Type")
 	if up == formatNative {
-		r := newRenderer(in, includeUsage(body))
+		r := usageTap{newRenderer(in, includeUsage(body)), s}
 		s.rd = d.native.frames(resp.Body)
 		s.dec = d.native.decoder(r, d.Model)
 		return s, nil
@@ -627,7 +631,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	}
 	s.rd = newSSEReader(resp.Body)
 	if !pass {
-		r := newRenderer(in, includeUsage(body))
+		r := usageTap{newRenderer(in, includeUsage(body)), s}
 		if up == FormatMessages {
 			s.dec = newMessagesDecoder(r)
 		} else {

@@ -78,7 +78,8 @@ func mockStream(d *Deployment, in Format, body []byte) (Stream, error) {
 	if _, err := parseJSONObject(body); err != nil {
 		return nil, err
 	}
-	return &sliceStream{events: replayEvents(in, mockResult(d, in), includeUsage(body), mockStreamChunks)}, nil
+	res := mockResult(d, in)
+	return &sliceStream{events: replayEvents(in, res, includeUsage(body), mockStreamChunks), usage: res.usage.public()}, nil
 }
 
 // mockEmbeddings returns an OpenAI embedding list with one deterministic vector per input

@@ -28,6 +28,11 @@ type httpStream struct {
 	out    []byte
 	done   bool
 	closed bool
+	// hide: the gateway asked for the usage chunk the client did not ask for (askUsage);
+	// usage and final are what the upstream reported (StreamUsage).
+	hide  bool
+	usage Usage
+	final bool
 }
 
 var _ Stream = (*httpStream)(nil)
@@ -86,7 +91,11 @@ func (s *httpStream) next() (Event, error) {
 		raw, event, data := s.rd.current()
 		if s.dec == nil {
 			s.done = passthroughDone(s.in, event, data)
-			return Event{Data: raw, Text: passthroughText(s.in, event, data)}, nil
+			out, drop := s.passthroughUsage(raw, event, data)
+			if drop {
+				continue
+			}
+			return Event{Data: out, Text: passthroughText(s.in, event, data)}, nil
 		}
 		out, text, done := s.dec.frame(s.out[:0], event, data)
 		s.out = out
@@ -169,6 +178,7 @@ func passthroughText(f Format, event, data []byte) string {
 type sliceStream struct {
 	events []Event
 	i      int
+	usage  Usage // the answer's usage (StreamUsage)
 }
 
 func (s *sliceStream) Next() (Event, error) {
@@ -262,5 +272,5 @@ func (s *httpStream) replayJSON(in, up Format, includeUsage bool) (Stream, error
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
-	return &sliceStream{events: replayEvents(in, res, includeUsage, 1)}, nil
+	return &sliceStream{events: replayEvents(in, res, includeUsage, 1), usage: res.usage.public()}, nil
 }

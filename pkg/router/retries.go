@@ -54,7 +54,7 @@ func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment
 		if r.settings.RoutingStrategy == LatencyBased {
 			p.st.lat[1].record(time.Since(start).Seconds(), time.Now().UnixNano(), r.settings.LatencyTTL, r.settings.LatencySamples)
 		}
-		return &routedStream{Stream: st, p: *p, f: in}, nil
+		return &routedStream{Stream: st, p: *p}, nil
 	})
 }
 
@@ -117,20 +117,21 @@ func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Dep
 	}
 }
 
-// routedStream is a stream that holds its deployment until Close.
+// routedStream is a stream that holds its deployment until Close, which settles the tokens
+// its upstream reported (provider.StreamUsage, also for a client that did not ask for them).
 type routedStream struct {
 	provider.Stream
 	p      picked
-	f      provider.Format
-	usage  provider.Usage
 	closed bool
 }
 
+var _ provider.UsageReporter = (*routedStream)(nil)
+
+// StreamUsage is the wrapped stream's (the pipeline charges it).
+func (s *routedStream) StreamUsage() (provider.Usage, bool) { return provider.StreamUsage(s.Stream) }
+
 func (s *routedStream) Next() (provider.Event, error) {
 	ev, err := s.Stream.Next()
-	if err == nil && s.p.capped {
-		provider.AddStreamUsage(s.f, ev.Data, &s.usage)
-	}
 	if err != nil && err != io.EOF {
 		s.end()
 	}
@@ -147,5 +148,6 @@ func (s *routedStream) end() {
 		return
 	}
 	s.closed = true
-	s.p.release(s.usage.PromptTokens + s.usage.CompletionTokens)
+	u, _ := provider.StreamUsage(s.Stream)
+	s.p.release(u.PromptTokens + u.CompletionTokens)
 }

@@ -56,11 +56,14 @@ type modelRow struct {
 	ModelInfo     json.RawMessage `json:"model_info"`
 }
 
-// BuildRow builds a Deployment from a gateway.models row. Errors name the bad field; the
-// registry then keeps serving the previous version.
+// BuildRow builds a Deployment from a gateway.models row: its typed columns (row.Cols, a
+// *store.ModelCols, as the change feed's loads read it) or its row_to_json text (row.Data).
+// Errors name the bad field; the registry then keeps serving the previous version.
 func BuildRow(row store.Row) (*Deployment, error) {
 	var r modelRow
-	if err := json.Unmarshal(row.Data, &r); err != nil {
+	if c, ok := row.Cols.(*store.ModelCols); ok {
+		r = modelRow{ModelID: c.ModelID, ModelName: c.ModelName, LitellmParams: c.LitellmParams, ModelInfo: c.ModelInfo}
+	} else if err := json.Unmarshal(row.Data, &r); err != nil {
 		return nil, fmt.Errorf("model %q: decode row: %w", row.ID, err)
 	}
 	d, err := Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)

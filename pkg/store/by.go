@@ -88,6 +88,7 @@ func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value st
 			return nil, mapErr(err)
 		}
 		out[id] = v
+		telemetry.RecordChange(ctx, string(typ), "delete", id, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("delete %ss by %s: %w", typ, column, mapErr(err))
