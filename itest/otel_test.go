@@ -267,6 +267,10 @@ func TestOpenTelemetry(t *testing.T) {
 	require.Equal(t, callSpan.SpanId, attempt.ParentSpanId)
 	require.Equal(t, "gpt-up", strAttr(attempt.Attributes, "gen_ai.request.model"))
 	require.EqualValues(t, 200, intAttr(attempt.Attributes, "http.response.status_code"))
+	upReq, ok := up.LastRequest("/v1/chat/completions")
+	require.True(t, ok)
+	require.Equal(t, fmt.Sprintf("00-%x-%x-01", attempt.TraceId, attempt.SpanId), upReq.Header.Get("traceparent"),
+		"the upstream is sent the attempt's trace context")
 
 	// the call's spend log: an OTLP log record and a structured log line
 	Eventually(t, "A exports the spend log as an OTLP log record", func() bool {

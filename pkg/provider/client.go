@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/telemetry"
 )
 
 // Response is a non-streaming answer.
@@ -297,6 +299,9 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 			req.Header = d.header.Clone()
 			req.Header["Anthropic-Beta"] = beta
 		}
+	}
+	if h := telemetry.UpstreamHeader(ctx, req.Header); h != nil {
+		req.Header = h // tracing on: the attempt's traceparent goes upstream
 	}
 	if up == FormatTranscriptions {
 		req.Header = req.Header.Clone()

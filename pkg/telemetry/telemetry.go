@@ -362,3 +362,18 @@ func (s *Span) Child(name string) *Span {
 	_, sp := t.Start(trace.ContextWithSpan(context.Background(), s.sp), name)
 	return &Span{sp: sp}
 }
+
+// UpstreamHeader returns h with the W3C trace context of the span in ctx added (traceparent,
+// tracestate), as a copy (h is shared); nil when tracing is off or ctx holds no span: the
+// upstream then joins the call's trace (W3C Trace Context, "traceparent Header").
+func UpstreamHeader(ctx context.Context, h http.Header) http.Header {
+	if !Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(out))
+	return out
+}

@@ -66,6 +66,9 @@ func TestHooksOffAllocateNothing(t *testing.T) {
 		Step(c, "auth").End()
 		RecordChange(c, "model", "insert", "id", 2)
 		MarkWrite(c)
+		if UpstreamHeader(c, r.Header) != nil {
+			panic("UpstreamHeader off must be nil")
+		}
 		call.EndCall(CallResult{InputTokens: 1})
 		sp.EndServer(200)
 	})
@@ -117,6 +120,7 @@ func TestServerSpanContinuesTraceparent(t *testing.T) {
 	sp.EndServer(502)
 	got := rec.Ended()[0]
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", got.SpanContext().TraceID().String())
+	require.Nil(t, UpstreamHeader(context.Background(), r.Header), "no span: no header")
 	require.Equal(t, "00f067aa0ba902b7", got.Parent().SpanID().String())
 	require.Equal(t, "Error", got.Status().Code.String())
 }
