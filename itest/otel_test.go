@@ -179,7 +179,7 @@ func TestOpenTelemetry(t *testing.T) {
 		Config: "general_settings:\n  spend_log_lines: true\nlitellm_settings:\n  callbacks: [\"otel\"]\n",
 		Env:    append([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + httpSrv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"}, common...),
 	})
-	StartGateway(t, db, "b", GatewayOpts{
+	b := StartGateway(t, db, "b", GatewayOpts{
 		Env: append([]string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(),
 			"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true"}, common...),
 	})
@@ -271,6 +271,17 @@ func TestOpenTelemetry(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, fmt.Sprintf("00-%x-%x-01", attempt.TraceId, attempt.SpanId), upReq.Header.Get("traceparent"),
 		"the upstream is sent the attempt's trace context")
+
+	// a streamed call on B (OTLP/gRPC): its call span ends with the stream
+	st, body = b.Do(t, "POST", "/v1/chat/completions", chatBody("otel-m", "hello", true))
+	require.Equal(t, 200, st, string(body))
+	Eventually(t, "B exports the streamed call's span", func() bool {
+		return len(rcv.find("b", func(s *tracepb.Span) bool {
+			return s.Name == "chat otel-m" && attrOf(s.Attributes, "lockstep.stream").GetBoolValue() &&
+				strAttr(s.Attributes, "gen_ai.provider.name") == "openai"
+		})) > 0
+	})
+	require.Empty(t, rcv.find("a", func(s *tracepb.Span) bool { return s.Name == "GET /health/readiness" }), "probes are not traced")
 
 	// the call's spend log: an OTLP log record and a structured log line
 	Eventually(t, "A exports the spend log as an OTLP log record", func() bool {

@@ -30,7 +30,7 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 		req := c.Request()
 		rc := &requestContext{Context: req.Context(), base: &s.Log}
 		var span *telemetry.Span // the request's server span; nil: tracing off
-		rc.Context, span = telemetry.StartServer(rc.Context, req, c.Path())
+		rc.Context, span = startServerSpan(rc.Context, req, c.Path())
 		rid := req.Header.Get(echo.HeaderXRequestID)
 		if rid == "" {
 			// the id's bytes live in rc (allocated anyway) and are never changed: the string

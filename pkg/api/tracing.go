@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,6 +31,19 @@ func (c *call) endSpan(d *router.Deployment, u provider.Usage, err error) {
 	}
 	c.span.EndCall(r)
 	c.span = nil
+}
+
+// untraced are the routes without a server span: probes and scrapes, polled every few
+// seconds by every orchestrator and Prometheus, would drown the traces an operator looks for.
+var untraced = map[string]bool{"/health/liveliness": true, "/health/liveness": true, "/health/readiness": true, "/metrics": true}
+
+// startServerSpan starts the request's server span (telemetry.StartServer), except for the
+// untraced routes. Off: ctx and nil.
+func startServerSpan(ctx context.Context, req *http.Request, route string) (context.Context, *telemetry.Span) {
+	if !telemetry.Enabled() || untraced[route] {
+		return ctx, nil
+	}
+	return telemetry.StartServer(ctx, req, route)
 }
 
 // startAuthSpan starts the request's "auth" span (ended by authPassed, or by front when auth
