@@ -18,6 +18,21 @@ import (
 // Tracing of the call pipeline and the request log export (pkg/telemetry; docs/operations.md
 // "Tracing"). Every hook is a nil check when tracing is off: no allocation on the hot path.
 
+// startScannedCall is startCall with the members of sp.body it reads already scanned (rf; nil:
+// scanned here). rf is a parameter, not a callSpec field, so that it can stay on the caller's
+// stack. It starts the call's span (telemetry.StartCall; ended by done, or here when a step
+// refused the call) around the steps (startSteps, pipeline.go).
+func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestFields) (context.Context, *call, error) {
+	ctx, span := telemetry.StartCall(ctx, sp.route, sp.model, sp.stream)
+	ctx, c, err := s.startSteps(ctx, sp, rf, span)
+	if err != nil {
+		span.EndCall(telemetry.CallResult{Err: err})
+		return ctx, c, err
+	}
+	c.span = span
+	return ctx, c, nil
+}
+
 // endSpan ends the call's span (once) with the GenAI outcome: the deployment's provider and
 // upstream model, the tokens, the cost the spend log records (spend.Cost over model_info).
 func (c *call) endSpan(d *router.Deployment, u provider.Usage, err error) {
@@ -88,7 +103,7 @@ func (s *Server) exportSpendLog(l *store.SpendLog) {
 			Str("end_user", l.EndUser).Float64("spend", l.Spend).Int64("prompt_tokens", l.PromptTokens).
 			Int64("completion_tokens", l.CompletionTokens).Int64("total_tokens", l.TotalTokens).
 			Time("start_time", l.StartTime).Time("end_time", l.EndTime).Str("spend_replica_id", l.ReplicaID).
-			Msg("spend_log")
+			Str("status", spendStatus(l)).Msg("spend_log")
 	}
 	if telemetry.LogsEnabled() {
 		telemetry.EmitLog(context.Background(), "lockstep.spend_log", "spend_log", l.EndTime,
@@ -101,6 +116,14 @@ func (s *Server) exportSpendLog(l *store.SpendLog) {
 			attribute.Int64("completion_tokens", l.CompletionTokens), attribute.Int64("total_tokens", l.TotalTokens),
 			attribute.String("start_time", l.StartTime.UTC().Format(time.RFC3339Nano)),
 			attribute.String("end_time", l.EndTime.UTC().Format(time.RFC3339Nano)),
-			attribute.String("replica_id", l.ReplicaID))
+			attribute.String("replica_id", l.ReplicaID), attribute.String("status", spendStatus(l)))
 	}
+}
+
+// spendStatus is the row's status as stored: "success" or "failure" ("" is stored as success).
+func spendStatus(l *store.SpendLog) string {
+	if l.Status == "" {
+		return "success"
+	}
+	return l.Status
 }

@@ -470,16 +470,17 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	timeout := CallTimeout(ctx, d.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := c.send(cctx, d, up, false, ub)
 	if err != nil {
-		return nil, transportError(ctx, err, d.Timeout, "call")
+		return nil, transportError(ctx, err, timeout, "call")
 	}
 	defer resp.Body.Close()
 	raw, err := readAll(resp)
 	if err != nil {
-		return nil, transportError(ctx, err, d.Timeout, "call")
+		return nil, transportError(ctx, err, timeout, "call")
 	}
 	if pass {
 		out := &Response{Status: resp.StatusCode, Body: raw, Usage: answerUsage(in, raw), lazy: true, format: in}
@@ -610,8 +611,9 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 		ub, hide = askUsage(ub) // every call is charged (stream_usage.go)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d, hide: hide}
-	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
+	idle := CallTimeout(ctx, d.StreamTimeout)
+	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: idle, in: in, d: d, hide: hide}
+	s.timer = time.AfterFunc(idle, func() { cancel(errIdleTimeout) })
 	resp, err := c.send(sctx, d, up, true, ub)
 	if err != nil {
 		s.timer.Stop()
@@ -619,7 +621,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 		if context.Cause(sctx) == errIdleTimeout {
 			err = errIdleTimeout
 		}
-		return nil, transportError(ctx, err, d.StreamTimeout, "stream")
+		return nil, transportError(ctx, err, idle, "stream")
 	}
 	s.timer.Stop() // Next restarts it around each read
 	s.body = resp.Body
