@@ -125,6 +125,7 @@ type call struct {
 	post   bool   // a post_call guardrail runs
 	body   []byte // the request as sent upstream (pre_call applied)
 	ticket Ticket
+	hdr    provider.Headers   // the client's request header (forwarding) and the answer's
 	during chan error         // during_call result, nil when none runs
 	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
 	// the response headers' facts (headers.go): the call id, the deployment that answered and
@@ -206,7 +207,7 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
-	c := &call{s: s, f: sp.format, target: t, body: sp.body}
+	c := &call{s: s, f: sp.format, target: t, body: sp.body, hdr: provider.Headers{In: sp.reqHeader, Out: sp.header}}
 	c.id, c.idHeader = s.newCallID()
 	ci.CallID = c.id
 	if s.Limits != nil {
@@ -335,10 +336,10 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 		err = c.mock(ctx, c)
 	case c.target.direct != nil:
 		d = c.target.direct
-		res, err = c.s.Client.Do(ctx, d.Deployment, c.f, c.body)
+		res, err = c.s.Client.DoWith(ctx, d.Deployment, c.f, c.body, c.hdr)
 		c.attempts = 1
 	default:
-		res, d, c.attempts, err = c.s.Router.DoN(ctx, c.target.group, c.f, c.body)
+		res, d, c.attempts, err = c.s.Router.DoN(ctx, c.target.group, c.f, c.body, c.hdr)
 	}
 	c.d = d
 	if derr := c.waitDuring(); derr != nil {
@@ -382,10 +383,10 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 		err = c.mock(ctx, c) // the client's context: a hook has no upstream to outlive it
 	case c.target.direct != nil:
 		d = c.target.direct
-		st, err = c.s.Client.Stream(uctx, d.Deployment, c.f, c.body)
+		st, err = c.s.Client.StreamWith(uctx, d.Deployment, c.f, c.body, c.hdr)
 		c.attempts = 1
 	default:
-		st, d, c.attempts, err = c.s.Router.StreamN(uctx, c.target.group, c.f, c.body)
+		st, d, c.attempts, err = c.s.Router.StreamN(uctx, c.target.group, c.f, c.body, c.hdr)
 	}
 	c.d = d
 	// during_call: the upstream is already working; hold the first byte until the input check

@@ -21,16 +21,23 @@ import (
 // above. Errors: *Error (its Class for the caller's fallbacks; it unwraps to the last
 // *provider.UpstreamError or a *NoDeploymentsError, HTTP 429), or ctx's error.
 func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, error) {
-	res, d, _, err := r.DoN(ctx, group, in, body)
+	res, d, _, err := r.DoN(ctx, group, in, body, provider.Headers{})
 	return res, d, err
 }
 
-// DoN is Do that also returns how many upstream calls were made (1 + retries; for
+// DoWith is Do with the call's headers (provider.Client.DoWith: the client headers forwarded
+// upstream and the answer's header the call writes to).
+func (r *Router) DoWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, error) {
+	res, d, _, err := r.DoN(ctx, group, in, body, h)
+	return res, d, err
+}
+
+// DoN is DoWith that also returns how many upstream calls were made (1 + retries; for
 // x-litellm-attempted-retries), also on success.
-func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, int, error) {
+func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, int, error) {
 	return attempt(r, ctx, group, in, false, func(p *picked) (*provider.Response, error) {
 		start := time.Now()
-		res, err := r.client.Do(ctx, p.d.Deployment, in, body)
+		res, err := r.client.DoWith(ctx, p.d.Deployment, in, body, h)
 		if err != nil {
 			p.release(0)
 			return nil, err
@@ -51,15 +58,21 @@ func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], 
 // returned Stream holds the deployment (in-flight count, caps) until Close, which settles the
 // tokens its usage frames reported.
 func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
-	st, d, _, err := r.StreamN(ctx, group, in, body)
+	st, d, _, err := r.StreamN(ctx, group, in, body, provider.Headers{})
 	return st, d, err
 }
 
-// StreamN is Stream that also returns how many upstream calls were made (see DoN).
-func (r *Router) StreamN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, int, error) {
+// StreamWith is Stream with the call's headers (see DoWith).
+func (r *Router) StreamWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, error) {
+	st, d, _, err := r.StreamN(ctx, group, in, body, h)
+	return st, d, err
+}
+
+// StreamN is StreamWith that also returns how many upstream calls were made (see DoN).
+func (r *Router) StreamN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, int, error) {
 	return attempt(r, ctx, group, in, true, func(p *picked) (provider.Stream, error) {
 		start := time.Now()
-		st, err := r.client.Stream(ctx, p.d.Deployment, in, body)
+		st, err := r.client.StreamWith(ctx, p.d.Deployment, in, body, h)
 		if err != nil {
 			p.release(0)
 			return nil, err
