@@ -290,8 +290,8 @@ func (s *Server) writeAccessGroup(ctx context.Context, op agOp, group string, se
 			}
 			// An invalid new version never replaces a serving one: refuse a tag that would
 			// make a buildable deployment unbuildable (nothing is written).
-			if _, oldErr := router.BuildRow(m.row); oldErr == nil {
-				if _, newErr := router.BuildRow(nr); newErr != nil {
+			if _, oldErr := (router.Builder{Deployments: s.Deployments}).BuildRow(m.row); oldErr == nil {
+				if _, newErr := (router.Builder{Deployments: s.Deployments}).BuildRow(nr); newErr != nil {
 					return detailErr(http.StatusBadRequest, "Can't change the access groups of model %s: the result is not a valid model: %v", m.id, newErr)
 				}
 			}

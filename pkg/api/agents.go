@@ -127,7 +127,7 @@ func agentNameTaken(name string) *Error {
 // validateAgent builds the agent exactly as the registry will (a2a.NewAgent), so an invalid
 // definition is refused with a 400 naming every bad field before anything is written. An
 // agent with its own upstream (see hasOwnUpstream) must also make a valid deployment.
-func validateAgent(id, name string, card, params []byte) error {
+func validateAgent(b *provider.Builder, id, name string, card, params []byte) error {
 	agent, err := a2a.NewAgent(id, name, card, params)
 	var ve *a2a.ValidationError
 	if errors.As(err, &ve) {
@@ -137,7 +137,7 @@ func validateAgent(id, name string, card, params []byte) error {
 		return badRequest("Invalid agent: %v", err)
 	}
 	if hasOwnUpstream(agent) {
-		if _, err := provider.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams); err != nil {
+		if _, err := b.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams); err != nil {
 			return badRequest("Invalid agent: %v", err)
 		}
 	}
@@ -169,7 +169,7 @@ func (s *Server) agentNew(c echo.Context) error {
 		name = *req.AgentName
 	}
 	id := uuid.NewString()
-	if err := validateAgent(id, name, req.AgentCardParams, req.LitellmParams); err != nil {
+	if err := validateAgent(s.Deployments, id, name, req.AgentCardParams, req.LitellmParams); err != nil {
 		return err
 	}
 	if s.configAgentNamed(name) {
@@ -177,7 +177,7 @@ func (s *Server) agentNew(c echo.Context) error {
 	}
 	row, err := s.Store.Insert(c.Request().Context(), store.Agent, store.Values{
 		"agent_id": id, "agent_name": name,
-		"agent_card_params": []byte(req.AgentCardParams), "litellm_params": provider.SealParams(req.LitellmParams),
+		"agent_card_params": []byte(req.AgentCardParams), "litellm_params": s.Deployments.SealParams(req.LitellmParams),
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return agentNameTaken(name)
@@ -377,14 +377,14 @@ func (s *Server) agentPatch(c echo.Context) error {
 
 // updateAgent validates and writes the edited agent, then applies it locally.
 func (s *Server) updateAgent(c echo.Context, id, name string, card, params []byte) error {
-	if err := validateAgent(id, name, card, params); err != nil {
+	if err := validateAgent(s.Deployments, id, name, card, params); err != nil {
 		return err
 	}
 	if s.configAgentNamed(name) {
 		return agentNameTaken(name)
 	}
 	row, err := s.Store.Update(c.Request().Context(), store.Agent, id, store.Values{
-		"agent_name": name, "agent_card_params": card, "litellm_params": provider.SealParams(params),
+		"agent_name": name, "agent_card_params": card, "litellm_params": s.Deployments.SealParams(params),
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -665,9 +665,9 @@ func a2aError(err error, agent *a2a.Agent) error {
 //   - failing that, a "provider/model" is called at the provider's default endpoint with its
 //     environment key (OPENAI_API_KEY, ...), as LiteLLM would.
 func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, error) {
-	newDeployment := provider.NewDeployment // a database agent: the secrets policy applies
+	newDeployment := s.Deployments.NewDeployment // a database agent: the secrets policy applies
 	if agent.FromConfig {
-		newDeployment = provider.NewConfigDeployment
+		newDeployment = s.Deployments.NewConfigDeployment
 	}
 	direct := func() (target, error) {
 		d, err := newDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)

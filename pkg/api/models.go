@@ -126,8 +126,8 @@ func modelResponse(r store.Row) (map[string]any, error) {
 
 // validateModel builds the deployment exactly as the registry will, so an invalid model is
 // refused with a 400 before anything is written.
-func validateModel(id, name string, params, info []byte) error {
-	if _, err := router.Build(id, name, params, info); err != nil {
+func validateModel(b *provider.Builder, id, name string, params, info []byte) error {
+	if _, err := (router.Builder{Deployments: b}).Build(id, name, params, info); err != nil {
 		return badRequest("Invalid model: %v", err)
 	}
 	return nil
@@ -155,14 +155,14 @@ func (s *Server) modelNew(c echo.Context) error {
 	info["id"] = id
 	delete(info, "db_model")
 	infoJSON, _ := json.Marshal(info)
-	if err := validateModel(id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
+	if err := validateModel(s.Deployments, id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
 		return err
 	}
 	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
 		return badRequest("model_info.id %q is already used by a config-file model", id)
 	}
 	row, err := s.Store.Insert(c.Request().Context(), store.Model, store.Values{
-		"model_id": id, "model_name": *req.ModelName, "litellm_params": provider.SealParams(req.LitellmParams), "model_info": infoJSON,
+		"model_id": id, "model_name": *req.ModelName, "litellm_params": s.Deployments.SealParams(req.LitellmParams), "model_info": infoJSON,
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return errf(http.StatusConflict, "conflict_error", "model with id=%s already exists", id)
@@ -199,15 +199,15 @@ func mergeObjects(base, patch map[string]any) map[string]any {
 }
 
 // updateModel validates and writes the edited model inside tx.
-func updateModel(ctx context.Context, tx *store.TxStore, id, name string, params, info map[string]any) (store.Row, error) {
+func updateModel(ctx context.Context, b *provider.Builder, tx *store.TxStore, id, name string, params, info map[string]any) (store.Row, error) {
 	delete(info, "db_model")
 	info["id"] = id
 	pj, _ := json.Marshal(params)
 	ij, _ := json.Marshal(info)
-	if err := validateModel(id, name, pj, ij); err != nil {
+	if err := validateModel(b, id, name, pj, ij); err != nil {
 		return store.Row{}, err
 	}
-	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": provider.SealParams(pj), "model_info": ij})
+	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": b.SealParams(pj), "model_info": ij})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Row{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
 	}
@@ -268,7 +268,7 @@ func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest) err
 			}
 			name = *req.ModelName
 		}
-		row, err = updateModel(ctx, tx, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
+		row, err = updateModel(ctx, s.Deployments, tx, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
 		return err
 	})
 	if err != nil {

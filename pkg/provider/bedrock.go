@@ -43,7 +43,7 @@ var _ nativeAPI = bedrockAPI{}
 //     AWS_SECRET_ACCESS_KEY (implicitChain).
 //   - A "converse/" prefix on the model id (LiteLLM's route hint) is dropped.
 func setupBedrock(d *Deployment, p gjson.Result) error {
-	get := func(field, env string) (string, error) { return paramOrEnv(p, field, env) }
+	get := func(field, env string) (string, error) { return d.paramOrEnv(p, field, env) }
 	region, err := get("aws_region_name", "AWS_REGION")
 	if err != nil {
 		return err

@@ -162,18 +162,26 @@ func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
 	vx := fakeupstream.StartVertex(t, "proj-file")
 	path := filepath.Join(t.TempDir(), "sa.json")
 	require.NoError(t, os.WriteFile(path, []byte(vx.ServiceAccountJSON()), 0o600))
-	t.Cleanup(func() { require.NoError(t, provider.SetAllowedEnvSecrets(nil)) })
+	var b *provider.Builder
 	file, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": path})
 	inline, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
 
-	_, err := provider.NewDeployment("id", "grp", file)
+	_, err := b.NewDeployment("id", "grp", file)
 	require.EqualError(t, err, "litellm_params.vertex_credentials: environment variable GOOGLE_APPLICATION_CREDENTIALS is not allowed for database objects (a vertex_credentials file path reads the gateway's own files)")
-	_, err = provider.NewDeployment("id", "grp", inline)
+	_, err = b.NewDeployment("id", "grp", inline)
 	require.NoError(t, err)
-	d, err := provider.NewConfigDeployment("id", "grp", file)
+	d, err := b.NewConfigDeployment("id", "grp", file)
 	require.NoError(t, err)
 	require.NoError(t, credCall(t, d))
-	require.NoError(t, provider.SetAllowedEnvSecrets([]string{"GOOGLE_APPLICATION_CREDENTIALS"}))
-	_, err = provider.NewDeployment("id", "grp", file)
+	b = mustBuilder(t, provider.Policy{AllowedEnvSecrets: []string{"GOOGLE_APPLICATION_CREDENTIALS"}})
+	_, err = b.NewDeployment("id", "grp", file)
 	require.NoError(t, err)
+}
+
+// mustBuilder is provider.NewBuilder for a policy the test knows is valid.
+func mustBuilder(t *testing.T, p provider.Policy) *provider.Builder {
+	t.Helper()
+	b, err := provider.NewBuilder(p)
+	require.NoError(t, err)
+	return b
 }

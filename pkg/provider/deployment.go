@@ -171,6 +171,8 @@ type Deployment struct {
 	// config: built from a config-file object (NewConfigDeployment), whose implicit
 	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
 	config bool
+	// builder: the policy the deployment was built under (resolveEnv, implicitEnv, Derive)
+	builder *Builder
 }
 
 // NewDeployment validates litellm_params (a JSON object) and builds the deployment for model
@@ -189,20 +191,40 @@ type Deployment struct {
 //
 //	litellm_params.api_key: environment variable OPENAI_API_KEY is not allowed for database objects
 //
-// Values sealed with the salt key (SealParams) are decrypted; one that cannot be is an error
+// Values sealed with the salt key (Builder.SealParams) are decrypted; one that cannot be is an error
 // naming the field ([ErrSealedNoKey], [ErrSealedWrongKey]).
+//
+// The policy is b's ([Policy]; a nil b is the default policy's).
+func (b *Builder) NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	return b.or().newDeployment(modelID, modelName, litellmParams, false)
+}
+
+// NewDeployment is [Builder.NewDeployment] under the default [Policy] (DefaultAllowedEnvSecrets,
+// no salt key): for tests and tools; the gateway builds through its configured Builder.
 func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
-	return newDeployment(modelID, modelName, litellmParams, false)
+	return defaultBuilder.newDeployment(modelID, modelName, litellmParams, false)
 }
 
-// NewConfigDeployment is [NewDeployment] for an object of the config file: the provider's
-// implicit environment credentials are read whatever allowed_env_secrets says, as LiteLLM
-// reads them (API.md "Security rules": config-file objects may name any variable).
+// NewConfigDeployment is [Builder.NewDeployment] for an object of the config file: the
+// provider's implicit environment credentials are read whatever allowed_env_secrets says, as
+// LiteLLM reads them (API.md "Security rules": config-file objects may name any variable).
+func (b *Builder) NewConfigDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	return b.or().newDeployment(modelID, modelName, litellmParams, true)
+}
+
+// NewConfigDeployment is [Builder.NewConfigDeployment] under the default [Policy] (tests, tools).
 func NewConfigDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
-	return newDeployment(modelID, modelName, litellmParams, true)
+	return defaultBuilder.newDeployment(modelID, modelName, litellmParams, true)
 }
 
-func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
+// Derive builds a deployment like d (same policy, same config-file or database origin) from
+// other litellm_params, for model group modelName: a wildcard group's deployment for the
+// model a client asked (router). Errors as for [Builder.NewDeployment].
+func (d *Deployment) Derive(modelName string, litellmParams []byte) (*Deployment, error) {
+	return d.builder.or().newDeployment(d.ModelID, modelName, litellmParams, d.config)
+}
+
+func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
 	if !gjson.ValidBytes(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
@@ -210,9 +232,9 @@ func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig b
 	if !p.IsObject() {
 		return nil, errors.New("litellm_params: must be a JSON object")
 	}
-	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1, config: fromConfig}
+	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1, config: fromConfig, builder: b}
 
-	str := func(field string) (string, error) { return paramStr(p, field) }
+	str := func(field string) (string, error) { return d.paramStr(p, field) }
 
 	model, err := str("model")
 	if err != nil {
@@ -273,10 +295,10 @@ func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig b
 		return nil, fmt.Errorf("litellm_params.mock_response: must be a string, got %s", mr.Raw)
 	}
 
-	if d.Timeout, err = seconds(p, "timeout", DefaultTimeout); err != nil {
+	if d.Timeout, err = d.seconds(p, "timeout", DefaultTimeout); err != nil {
 		return nil, err
 	}
-	if d.StreamTimeout, err = seconds(p, "stream_timeout", d.Timeout); err != nil {
+	if d.StreamTimeout, err = d.seconds(p, "stream_timeout", d.Timeout); err != nil {
 		return nil, err
 	}
 	if v := p.Get("max_retries"); v.Exists() && v.Type != gjson.Null {
@@ -304,7 +326,7 @@ func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig b
 				herr = fmt.Errorf("litellm_params.extra_headers.%s: must be a string", k.Str)
 				return false
 			}
-			val, err := resolveEnv("extra_headers."+k.Str, v.Str)
+			val, err := d.builder.resolveEnv("extra_headers."+k.Str, v.Str)
 			if err != nil {
 				herr = err
 				return false
@@ -364,13 +386,13 @@ func (d *Deployment) endpoint(up Format, stream bool) *url.URL {
 
 // paramStr reads an optional string member of litellm_params ("" when absent or null),
 // resolving "os.environ/NAME". Errors name the field.
-func paramStr(p gjson.Result, field string) (string, error) {
+func (d *Deployment) paramStr(p gjson.Result, field string) (string, error) {
 	v := p.Get(gjson.Escape(field))
 	switch v.Type {
 	case gjson.Null:
 		return "", nil
 	case gjson.String:
-		return resolveEnv(field, v.Str)
+		return d.builder.resolveEnv(field, v.Str)
 	}
 	return "", fmt.Errorf("litellm_params.%s: must be a string, got %s", field, v.Raw)
 }
@@ -383,7 +405,7 @@ func paramStr(p gjson.Result, field string) (string, error) {
 // one reads as "" (no credential is taken, nothing to refuse).
 func (d *Deployment) implicitEnv(field, env string) (string, error) {
 	v := os.Getenv(env)
-	if v == "" || d.config || EnvSecretAllowed(env) {
+	if v == "" || d.config || d.builder.EnvSecretAllowed(env) {
 		return v, nil
 	}
 	return "", envNotAllowed(field, env)
@@ -397,7 +419,7 @@ func (d *Deployment) implicitEnv(field, env string) (string, error) {
 // GOOGLE_APPLICATION_CREDENTIALS), whether set or not: the chain reaches beyond the
 // environment. Config-file objects always may.
 func (d *Deployment) implicitChain(field, env string) error {
-	if d.config || EnvSecretAllowed(env) {
+	if d.config || d.builder.EnvSecretAllowed(env) {
 		return nil
 	}
 	return envNotAllowed(field, env)
@@ -405,8 +427,8 @@ func (d *Deployment) implicitChain(field, env string) error {
 
 // paramOrEnv is paramStr falling back to the environment variable env when the field is
 // absent or empty.
-func paramOrEnv(p gjson.Result, field, env string) (string, error) {
-	v, err := paramStr(p, field)
+func (d *Deployment) paramOrEnv(p gjson.Result, field, env string) (string, error) {
+	v, err := d.paramStr(p, field)
 	if v == "" && err == nil && env != "" {
 		v = os.Getenv(env)
 	}
@@ -515,7 +537,7 @@ func (d *Deployment) Supports(f Format) bool {
 }
 
 // seconds reads a timeout in seconds: a number or numeric string, > 0.
-func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, error) {
+func (d *Deployment) seconds(p gjson.Result, field string, def time.Duration) (time.Duration, error) {
 	v := p.Get(field)
 	var f float64
 	switch v.Type {
@@ -524,7 +546,7 @@ func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, er
 	case gjson.Number:
 		f = v.Num
 	case gjson.String:
-		s, err := resolveEnv(field, v.Str)
+		s, err := d.builder.resolveEnv(field, v.Str)
 		if err != nil {
 			return 0, err
 		}

@@ -35,18 +35,18 @@ const vertexScope = "https://www.googleapis.com/auth/cloud-platform"
 //     Tokens come from golang.org/x/oauth2/google (the token_uri of the JSON), cached until
 //     shortly before they expire, and are sent as "Authorization: Bearer".
 func setupVertex(d *Deployment, p gjson.Result) error {
-	project, err := paramOrEnv(p, "vertex_project", "VERTEXAI_PROJECT")
+	project, err := d.paramOrEnv(p, "vertex_project", "VERTEXAI_PROJECT")
 	if err != nil {
 		return err
 	}
-	location, err := paramOrEnv(p, "vertex_location", "VERTEXAI_LOCATION")
+	location, err := d.paramOrEnv(p, "vertex_location", "VERTEXAI_LOCATION")
 	if err != nil {
 		return err
 	}
 	if location == "" {
 		location = "us-central1"
 	}
-	credsParam, err := paramStr(p, "vertex_credentials")
+	credsParam, err := d.paramStr(p, "vertex_credentials")
 	if err != nil {
 		return err
 	}

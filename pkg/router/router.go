@@ -56,14 +56,21 @@ type modelRow struct {
 	ModelInfo     json.RawMessage `json:"model_info"`
 }
 
+// Builder builds the model registry's deployments under one secrets policy and salt key
+// (Deployments, see provider.Policy; nil: the default policy). The gateway makes one from its
+// configuration (cmd/gateway) and builds every model through it.
+type Builder struct {
+	Deployments *provider.Builder
+}
+
 // BuildRow builds a Deployment from a gateway.models row. Errors name the bad field; the
 // registry then keeps serving the previous version.
-func BuildRow(row store.Row) (*Deployment, error) {
+func (b Builder) BuildRow(row store.Row) (*Deployment, error) {
 	var r modelRow
 	if err := json.Unmarshal(row.Data, &r); err != nil {
 		return nil, fmt.Errorf("model %q: decode row: %w", row.ID, err)
 	}
-	d, err := Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)
+	d, err := b.Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -76,14 +83,22 @@ func BuildRow(row store.Row) (*Deployment, error) {
 // things. Besides the provider's own checks, every timeout, price, budget and limit member of
 // litellm_params and model_info (numbers.Guarded: input_cost_per_token, max_budget, rpm, …)
 // must be a finite number >= 0 (numbers.CheckObject; the error names the field).
-func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
-	return build(id, name, litellmParams, modelInfo, provider.NewDeployment)
+func (b Builder) Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, b.Deployments.NewDeployment)
 }
 
-// BuildConfig is [Build] for a config-file model (provider.NewConfigDeployment: the
+// BuildConfig is [Builder.Build] for a config-file model (provider.NewConfigDeployment: the
 // provider's implicit environment credentials are not subject to allowed_env_secrets).
-func BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
-	return build(id, name, litellmParams, modelInfo, provider.NewConfigDeployment)
+func (b Builder) BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, b.Deployments.NewConfigDeployment)
+}
+
+// BuildRow is [Builder.BuildRow] under the default secrets policy (tests, tools).
+func BuildRow(row store.Row) (*Deployment, error) { return Builder{}.BuildRow(row) }
+
+// Build is [Builder.Build] under the default secrets policy (tests, tools).
+func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return Builder{}.Build(id, name, litellmParams, modelInfo)
 }
 
 func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(id, name string, params []byte) (*provider.Deployment, error)) (*Deployment, error) {
@@ -255,11 +270,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		newDeployment := provider.NewDeployment
-		if !d.DB {
-			newDeployment = provider.NewConfigDeployment
-		}
-		pd, err := newDeployment(d.ModelID, name, params)
+		pd, err := d.Deployment.Derive(name, params) // same policy, same origin (d.DB)
 		if err != nil {
 			continue
 		}
