@@ -31,6 +31,7 @@ import (
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
+	"lockstep/pkg/provider/ollama"
 	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -200,6 +201,10 @@ func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }
 
+// vendors are the upstream APIs served beyond the built-in OpenAI-compatible and Anthropic
+// providers (provider.Vendor): registered here, and nowhere else.
+var vendors = []provider.Vendor{ollama.Vendor, provider.Gemini, provider.Vertex, provider.Bedrock}
+
 func serve(ctx context.Context, args []string) error {
 	f, err := parseServe(args)
 	if err != nil {
@@ -222,7 +227,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	// credentials at rest (LiteLLM's LITELLM_SALT_KEY), with which every row is built or written
 	policy.SaltKey = firstNonEmpty(os.Getenv("GATEWAY_SALT_KEY"), os.Getenv("LITELLM_SALT_KEY"))
-	deployments, err := provider.NewBuilder(policy)
+	deployments, err := provider.NewBuilder(policy, vendors...)
 	if err != nil {
 		return fmt.Errorf("salt key: %w", err)
 	}

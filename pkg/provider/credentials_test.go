@@ -178,10 +178,10 @@ func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// mustBuilder is provider.NewBuilder for a policy the test knows is valid.
+// mustBuilder is provider.NewBuilder for a policy the test knows is valid, with the package's vendors.
 func mustBuilder(t *testing.T, p provider.Policy) *provider.Builder {
 	t.Helper()
-	b, err := provider.NewBuilder(p)
+	b, err := provider.NewBuilder(p, provider.Gemini, provider.Vertex, provider.Bedrock)
 	require.NoError(t, err)
 	return b
 }

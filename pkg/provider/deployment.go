@@ -61,8 +61,8 @@ type providerSpec struct {
 	setup func(d *Deployment, p gjson.Result) error
 }
 
-// providers are the litellm_params.model prefixes this gateway serves. All but anthropic speak
-// the OpenAI API; their default bases are the ones LiteLLM uses
+// providers are the built-in litellm_params.model prefixes, served by every [Builder] (the
+// others are the [Vendor]s given to it). All but anthropic speak the OpenAI API; their default bases are the ones LiteLLM uses
 // (litellm/llms/*/chat/transformation.py, get_llm_provider_logic.py).
 var providers = map[string]providerSpec{
 	"openai":        {wire: wireOpenAI, apiBase: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", baseEnv: "OPENAI_BASE_URL", responses: true, maxCompletionTokens: true, passthrough: true},
@@ -83,19 +83,14 @@ var providers = map[string]providerSpec{
 	"perplexity":    {wire: wireOpenAI, apiBase: "https://api.perplexity.ai", keyEnv: "PERPLEXITYAI_API_KEY", baseEnv: "PERPLEXITY_API_BASE", passthrough: true},
 }
 
-func init() {
-	// Registered here, not in the literal, because their setup functions refer back to
-	// providers (initialization cycle).
-	providers["ollama"] = providerSpec{wire: wireNative, apiBase: "http://localhost:11434", baseEnv: "OLLAMA_API_BASE", setup: setupOllama}
-	providers["ollama_chat"] = providers["ollama"]
-	providers["gemini"] = providerSpec{wire: wireNative, apiBase: DefaultGeminiAPIBase, keyEnv: "GEMINI_API_KEY", baseEnv: "GEMINI_API_BASE", setup: setupGemini}
-	providers["vertex_ai"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupVertex}
-	providers["bedrock"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupBedrock}
-}
+// SupportedProviders lists the litellm_params.model prefixes the default builder accepts
+// (the built-in ones and the vendors of this package), sorted (openai and anthropic first).
+func SupportedProviders() []string { return defaultBuilder.SupportedProviders() }
 
-// SupportedProviders lists the accepted litellm_params.model prefixes, sorted (openai and
-// anthropic first).
-func SupportedProviders() []string {
+// SupportedProviders lists the accepted litellm_params.model prefixes: the built-in ones and
+// b's vendors, sorted (openai and anthropic first).
+func (b *Builder) SupportedProviders() []string {
+	providers := b.or().providers
 	out := make([]string, 0, len(providers))
 	for name := range providers {
 		if name != "openai" && name != "anthropic" {
@@ -441,9 +436,9 @@ func (d *Deployment) paramOrEnv(p gjson.Result, field, env string) (string, erro
 // chatgpt-*, text-embedding-*).
 func (d *Deployment) setProvider(model, custom string) error {
 	if custom != "" {
-		spec, ok := providers[custom]
+		spec, ok := d.builder.providers[custom]
 		if !ok {
-			return fmt.Errorf("litellm_params.custom_llm_provider: unknown provider %q (supported: %s)", custom, strings.Join(SupportedProviders(), ", "))
+			return fmt.Errorf("litellm_params.custom_llm_provider: unknown provider %q (supported: %s)", custom, strings.Join(d.builder.SupportedProviders(), ", "))
 		}
 		d.Provider, d.spec, d.wire = custom, spec, spec.wire
 		d.Model = strings.TrimPrefix(model, custom+"/")
@@ -458,12 +453,12 @@ func (d *Deployment) setProvider(model, custom string) error {
 			strings.HasPrefix(model, "o4"), strings.HasPrefix(model, "chatgpt-"), strings.HasPrefix(model, "text-embedding-"):
 			prefix, rest = "openai", model
 		default:
-			return fmt.Errorf("litellm_params.model: %q has no provider prefix (want provider/model, e.g. openai/gpt-4o-mini; supported: %s)", model, strings.Join(SupportedProviders(), ", "))
+			return fmt.Errorf("litellm_params.model: %q has no provider prefix (want provider/model, e.g. openai/gpt-4o-mini; supported: %s)", model, strings.Join(d.builder.SupportedProviders(), ", "))
 		}
 	}
-	spec, known := providers[prefix]
+	spec, known := d.builder.providers[prefix]
 	if !known {
-		return fmt.Errorf("litellm_params.model: unknown provider %q in %q (supported: %s)", prefix, model, strings.Join(SupportedProviders(), ", "))
+		return fmt.Errorf("litellm_params.model: unknown provider %q in %q (supported: %s)", prefix, model, strings.Join(d.builder.SupportedProviders(), ", "))
 	}
 	if rest == "" {
 		return fmt.Errorf("litellm_params.model: %q has no model name after the provider prefix", model)

@@ -288,37 +288,6 @@ func (vertexEmbed) parse(raw []byte, _ http.Header) ([]string, int64, error) {
 	return out, tokens, err
 }
 
-// ---- Ollama (https://github.com/ollama/ollama/blob/main/docs/api.md#generate-embeddings) ----
-
-// ollamaEmbed is Ollama's POST /api/embed {"model", "input": [...], "dimensions"?} answering
-// {"embeddings": [[...]], "prompt_eval_count"} (the prompt tokens).
-type ollamaEmbed struct{ url string }
-
-func (o ollamaEmbed) calls(d *Deployment, r *embedRequest) ([]embedCall, error) {
-	b := []byte(`{"model":`)
-	b = appendJSONString(b, d.Model)
-	b = append(b, `,"input":`...)
-	b = appendStrings(b, r.inputs)
-	if r.dimensions > 0 {
-		b = append(b, `,"dimensions":`...)
-		b = strconv.AppendInt(b, r.dimensions, 10)
-	}
-	return []embedCall{{url: o.url, body: append(b, '}'), n: len(r.inputs)}}, nil
-}
-
-func (ollamaEmbed) parse(raw []byte, _ http.Header) ([]string, int64, error) {
-	j := gjson.ParseBytes(raw)
-	var out []string
-	var err error
-	j.Get("embeddings").ForEach(func(_, e gjson.Result) bool {
-		var v string
-		v, err = vectorOf(e, "embeddings[]")
-		out = append(out, v)
-		return err == nil
-	})
-	return out, j.Get("prompt_eval_count").Int(), err
-}
-
 // ---- Bedrock InvokeModel (https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-embed.html) ----
 
 // bedrockEmbed is InvokeModel (POST /model/{modelId}/invoke, SigV4-signed like Converse) with

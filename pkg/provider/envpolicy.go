@@ -40,18 +40,32 @@ type Policy struct {
 // are read or sealed. Immutable once built and safe for concurrent use. A nil *Builder is the
 // default policy's.
 type Builder struct {
-	allowed []string
-	aead    cipher.AEAD // nil: no salt key
+	allowed   []string
+	aead      cipher.AEAD             // nil: no salt key
+	providers map[string]providerSpec // the built-in providers and the vendors
 }
 
-// defaultBuilder is the zero Policy's builder (package-level NewDeployment; a nil *Builder).
-var defaultBuilder = &Builder{allowed: DefaultAllowedEnvSecrets}
+// defaultBuilder is the zero Policy's builder with this package's vendors (package-level
+// NewDeployment; a nil *Builder).
+var defaultBuilder = func() *Builder {
+	b, err := NewBuilder(Policy{}, Gemini, Vertex, Bedrock)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
 
-// NewBuilder checks p and returns its builder. Errors: a malformed allowed_env_secrets
-// pattern, named ("allowed_env_secrets[1]: \"[A-\" is not a glob pattern: …"), or a salt key
-// that yields no cipher.
-func NewBuilder(p Policy) (*Builder, error) {
-	b := &Builder{allowed: DefaultAllowedEnvSecrets}
+// NewBuilder checks p and returns the builder of deployments under it, serving the built-in
+// providers (openai, anthropic, azure and the OpenAI-compatible ones) and vendors (each a
+// [Vendor], e.g. ollama.Vendor; registered here, never by themselves). Errors: a malformed
+// allowed_env_secrets pattern, named ("allowed_env_secrets[1]: \"[A-\" is not a glob
+// pattern: …"), a salt key that yields no cipher, a provider name given twice.
+func NewBuilder(p Policy, vendors ...Vendor) (*Builder, error) {
+	specs, err := withVendors(vendors)
+	if err != nil {
+		return nil, err
+	}
+	b := &Builder{allowed: DefaultAllowedEnvSecrets, providers: specs}
 	if p.AllowedEnvSecrets != nil {
 		for i, pat := range p.AllowedEnvSecrets {
 			if _, err := path.Match(pat, ""); err != nil {
@@ -70,7 +84,8 @@ func NewBuilder(p Policy) (*Builder, error) {
 	return b, nil
 }
 
-// or returns b, or the default builder when b is nil.
+// or returns b, or the default builder when b is nil. (The policy's own methods read a nil
+// b as the default policy without it: defaultBuilder's initialization reaches them.)
 func (b *Builder) or() *Builder {
 	if b == nil {
 		return defaultBuilder
@@ -85,7 +100,11 @@ func (b *Builder) EnvSecretAllowed(name string) bool {
 	if name == "" || matchAny(gatewaySettings, name) {
 		return false
 	}
-	return matchAny(b.or().allowed, name)
+	allowed := DefaultAllowedEnvSecrets // a nil b: the default policy
+	if b != nil {
+		allowed = b.allowed
+	}
+	return matchAny(allowed, name)
 }
 
 func matchAny(patterns []string, name string) bool {

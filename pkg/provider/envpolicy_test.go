@@ -47,10 +47,10 @@ func TestEnvSecretsPolicy(t *testing.T) {
 	require.ErrorContains(t, err, `allowed_env_secrets[1]: "[A-" is not a glob pattern`)
 }
 
-// mustBuilder is NewBuilder for a policy the test knows is valid.
+// mustBuilder is NewBuilder for a policy the test knows is valid, with this package's vendors.
 func mustBuilder(t *testing.T, p Policy) *Builder {
 	t.Helper()
-	b, err := NewBuilder(p)
+	b, err := NewBuilder(p, Gemini, Vertex, Bedrock)
 	require.NoError(t, err)
 	return b
 }

@@ -59,7 +59,15 @@ func newSealAEAD(key string) (cipher.AEAD, error) {
 }
 
 // SealingEnabled reports whether a salt key is set.
-func (b *Builder) SealingEnabled() bool { return b.or().aead != nil }
+func (b *Builder) SealingEnabled() bool { return b.sealAEAD() != nil }
+
+// sealAEAD is the salt key's cipher, nil when none (a nil b: the default policy, none).
+func (b *Builder) sealAEAD() cipher.AEAD {
+	if b == nil {
+		return nil
+	}
+	return b.aead
+}
 
 // IsSealed reports whether v is a sealed value (see SealParams).
 func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
@@ -69,7 +77,7 @@ func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
 // not an "os.environ/NAME" reference, replaced by its sealed form. Every other byte is kept.
 // Without a salt key, or for invalid JSON, params is returned as is.
 func (b *Builder) SealParams(params []byte) []byte {
-	aead := b.or().aead
+	aead := b.sealAEAD()
 	if aead == nil || !gjson.ValidBytes(params) {
 		return params
 	}
@@ -113,7 +121,7 @@ func seal(aead cipher.AEAD, field, v string) string {
 //
 //	litellm_params.api_key cannot be decrypted with the configured salt key (...)
 func (b *Builder) unseal(field, v string) (string, error) {
-	aead := b.or().aead
+	aead := b.sealAEAD()
 	if aead == nil {
 		return "", fmt.Errorf("litellm_params.%s %w", field, ErrSealedNoKey)
 	}
