@@ -33,8 +33,8 @@ func BenchmarkProxied(b *testing.B) {
 	}
 	defer up.Close()
 	models := registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names})
-	guardrails := registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: api.BuildGuardrailRow, Names: api.GuardrailNames})
-	agents := registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: api.BuildAgentRow, Names: api.AgentNames})
+	guardrails := registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: guardrail.BuildRow, Names: api.GuardrailNames})
+	agents := registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: a2a.BuildRow, Names: api.AgentNames})
 	vkeys := registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow})
 	deps := map[string]*router.Deployment{}
 	for _, m := range []struct{ name, upstream string }{{"bench-chat", "gpt-bench"}, {"bench-embed", "text-embedding-bench"}} {

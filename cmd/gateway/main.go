@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,7 +269,7 @@ func serve(ctx context.Context, args []string) error {
 		if err := checkDatabaseURL(dbURLSource(f.databaseURL, os.Getenv("DATABASE_URL")), dbURL); err != nil {
 			return err
 		}
-		if st, err = store.Open(ctx, dbURL); err != nil {
+		if st, err = store.OpenAs(ctx, dbURL, "lockstep-pool-"+replicaID); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer st.Close()
@@ -306,6 +307,10 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("database unreachable: %w", err)
 		}
 		defer syncer.Stop()
+		// The initial load's garbage (every row read, a million for a million keys) is gone
+		// once the registries are built: hand it back to the OS now rather than carry it at
+		// the heap's high-water mark.
+		debug.FreeOSMemory()
 	}
 	knobs, err := governanceKnobs()
 	if err != nil {
@@ -420,8 +425,8 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger, models router.Builder) *registries {
 	r := &registries{st: st, supported: supported, rto: rto, log: log}
 	r.models = add(r, store.Model, models.BuildRow, router.Names)
-	r.guardrails = add(r, store.Guardrail, api.BuildGuardrailRow, api.GuardrailNames)
-	r.agents = add(r, store.Agent, api.BuildAgentRow, api.AgentNames)
+	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, api.GuardrailNames)
+	r.agents = add(r, store.Agent, a2a.BuildRow, api.AgentNames)
 	r.keys = add(r, store.Key, keys.BuildRow, nil)
 	r.orgs = add(r, store.Organization, accounts.BuildOrganizationRow, nil)
 	r.teams = add(r, store.Team, accounts.BuildTeamRow, nil)

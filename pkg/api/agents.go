@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/a2a"
+	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -45,41 +42,16 @@ func (s *Server) agentRoutes() {
 	s.markLongRunning("/a2a/:agent")
 }
 
-// BuildAgentRow builds an agent from a gateway.agents row.
-func BuildAgentRow(r store.Row) (*a2a.Agent, error) {
-	var row struct {
-		ID     string          `json:"agent_id"`
-		Name   string          `json:"agent_name"`
-		Card   json.RawMessage `json:"agent_card_params"`
-		Params json.RawMessage `json:"litellm_params"`
-	}
-	if err := json.Unmarshal(r.Data, &row); err != nil {
-		return nil, fmt.Errorf("agent row: %w", err)
-	}
-	return a2a.NewAgent(row.ID, row.Name, row.Card, row.Params)
-}
-
 // AgentNames indexes an agent under its name.
 func AgentNames(e *registry.Entry[*a2a.Agent]) []string { return []string{e.Value.Name} }
 
 // --- management API ----------------------------------------------------------------------------
 
 // agentRequest is the body of POST /v1/agents and PUT/PATCH /v1/agents/{id}.
-type agentRequest struct {
-	AgentName       *string         `json:"agent_name"`
-	AgentCardParams json.RawMessage `json:"agent_card_params"`
-	LitellmParams   json.RawMessage `json:"litellm_params"`
-}
+type agentRequest = mgmt.AgentRequest
 
 // agentRowJSON is a gateway.agents row (row_to_json).
-type agentRowJSON struct {
-	AgentID         string          `json:"agent_id"`
-	AgentName       string          `json:"agent_name"`
-	AgentCardParams json.RawMessage `json:"agent_card_params"`
-	LitellmParams   json.RawMessage `json:"litellm_params"`
-	CreatedAt       *time.Time      `json:"created_at"`
-	UpdatedAt       *time.Time      `json:"updated_at"`
-}
+type agentRowJSON = mgmt.AgentRow
 
 // agentResponse renders an agent the way every /v1/agents route answers: the stored columns,
 // litellm_params with secrets masked. Config-file agents have no timestamps (null).
@@ -116,44 +88,6 @@ func agentEntryResponse(e *registry.Entry[*a2a.Agent]) (map[string]any, error) {
 	return agentResponse(agentRowJSON{AgentID: a.ID, AgentName: a.Name, AgentCardParams: a.Card, LitellmParams: a.LitellmParams}), nil
 }
 
-func agentNotFound(id string) *Error {
-	return errf(http.StatusNotFound, "not_found_error", "Agent with id=%s not found", id)
-}
-
-func agentNameTaken(name string) *Error {
-	return badRequest("Agent with name '%s' already exists", name)
-}
-
-// validateAgent builds the agent exactly as the registry will (a2a.NewAgent), so an invalid
-// definition is refused with a 400 naming every bad field before anything is written. An
-// agent with its own upstream (see hasOwnUpstream) must also make a valid deployment.
-func validateAgent(b *provider.Builder, id, name string, card, params []byte) error {
-	agent, err := a2a.NewAgent(id, name, card, params)
-	var ve *a2a.ValidationError
-	if errors.As(err, &ve) {
-		return badRequest("Invalid agent: %s", ve.Error())
-	}
-	if err != nil {
-		return badRequest("Invalid agent: %v", err)
-	}
-	if hasOwnUpstream(agent) {
-		if _, err := b.NewDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams); err != nil {
-			return badRequest("Invalid agent: %v", err)
-		}
-	}
-	return nil
-}
-
-// configAgentNamed returns the config-file agent called name, if any.
-func (s *Server) configAgentNamed(name string) bool {
-	for _, e := range s.Agents.Load().ByName(name) {
-		if e.Config {
-			return true
-		}
-	}
-	return false
-}
-
 // agentNew: POST /v1/agents {"agent_name", "agent_card_params", "litellm_params"} → the stored
 // agent with a new agent_id (uuid). Duplicate name or invalid definition: 400, nothing stored.
 func (s *Server) agentNew(c echo.Context) error {
@@ -164,262 +98,110 @@ func (s *Server) agentNew(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	name := ""
-	if req.AgentName != nil {
-		name = *req.AgentName
-	}
-	id := uuid.NewString()
-	if err := validateAgent(s.Deployments, id, name, req.AgentCardParams, req.LitellmParams); err != nil {
-		return err
-	}
-	if s.configAgentNamed(name) {
-		return agentNameTaken(name)
-	}
-	row, err := s.Store.Insert(c.Request().Context(), store.Agent, store.Values{
-		"agent_id": id, "agent_name": name,
-		"agent_card_params": []byte(req.AgentCardParams), "litellm_params": s.Deployments.SealParams(req.LitellmParams),
-	})
-	if errors.Is(err, store.ErrConflict) {
-		return agentNameTaken(name)
-	}
+	row, err := s.mgmt.CreateAgent(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	s.Agents.Apply([]store.Row{row}, nil) // writer-local apply: read-your-writes
-	out, err := agentRowResponse(row.Data)
+	return agentRowOK(c, row.Data)
+}
+
+func agentRowOK(c echo.Context, data []byte) error {
+	out, err := agentRowResponse(data)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
 }
+
+// agentDB reports whether agents are read from Postgres here.
+func (s *Server) agentDB() bool { return s.mgmt.Stored(store.Agent) }
 
 // agentList: GET /v1/agents → bare JSON array: config-file agents (by name), then the rows of
 // gateway.agents (by created_at). While Postgres is unreachable the DB agents this replica
 // holds are listed instead (by name), so a read keeps working during an outage.
 func (s *Server) agentList(c echo.Context) error {
-	snap := s.Agents.Load()
-	var config, held []*registry.Entry[*a2a.Agent]
-	snap.All(func(e *registry.Entry[*a2a.Agent]) bool {
-		if e.Config {
-			config = append(config, e)
-		} else {
-			held = append(held, e)
-		}
-		return true
-	})
-	byName := func(es []*registry.Entry[*a2a.Agent]) {
-		sort.Slice(es, func(i, j int) bool {
-			if es[i].Value.Name != es[j].Value.Name {
-				return es[i].Value.Name < es[j].Value.Name
-			}
-			return es[i].ID < es[j].ID
-		})
+	views, err := s.mgmt.ListAgents(c.Request().Context(), s.agentDB())
+	if err != nil {
+		return err
 	}
-	byName(config)
-	out := make([]map[string]any, 0, snap.Len())
-	for _, e := range config {
-		m, err := agentEntryResponse(e)
+	out := make([]map[string]any, 0, len(views))
+	for _, v := range views {
+		m, err := agentViewResponse(v)
 		if err != nil {
 			return err
 		}
 		out = append(out, m)
 	}
-	if s.Store == nil || !s.Supported[store.Agent] {
-		return c.JSON(http.StatusOK, out)
-	}
-	rows, err := s.Store.List(c.Request().Context(), store.Agent)
-	switch {
-	case errors.Is(err, store.ErrUnavailable):
-		byName(held)
-		for _, e := range held {
-			m, err := agentEntryResponse(e)
-			if err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-	case err != nil:
-		return err
-	default:
-		for _, r := range rows {
-			if e, ok := snap.ByID(r.ID); ok && e.Config {
-				continue // the config agent is the one served
-			}
-			m, err := agentRowResponse(r.Data)
-			if err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func agentViewResponse(v mgmt.AgentView) (map[string]any, error) {
+	if v.Entry != nil {
+		return agentEntryResponse(v.Entry)
+	}
+	return agentRowResponse(v.Row)
 }
 
 // agentGet: GET /v1/agents/{id} → the agent (404 when unknown). Read from Postgres; from this
 // replica's registry for a config agent or while Postgres is unreachable.
 func (s *Server) agentGet(c echo.Context) error {
-	id := c.Param("id")
-	e, held := s.Agents.Load().ByID(id)
-	if held && e.Config {
-		return s.jsonEntry(c, e)
-	}
-	if s.Store == nil || !s.Supported[store.Agent] {
-		return agentNotFound(id)
-	}
-	row, err := s.Store.Get(c.Request().Context(), store.Agent, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return agentNotFound(id)
-	case errors.Is(err, store.ErrUnavailable) && held:
-		return s.jsonEntry(c, e)
-	case err != nil:
+	v, err := s.mgmt.GetAgent(c.Request().Context(), c.Param("id"), s.agentDB())
+	if err != nil {
 		return err
 	}
-	out, err := agentRowResponse(row.Data)
+	out, err := agentViewResponse(v)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-func (s *Server) jsonEntry(c echo.Context, e *registry.Entry[*a2a.Agent]) error {
-	out, err := agentEntryResponse(e)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-const (
-	configAgentEditErr   = "Can't edit agent. Agent in config. Store agent in db via `/v1/agents`. to edit."
-	configAgentDeleteErr = "Can't delete agent. Agent in config. Remove it from the config file instead."
-)
-
-// editableAgent returns the stored row of id, refusing config agents.
-func (s *Server) editableAgent(c echo.Context, id string) (agentRowJSON, error) {
-	if e, ok := s.Agents.Load().ByID(id); ok && e.Config {
-		return agentRowJSON{}, badRequest(configAgentEditErr)
-	}
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
-		return agentRowJSON{}, err
-	}
-	row, err := s.Store.Get(c.Request().Context(), store.Agent, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return agentRowJSON{}, agentNotFound(id)
-	}
-	if err != nil {
-		return agentRowJSON{}, err
-	}
-	var a agentRowJSON
-	if err := json.Unmarshal(row.Data, &a); err != nil {
-		return agentRowJSON{}, fmt.Errorf("agent row: %w", err)
-	}
-	return a, nil
 }
 
 // agentPut: PUT /v1/agents/{id} — replace the agent's name, card and litellm_params (all three
 // required). A litellm_params secret sent back in the masked form the API shows
 // ("sk****3456") keeps the stored secret (provider.RestoreMaskedSecrets).
 func (s *Server) agentPut(c echo.Context) error {
-	id := c.Param("id")
-	var req agentRequest
-	if err := decodeStrict(c, &req); err != nil {
-		return err
-	}
-	cur, err := s.editableAgent(c, id)
-	if err != nil {
-		return err
-	}
-	name := ""
-	if req.AgentName != nil {
-		name = *req.AgentName
-	}
-	return s.updateAgent(c, id, name, req.AgentCardParams, provider.RestoreMaskedSecrets(req.LitellmParams, cur.LitellmParams))
+	return s.agentEdit(c, s.mgmt.ReplaceAgent)
 }
 
 // agentPatch: PATCH /v1/agents/{id} — the given fields replace the stored ones, except
 // litellm_params whose keys are merged over the stored ones (so an api_key is kept, as
 // PATCH /model/{id}/update does; so is one sent back masked).
 func (s *Server) agentPatch(c echo.Context) error {
+	return s.agentEdit(c, s.mgmt.PatchAgent)
+}
+
+func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mgmt.AgentRequest) (store.Row, error)) error {
 	id := c.Param("id")
 	var req agentRequest
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	cur, err := s.editableAgent(c, id)
+	if err := s.mgmt.EditableAgent(id); err != nil {
+		return err
+	}
+	if err := s.requireDB(store.Agent, "agents"); err != nil {
+		return err
+	}
+	row, err := edit(c.Request().Context(), id, req)
 	if err != nil {
 		return err
 	}
-	name := cur.AgentName
-	if req.AgentName != nil {
-		name = *req.AgentName
-	}
-	card := cur.AgentCardParams
-	if !isNull(req.AgentCardParams) {
-		card = req.AgentCardParams
-	}
-	params := cur.LitellmParams
-	if !isNull(req.LitellmParams) {
-		base, err := objectOf(cur.LitellmParams, "litellm_params")
-		if err != nil {
-			return err
-		}
-		patch, err := objectOf(provider.RestoreMaskedSecrets(req.LitellmParams, cur.LitellmParams), "litellm_params")
-		if err != nil {
-			return err
-		}
-		if params, err = json.Marshal(mergeObjects(base, patch)); err != nil {
-			return err
-		}
-	}
-	return s.updateAgent(c, id, name, card, params)
-}
-
-// updateAgent validates and writes the edited agent, then applies it locally.
-func (s *Server) updateAgent(c echo.Context, id, name string, card, params []byte) error {
-	if err := validateAgent(s.Deployments, id, name, card, params); err != nil {
-		return err
-	}
-	if s.configAgentNamed(name) {
-		return agentNameTaken(name)
-	}
-	row, err := s.Store.Update(c.Request().Context(), store.Agent, id, store.Values{
-		"agent_name": name, "agent_card_params": card, "litellm_params": s.Deployments.SealParams(params),
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return agentNotFound(id)
-	case errors.Is(err, store.ErrConflict):
-		return agentNameTaken(name)
-	case err != nil:
-		return err
-	}
-	s.Agents.Apply([]store.Row{row}, nil)
-	out, err := agentRowResponse(row.Data)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return agentRowOK(c, row.Data)
 }
 
 // agentDelete: DELETE /v1/agents/{id} → {"message": "Agent <id> deleted successfully"};
 // 404 when unknown; 400 for a config-file agent.
 func (s *Server) agentDelete(c echo.Context) error {
 	id := c.Param("id")
-	if e, ok := s.Agents.Load().ByID(id); ok && e.Config {
-		return badRequest(configAgentDeleteErr)
+	if err := s.mgmt.DeletableAgent(id); err != nil {
+		return err
 	}
 	if err := s.requireDB(store.Agent, "agents"); err != nil {
 		return err
 	}
-	v, err := s.Store.Delete(c.Request().Context(), store.Agent, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return agentNotFound(id)
-	}
-	if err != nil {
+	if err := s.mgmt.DeleteAgent(c.Request().Context(), id); err != nil {
 		return err
 	}
-	s.Agents.Apply(nil, map[string]int64{id: v}) // tombstone: a late read-through cannot resurrect it
 	return c.JSON(http.StatusOK, map[string]string{"message": "Agent " + id + " deleted successfully"})
 }
 
@@ -694,18 +476,10 @@ func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, err
 
 // hasOwnUpstream reports whether the agent's litellm_params name an upstream of their own
 // rather than a model group of the gateway.
-func hasOwnUpstream(agent *a2a.Agent) bool {
-	p := gjson.ParseBytes(agent.LitellmParams)
-	for _, k := range []string{"api_base", "api_key", "custom_llm_provider", "mock_response"} {
-		if v := p.Get(k); v.Exists() && v.Type != gjson.Null {
-			return true
-		}
-	}
-	return false
-}
+func hasOwnUpstream(agent *a2a.Agent) bool { return agent.OwnUpstream() }
 
 // agentDeploymentID names the ad-hoc deployment of an agent with its own upstream.
-func agentDeploymentID(agent *a2a.Agent) string { return "agent:" + agent.ID }
+func agentDeploymentID(agent *a2a.Agent) string { return agent.DeploymentID() }
 
 // agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's.
 func (s *Server) agentGuardrails(ctx context.Context, agent *a2a.Agent) ([]*guardrail.Guardrail, error) {

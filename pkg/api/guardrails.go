@@ -2,20 +2,15 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"sort"
-	"strings"
-	"unicode"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
 
+	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -59,33 +54,11 @@ func (s *Server) guardrailRoutes() {
 	e.POST("/apply_guardrail", s.applyGuardrail, s.auth(anyKey))
 }
 
-// BuildGuardrailRow compiles a gateway.guardrails row.
-func BuildGuardrailRow(r store.Row) (*guardrail.Guardrail, error) {
-	var row struct {
-		Name   string          `json:"guardrail_name"`
-		Params json.RawMessage `json:"litellm_params"`
-	}
-	if err := json.Unmarshal(r.Data, &row); err != nil {
-		return nil, fmt.Errorf("guardrail row: %w", err)
-	}
-	return guardrail.Compile(row.Name, row.Params)
-}
-
 // statusActive is the only gateway.guardrails.status that is ever served.
-const statusActive = "active"
-
-var guardrailStatuses = []string{"active", "pending_review", "rejected"}
+const statusActive = mgmt.StatusActive
 
 // guardrailRowJSON is a gateway.guardrails row (row_to_json).
-type guardrailRowJSON struct {
-	ID        string          `json:"guardrail_id"`
-	Name      string          `json:"guardrail_name"`
-	Params    json.RawMessage `json:"litellm_params"`
-	Info      json.RawMessage `json:"guardrail_info"`
-	Status    string          `json:"status"`
-	CreatedAt json.RawMessage `json:"created_at"`
-	UpdatedAt json.RawMessage `json:"updated_at"`
-}
+type guardrailRowJSON = mgmt.GuardrailRow
 
 // guardrailOut is a guardrail as the management routes answer it: LiteLLM's
 // GuardrailInfoResponse plus status.
@@ -94,26 +67,13 @@ type guardrailOut struct {
 	Location string `json:"guardrail_definition_location"` // "db" | "config"
 }
 
-func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) {
-	var g guardrailRowJSON
-	if err := json.Unmarshal(r.Data, &g); err != nil {
-		return g, fmt.Errorf("guardrail row %q: %w", r.ID, err)
-	}
-	return g, nil
-}
-
-// plainGuardrailParams are the content filter's own litellm_params members: never secrets,
-// although blocked_words[].keyword and keyword_redaction_tag look like them to
-// provider.MaskParams. Every other member (api_key, api_base, ... of other guardrail types) is
-// masked in answers and restored when sent back masked.
-var plainGuardrailParams = []string{"guardrail", "mode", "default_on", "blocked_words", "blocked_words_file",
-	"patterns", "categories", "keyword_redaction_tag", "pattern_redaction_format"}
+func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) { return mgmt.ParseGuardrailRow(r) }
 
 func maskGuardrailParams(params json.RawMessage) json.RawMessage {
 	if isNull(params) {
 		return params
 	}
-	return provider.MaskParamsExcept(params, plainGuardrailParams...)
+	return provider.MaskParamsExcept(params, mgmt.PlainGuardrailParams...)
 }
 
 func dbGuardrailOut(g guardrailRowJSON) guardrailOut {
@@ -135,28 +95,6 @@ func configGuardrailOut(e *registry.Entry[*guardrail.Guardrail]) guardrailOut {
 		ID: e.ID, Name: e.Value.Name, Params: maskGuardrailParams(params), Info: json.RawMessage("{}"), Status: statusActive}}
 }
 
-func guardrailIDNotFound(id string) *Error {
-	return detailErr(http.StatusNotFound, "Guardrail with ID %s not found", id)
-}
-
-func guardrailNameTaken(name string) *Error {
-	return detailErr(http.StatusBadRequest, "Guardrail with name '%s' already exists", name)
-}
-
-const (
-	configGuardrailEditErr   = "Can't edit guardrail. Guardrail in config. Store guardrail in db via `POST /guardrails` to edit."
-	configGuardrailDeleteErr = "Can't delete guardrail. Guardrail in config. Remove it from the config file instead."
-)
-
-// configGuardrail returns the config-file guardrail with id, if any.
-func (s *Server) configGuardrail(id string) (*registry.Entry[*guardrail.Guardrail], bool) {
-	e, ok := s.Guardrails.Load().ByID(id)
-	if ok && e.Config {
-		return e, true
-	}
-	return nil, false
-}
-
 // guardrailSpec is the guardrail object of a write. Pointers and raw JSON tell "absent"
 // from "empty".
 type guardrailSpec struct {
@@ -173,43 +111,6 @@ type guardrailPatchSpec struct {
 	DefaultOn *bool `json:"default_on"`
 }
 
-// guardrailWrite is what a validated write stores.
-type guardrailWrite struct {
-	name   string
-	params []byte
-	info   []byte
-	status string // "" keeps the stored status
-}
-
-// validateGuardrail checks a write before it touches the database: name, status,
-// guardrail_info and, by compiling them exactly as the registry will, litellm_params.
-func (s *Server) validateGuardrail(w guardrailWrite) error {
-	if strings.TrimSpace(w.name) == "" {
-		return detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
-	}
-	if strings.ContainsFunc(w.name, unicode.IsControl) {
-		return detailErr(http.StatusBadRequest, "guardrail_name must not contain control characters")
-	}
-	for _, e := range s.Guardrails.Load().ByName(w.name) {
-		if e.Config {
-			return detailErr(http.StatusBadRequest, "Guardrail with name '%s' already exists in the config file; choose another guardrail_name", w.name)
-		}
-	}
-	if w.status != "" && !slices.Contains(guardrailStatuses, w.status) {
-		return detailErr(http.StatusBadRequest, "status must be one of %s, got %q", strings.Join(guardrailStatuses, ", "), w.status)
-	}
-	if jsonKindOf(w.info) != '{' {
-		return detailErr(http.StatusBadRequest, "guardrail_info must be a JSON object")
-	}
-	if isNull(w.params) {
-		return detailErr(http.StatusBadRequest, "Guardrail configuration error: litellm_params is required")
-	}
-	if _, err := guardrail.Compile(w.name, w.params); err != nil {
-		return detailErr(http.StatusBadRequest, "Guardrail configuration error: %v", err)
-	}
-	return nil
-}
-
 // jsonKindOf returns the first non-space byte of a JSON value ('{', '[', '"', ...), 0 if empty.
 func jsonKindOf(b []byte) byte {
 	b = bytes.TrimSpace(b)
@@ -219,44 +120,15 @@ func jsonKindOf(b []byte) byte {
 	return b[0]
 }
 
-func (w guardrailWrite) values() store.Values {
-	v := store.Values{"guardrail_name": w.name, "litellm_params": w.params, "guardrail_info": w.info}
-	if w.status != "" {
-		v["status"] = w.status
-	}
-	return v
-}
+// guardrailWrite is what a validated write stores.
+type guardrailWrite = mgmt.GuardrailWrite
 
-// applyGuardrailRow is the writer-local apply of a committed row: an active row is loaded,
-// any other status removes the guardrail (version-guarded, like the change feed does).
-func (s *Server) applyGuardrailRow(row store.Row, status string) {
-	if status == statusActive {
-		s.Guardrails.Apply([]store.Row{row}, nil)
-		return
-	}
-	s.Guardrails.Apply(nil, map[string]int64{row.ID: row.Version})
-}
-
-// guardrailWriteErr maps a store error of a guardrail write.
-func guardrailWriteErr(err error, id, name string) error {
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		return guardrailNameTaken(name)
-	case errors.Is(err, store.ErrNotFound):
-		return guardrailIDNotFound(id)
-	case errors.Is(err, store.ErrInvalid):
-		return detailErr(http.StatusBadRequest, "invalid guardrail: %v", err)
-	}
-	return err
-}
-
-// respondGuardrailRow answers with a written row and applies it locally.
-func (s *Server) respondGuardrailRow(c echo.Context, row store.Row) error {
+// guardrailRowOK answers with a written row (applied by the write path).
+func guardrailRowOK(c echo.Context, row store.Row) error {
 	g, err := parseGuardrailRow(row)
 	if err != nil {
 		return err
 	}
-	s.applyGuardrailRow(row, g.Status)
 	return c.JSON(http.StatusOK, dbGuardrailOut(g))
 }
 
@@ -295,28 +167,19 @@ func (s *Server) guardrailCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if w.status == "" {
-		w.status = statusActive
-	}
-	if err := s.validateGuardrail(w); err != nil {
+	row, err := s.mgmt.CreateGuardrail(c.Request().Context(), w)
+	if err != nil {
 		return err
 	}
-	id := uuid.NewString()
-	vals := w.values()
-	vals["guardrail_id"] = id
-	row, err := s.Store.Insert(c.Request().Context(), store.Guardrail, vals)
-	if err != nil {
-		return guardrailWriteErr(err, id, w.name)
-	}
-	return s.respondGuardrailRow(c, row)
+	return guardrailRowOK(c, row)
 }
 
 // guardrailList: GET /guardrails/list — database guardrails (every status, oldest first),
 // then config-file guardrails by name.
 func (s *Server) guardrailList(c echo.Context) error {
 	out := []guardrailOut{}
-	if s.Store != nil && s.Supported[store.Guardrail] {
-		rows, err := s.Store.List(c.Request().Context(), store.Guardrail)
+	if s.mgmt.Stored(store.Guardrail) {
+		rows, err := s.mgmt.GuardrailRows(c.Request().Context())
 		if err != nil {
 			return err
 		}
@@ -345,16 +208,13 @@ func (s *Server) guardrailList(c echo.Context) error {
 // guardrailGet: GET /guardrails/{id} and /guardrails/{id}/info.
 func (s *Server) guardrailGet(c echo.Context) error {
 	id := c.Param("id")
-	if e, ok := s.configGuardrail(id); ok {
+	if e, ok := s.mgmt.ConfigGuardrail(id); ok {
 		return c.JSON(http.StatusOK, configGuardrailOut(e))
 	}
-	if s.Store == nil || !s.Supported[store.Guardrail] {
-		return guardrailIDNotFound(id)
+	if !s.mgmt.Stored(store.Guardrail) {
+		return mgmt.GuardrailNotFound(id)
 	}
-	row, err := s.Store.Get(c.Request().Context(), store.Guardrail, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return guardrailIDNotFound(id)
-	}
+	row, err := s.mgmt.GuardrailRow(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -367,11 +227,11 @@ func (s *Server) guardrailGet(c echo.Context) error {
 
 // guardrailPut: PUT /guardrails/{id} — replaces name, litellm_params and guardrail_info
 // (absent info becomes {}); the status changes only when given. A litellm_params secret sent
-// back masked keeps the stored one (read under the table's write lock, as PATCH does).
+// back masked keeps the stored one (admin.ReplaceGuardrail).
 func (s *Server) guardrailPut(c echo.Context) error {
 	id := c.Param("id")
-	if _, ok := s.configGuardrail(id); ok {
-		return detailErr(http.StatusBadRequest, configGuardrailEditErr)
+	if err := s.mgmt.EditableGuardrail(id); err != nil {
+		return err
 	}
 	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
 		return err
@@ -380,34 +240,12 @@ func (s *Server) guardrailPut(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.validateGuardrail(w); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var verr error
-	var row store.Row
-	err = s.Store.Tx(ctx, func(tx *store.TxStore) error {
-		cur, err := lockedGuardrail(ctx, tx, id)
-		if err != nil {
-			verr = err
-			return errAbortTx
-		}
-		w.params = provider.RestoreMaskedSecrets(w.params, cur.Params, plainGuardrailParams...)
-		row, err = tx.Update(ctx, store.Guardrail, id, w.values())
-		return err
-	})
-	if verr != nil {
-		return verr
-	}
+	row, err := s.mgmt.ReplaceGuardrail(c.Request().Context(), id, w)
 	if err != nil {
-		return guardrailWriteErr(err, id, w.name)
+		return err
 	}
-	return s.respondGuardrailRow(c, row)
+	return guardrailRowOK(c, row)
 }
-
-// errAbortTx rolls a transaction back after a validation error (kept aside, so the store's
-// error mapping never sees it).
-var errAbortTx = errors.New("guardrail write aborted")
 
 // guardrailPatch: PATCH /guardrails/{id} — merges the given litellm_params and guardrail_info
 // keys over the stored ones, and sets guardrail_name, status and default_on when given. The
@@ -415,8 +253,8 @@ var errAbortTx = errors.New("guardrail write aborted")
 // patches never lose each other's keys.
 func (s *Server) guardrailPatch(c echo.Context) error {
 	id := c.Param("id")
-	if _, ok := s.configGuardrail(id); ok {
-		return detailErr(http.StatusBadRequest, configGuardrailEditErr)
+	if err := s.mgmt.EditableGuardrail(id); err != nil {
+		return err
 	}
 	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
 		return err
@@ -432,91 +270,26 @@ func (s *Server) guardrailPatch(c echo.Context) error {
 	if req.Guardrail != nil {
 		patch = *req.Guardrail
 	}
-	if _, err := objectOf(patch.Params, "litellm_params"); err != nil {
-		return err
-	}
-	infoPatch, err := objectOf(patch.Info, "guardrail_info")
+	row, err := s.mgmt.PatchGuardrail(c.Request().Context(), id, mgmt.GuardrailPatch{
+		Name: patch.Name, Params: patch.Params, Info: patch.Info, Status: patch.Status, DefaultOn: patch.DefaultOn})
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	var verr error
-	var row store.Row
-	var name string
-	err = s.Store.Tx(ctx, func(tx *store.TxStore) error {
-		cur, err := lockedGuardrail(ctx, tx, id)
-		if err != nil {
-			verr = err
-			return errAbortTx
-		}
-		params, err := objectOf(cur.Params, "litellm_params")
-		if err != nil {
-			verr = err
-			return errAbortTx
-		}
-		// a secret sent back masked keeps the stored one
-		paramsPatch, _ := objectOf(provider.RestoreMaskedSecrets(patch.Params, cur.Params, plainGuardrailParams...), "litellm_params")
-		if patch.DefaultOn != nil {
-			paramsPatch["default_on"] = *patch.DefaultOn
-		}
-		info, _ := objectOf(cur.Info, "guardrail_info")
-		name = cur.Name
-		if patch.Name != nil {
-			name = *patch.Name
-		}
-		pj, _ := json.Marshal(mergeObjects(params, paramsPatch))
-		ij, _ := json.Marshal(mergeObjects(info, infoPatch))
-		w := guardrailWrite{name: name, params: pj, info: ij, status: statusOf(patch.Status)}
-		if err := s.validateGuardrail(w); err != nil {
-			verr = err
-			return errAbortTx
-		}
-		row, err = tx.Update(ctx, store.Guardrail, id, w.values())
-		return err
-	})
-	if verr != nil {
-		return verr
-	}
-	if err != nil {
-		return guardrailWriteErr(err, id, name)
-	}
-	return s.respondGuardrailRow(c, row)
-}
-
-// lockedGuardrail locks the guardrails table for writes (readers go on) and returns row id.
-func lockedGuardrail(ctx context.Context, tx *store.TxStore, id string) (guardrailRowJSON, error) {
-	if err := tx.LockTable(ctx, store.Guardrail); err != nil {
-		return guardrailRowJSON{}, err
-	}
-	rows, err := tx.List(ctx, store.Guardrail)
-	if err != nil {
-		return guardrailRowJSON{}, err
-	}
-	for _, r := range rows {
-		if r.ID == id {
-			return parseGuardrailRow(r)
-		}
-	}
-	return guardrailRowJSON{}, guardrailIDNotFound(id)
+	return guardrailRowOK(c, row)
 }
 
 // guardrailDelete: DELETE /guardrails/{id}.
 func (s *Server) guardrailDelete(c echo.Context) error {
 	id := c.Param("id")
-	if _, ok := s.configGuardrail(id); ok {
-		return detailErr(http.StatusBadRequest, configGuardrailDeleteErr)
+	if err := s.mgmt.DeletableGuardrail(id); err != nil {
+		return err
 	}
 	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
 		return err
 	}
-	v, err := s.Store.Delete(c.Request().Context(), store.Guardrail, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return guardrailIDNotFound(id)
-	}
-	if err != nil {
+	if err := s.mgmt.DeleteGuardrail(c.Request().Context(), id); err != nil {
 		return err
 	}
-	s.Guardrails.Apply(nil, map[string]int64{id: v})
 	return c.JSON(http.StatusOK, map[string]string{"message": "Guardrail " + id + " deleted successfully"})
 }
 
@@ -569,7 +342,7 @@ func decodeGuardrailWrite(c echo.Context) (guardrailWrite, error) {
 	if spec.Name == nil {
 		return guardrailWrite{}, detailErr(http.StatusBadRequest, "guardrail_name is required and cannot be empty")
 	}
-	return guardrailWrite{name: *spec.Name, params: spec.Params, info: infoOrEmpty(spec.Info), status: statusOf(spec.Status)}, nil
+	return guardrailWrite{Name: *spec.Name, Params: spec.Params, Info: infoOrEmpty(spec.Info), Status: statusOf(spec.Status)}, nil
 }
 
 // blockedErr is a content filter's block as a 400 with its message.

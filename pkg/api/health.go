@@ -135,7 +135,7 @@ var (
 	descSeq      = prometheus.NewDesc("lockstep_sync_seq", "Change-log sequence numbers: applied and head.", []string{"kind"}, nil)
 	descCounters = prometheus.NewDesc("lockstep_sync_events_total", "Change-feed counters.", []string{"counter"}, nil)
 	descLag      = prometheus.NewDesc("lockstep_sync_lag_ms", "Notification lag (change written → applied) over the last 60 s.", []string{"stat"}, nil)
-	descHB       = prometheus.NewDesc("lockstep_sync_heartbeat_rtt_ms", "Self-heartbeat round trip through Postgres.", nil, nil)
+	descHB       = prometheus.NewDesc("lockstep_sync_heartbeat_rtt_ms", "Round trip of the last liveness probe on the change-feed connection (listen: SELECT 1; logical: standby status keepalive).", nil, nil)
 	descRT       = prometheus.NewDesc("lockstep_read_through_total", "Read-through counters per registry.", []string{"registry", "outcome"}, nil)
 	descReg      = prometheus.NewDesc("lockstep_registry_entries", "Entries per registry.", []string{"registry"}, nil)
 )

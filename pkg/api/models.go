@@ -1,16 +1,15 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"sort"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -33,16 +32,7 @@ func decodeJSON(c echo.Context, v any) error {
 
 // modelRequest is the body of /model/new, /model/update and PATCH /model/{id}/update, each
 // field checked for its JSON type by decodeModelRequest (no silent coercion).
-type modelRequest struct {
-	// ModelName is nil when absent or null.
-	ModelName *string
-	// LitellmParams is nil when absent or null, else a JSON object.
-	LitellmParams json.RawMessage
-	// ModelInfo is model_info (empty when absent or null).
-	ModelInfo map[string]any
-	// ID is model_info.id, "" when absent, null or "".
-	ID string
-}
+type modelRequest = mgmt.ModelInput
 
 // decodeModelRequest reads a model write. A field of the wrong JSON type is a 400 naming it:
 // "model_name must be a string", "litellm_params must be a JSON object", "model_info must be a
@@ -86,14 +76,7 @@ func decodeModelRequest(c echo.Context) (modelRequest, error) {
 }
 
 // modelRowJSON is a gateway.models row (row_to_json).
-type modelRowJSON struct {
-	ModelID       string          `json:"model_id"`
-	ModelName     string          `json:"model_name"`
-	LitellmParams json.RawMessage `json:"litellm_params"`
-	ModelInfo     json.RawMessage `json:"model_info"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-}
+type modelRowJSON = mgmt.ModelRow
 
 func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
 
@@ -124,15 +107,6 @@ func modelResponse(r store.Row) (map[string]any, error) {
 	}, nil
 }
 
-// validateModel builds the deployment exactly as the registry will, so an invalid model is
-// refused with a 400 before anything is written.
-func validateModel(b *provider.Builder, id, name string, params, info []byte) error {
-	if _, err := (router.Builder{Deployments: b}).Build(id, name, params, info); err != nil {
-		return badRequest("Invalid model: %v", err)
-	}
-	return nil
-}
-
 // modelNew: POST /model/new (LiteLLM proxy).
 func (s *Server) modelNew(c echo.Context) error {
 	if err := s.requireDB(store.Model, "models"); err != nil {
@@ -142,81 +116,16 @@ func (s *Server) modelNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.ModelName == nil || *req.ModelName == "" {
-		return badRequest("model_name is required")
-	}
-	if req.LitellmParams == nil {
-		return badRequest("litellm_params is required")
-	}
-	info, id := req.ModelInfo, req.ID
-	if id == "" {
-		id = uuid.NewString()
-	}
-	info["id"] = id
-	delete(info, "db_model")
-	infoJSON, _ := json.Marshal(info)
-	if err := validateModel(s.Deployments, id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
-		return err
-	}
-	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
-		return badRequest("model_info.id %q is already used by a config-file model", id)
-	}
-	row, err := s.Store.Insert(c.Request().Context(), store.Model, store.Values{
-		"model_id": id, "model_name": *req.ModelName, "litellm_params": s.Deployments.SealParams(req.LitellmParams), "model_info": infoJSON,
-	})
-	if errors.Is(err, store.ErrConflict) {
-		return errf(http.StatusConflict, "conflict_error", "model with id=%s already exists", id)
-	}
+	row, err := s.mgmt.CreateModel(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	return s.appliedModel(c, row)
-}
-
-const configModelErr = "Can't edit model. Model in config. Store model in db via `/model/new`. to edit."
-
-// editableModel reads the current DB row of id inside tx.
-func editableModel(ctx context.Context, tx *store.TxStore, id string) (modelRowJSON, error) {
-	row, err := tx.Get(ctx, store.Model, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return modelRowJSON{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
-	}
-	if err != nil {
-		return modelRowJSON{}, err
-	}
-	var m modelRowJSON
-	if err := json.Unmarshal(row.Data, &m); err != nil {
-		return modelRowJSON{}, err
-	}
-	return m, nil
-}
-
-func mergeObjects(base, patch map[string]any) map[string]any {
-	for k, v := range patch {
-		base[k] = v
-	}
-	return base
-}
-
-// updateModel validates and writes the edited model inside tx.
-func updateModel(ctx context.Context, b *provider.Builder, tx *store.TxStore, id, name string, params, info map[string]any) (store.Row, error) {
-	delete(info, "db_model")
-	info["id"] = id
-	pj, _ := json.Marshal(params)
-	ij, _ := json.Marshal(info)
-	if err := validateModel(b, id, name, pj, ij); err != nil {
-		return store.Row{}, err
-	}
-	row, err := tx.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": b.SealParams(pj), "model_info": ij})
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Row{}, errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", id)
-	}
-	return row, err
+	return modelOK(c, row)
 }
 
 // modelUpdate: POST /model/update — body carries model_info.id; given top-level fields
 // replace the stored ones, litellm_params keys are merged over the stored ones (LiteLLM
-// keeps unspecified params, e.g. the api_key, on update).
+// keeps unspecified params, e.g. the api_key, on update). See mgmt.EditModel.
 func (s *Server) modelUpdate(c echo.Context) error {
 	if err := s.requireDB(store.Model, "models"); err != nil {
 		return err
@@ -231,50 +140,13 @@ func (s *Server) modelUpdate(c echo.Context) error {
 	return s.applyModelEdit(c, req.ID, req)
 }
 
-// applyModelEdit reads, merges and writes the model in one transaction under the table lock
-// access-group writers take (store.TxStore.LockTable), so a tag an access-group write adds
-// between the read and the write is not lost; then applies the row locally.
-//
-// A litellm_params secret sent back in the masked form /model/info shows ("sk****3456",
-// "http://u:****@host/v1") keeps the stored secret (provider.RestoreMaskedSecrets), as
-// LiteLLM's /model/update does.
+// applyModelEdit runs mgmt.EditModel and answers with the row.
 func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest) error {
-	if e, ok := s.Router.Models().Load().ByID(id); ok && e.Config {
-		return badRequest(configModelErr)
-	}
-	ctx := c.Request().Context()
-	var row store.Row
-	err := s.Store.Tx(ctx, func(tx *store.TxStore) error {
-		if err := tx.LockTable(ctx, store.Model); err != nil {
-			return err
-		}
-		cur, err := editableModel(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		params, err := objectOf(cur.LitellmParams, "litellm_params")
-		if err != nil {
-			return err
-		}
-		patch, err := objectOf(provider.RestoreMaskedSecrets(req.LitellmParams, cur.LitellmParams), "litellm_params")
-		if err != nil {
-			return err
-		}
-		curInfo, _ := objectOf(cur.ModelInfo, "model_info")
-		name := cur.ModelName
-		if req.ModelName != nil {
-			if *req.ModelName == "" {
-				return badRequest("model_name cannot be empty")
-			}
-			name = *req.ModelName
-		}
-		row, err = updateModel(ctx, s.Deployments, tx, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
-		return err
-	})
+	row, err := s.mgmt.EditModel(c.Request().Context(), id, req)
 	if err != nil {
 		return err
 	}
-	return s.appliedModel(c, row)
+	return modelOK(c, row)
 }
 
 // modelPatch: PATCH /model/{id}/update — merge the given fields into the stored model.
@@ -300,20 +172,9 @@ func (s *Server) modelDelete(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	if req.ID == "" {
-		return badRequest("id is required")
-	}
-	if e, ok := s.Router.Models().Load().ByID(req.ID); ok && e.Config {
-		return badRequest("Can't delete model. Model in config. Remove it from the config file instead.")
-	}
-	v, err := s.Store.Delete(c.Request().Context(), store.Model, req.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return errf(http.StatusNotFound, "not_found_error", "Model with id=%s not found", req.ID)
-	}
-	if err != nil {
+	if err := s.mgmt.DeleteModel(c.Request().Context(), req.ID); err != nil {
 		return err
 	}
-	s.Router.Models().Apply(nil, map[string]int64{req.ID: v})
 	return c.JSON(http.StatusOK, map[string]string{"message": "Model: " + req.ID + " deleted successfully"})
 }
 
@@ -402,10 +263,8 @@ func groupAccess(group []*registry.Entry[*router.Deployment]) func(func(string) 
 	}
 }
 
-// appliedModel applies a model row this replica just wrote to its own registry (writer-local
-// apply: read-your-writes) and answers with the row, secrets masked.
-func (s *Server) appliedModel(c echo.Context, row store.Row) error {
-	s.Router.Models().Apply([]store.Row{row}, nil)
+// modelOK answers with a model row the use-case wrote (and applied), secrets masked.
+func modelOK(c echo.Context, row store.Row) error {
 	out, err := modelResponse(row)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
+	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
@@ -82,6 +83,7 @@ type Server struct {
 	Deps
 	e       *echo.Echo
 	a2a     *a2a.Handler
+	mgmt    *mgmt.Admin // the management use-cases and their one write path
 	metrics *metrics
 	// masterSum is the sha256 of MasterKey (isMasterKey compares digests in constant time).
 	masterSum [32]byte
@@ -122,6 +124,7 @@ func New(d Deps) *Server {
 	if d.MasterKey != "" {
 		s.masterToken = keys.Hash(d.MasterKey)
 	}
+	s.mgmt = newAdmin(d)
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = governance{s}
 	}
@@ -319,6 +322,8 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
 	case errors.As(err, &ae):
 		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, Code: ae.Code, style: ae.style}
+	case adminError(err) != nil:
+		ae = adminError(err)
 	case errors.As(err, &gb):
 		ae = badRequest("%s", gb.Message)
 	case errors.As(err, &nd): // every deployment cooling down or at its cap (LiteLLM's 429)
@@ -583,13 +588,7 @@ func principalFrom(ctx context.Context) (principal, bool) {
 	return p, ok
 }
 
-// requireDB answers 503 when typ is not stored in Postgres here.
+// requireDB refuses a management call on typ unless it is stored in Postgres here (admin.RequireDB).
 func (s *Server) requireDB(typ store.ObjectType, what string) error {
-	if s.Store == nil {
-		return errf(http.StatusServiceUnavailable, "service_unavailable", "no database configured: %s are stored in Postgres; set --database-url or general_settings.database_url", what)
-	}
-	if !s.Supported[typ] {
-		return badRequest("%s are not stored in the database on this gateway: add %q to general_settings.supported_db_objects", what, string(typ)+"s")
-	}
-	return nil
+	return s.mgmt.RequireDB(typ, what)
 }

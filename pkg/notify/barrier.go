@@ -168,13 +168,7 @@ func (s *Syncer) sendBarrier(ctx context.Context, r *barrierRound) error {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.BarrierTimeout)
 	defer cancel()
 	token := barrierPrefix + strconv.FormatUint(r.n, 10)
-	var err error
-	if s.cfg.Source == SourceLogical {
-		err = s.emitHeartbeat(sctx, token)
-	} else {
-		err = s.cfg.Store.Notify(sctx, s.hbChan, token)
-	}
-	if err != nil {
+	if err := s.src.emit(sctx, token); err != nil {
 		return fmt.Errorf("%w: send token: %v", ErrBarrier, err)
 	}
 	return nil

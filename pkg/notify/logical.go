@@ -46,16 +46,17 @@ import (
 // HeartbeatInterval, with the reply-requested bit set so a healthy walsender answers at once
 // with a keepalive, and immediately whenever a keepalive asks for a reply. Anything received
 // (XLogData or keepalive) counts as proof of life; nothing for HeartbeatTimeout (a killed or
-// SIGSTOPped walsender, a half-open TCP connection) ends the session. On top of that the
-// heartbeat goroutine writes a logical decoding message (pg_logical_emit_message, PostgreSQL
-// docs 9.27.6 "Replication Management Functions") with the prefix lockstep_hb_<replica> every
-// HeartbeatInterval through the pool; it travels the same WAL → decoder → stream path as a
-// change, and its round trip is heartbeat_rtt_ms.
+// SIGSTOPped walsender, a half-open TCP connection) ends the session. The status update →
+// keepalive round trip is heartbeat_rtt_ms. Nothing is written to the WAL for liveness: every
+// walsender decodes all of the database's WAL, so a periodic message per replica would cost
+// R² decodes. A logical decoding message (pg_logical_emit_message, PostgreSQL docs 9.27.6
+// "Replication Management Functions") with the prefix lockstep_hb_<replica> is written only on
+// demand, as a barrier token (barrier.go).
 
 // PublicationName is the publication the logical source streams (sql/002_logical_publication.sql).
 const PublicationName = "gateway_registry_pub"
 
-// logicalHBPrefix prefixes the logical decoding messages the heartbeat writes.
+// logicalHBPrefix prefixes the logical decoding messages this replica writes (barrier tokens).
 const logicalHBPrefix = "lockstep_hb_"
 
 // changeLogTable is the one relation the logical source decodes.
@@ -78,6 +79,23 @@ func slotName(replicaID string) string {
 	// 9 + ≤40 + 1 + 8 = ≤58 bytes
 	return fmt.Sprintf("lockstep_%s_%08x", sanitize(replicaID), rand.Uint32())
 }
+
+// logicalSource is the logical-replication change source (SourceLogical): a heartbeat or
+// barrier token is a transactional logical decoding message with the prefix
+// lockstep_hb_<replica>.
+type logicalSource struct{ s *Syncer }
+
+func (l logicalSource) session(ctx context.Context, first *bool, backoff *time.Duration) error {
+	return l.s.logicalSession(ctx, first, backoff)
+}
+
+func (l logicalSource) emit(ctx context.Context, payload string) error {
+	return l.s.emitHeartbeat(ctx, payload)
+}
+
+// lateVisibility: logical decoding can stream a commit just before it becomes visible to
+// other sessions (see Syncer.reread).
+func (logicalSource) lateVisibility() bool { return true }
 
 // emitHeartbeat writes one heartbeat message into the WAL through the pool. The message is
 // transactional, so it is committed, flushed and streamed exactly like a change (Begin,
@@ -232,7 +250,7 @@ func (s *Syncer) logicalSession(ctx context.Context, first *bool, backoff *time.
 		PluginArgs: []string{
 			"proto_version '1'",
 			"publication_names '" + PublicationName + "'",
-			"messages 'true'", // forward logical decoding messages: the heartbeat (PG ≥ 14)
+			"messages 'true'", // forward logical decoding messages: barrier tokens (PG ≥ 14)
 		},
 	})
 	cancel()
@@ -246,7 +264,7 @@ func (s *Syncer) logicalSession(ctx context.Context, first *bool, backoff *time.
 // stream reads the replication stream until it fails or ctx ends.
 func (s *Syncer) stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN) error {
 	d := &decoder{s: s, handled: start, rels: map[uint32]*changeLogColumns{}, others: map[uint32]bool{}, tm: pgtype.NewMap()}
-	var nextStatus time.Time
+	var nextStatus, pingSent time.Time
 	for {
 		now := time.Now()
 		if !now.Before(nextStatus) {
@@ -258,6 +276,9 @@ func (s *Syncer) stream(ctx context.Context, conn *pgconn.PgConn, start pglogrep
 				return fmt.Errorf("send standby status update: %w", err)
 			}
 			nextStatus = now.Add(s.cfg.HeartbeatInterval)
+			if pingSent.IsZero() {
+				pingSent = now
+			}
 		}
 		wait := min(time.Until(nextStatus), 500*time.Millisecond) // also re-check liveness twice a second
 		wctx, cancel := context.WithTimeout(ctx, wait)
@@ -275,10 +296,18 @@ func (s *Syncer) stream(ctx context.Context, conn *pgconn.PgConn, start pglogrep
 		switch msg := msg.(type) {
 		case nil: // receive timed out
 		case *pgproto3.CopyData:
-			s.lastHB.Store(time.Now().UnixNano()) // any XLogData or keepalive is proof of life
-			replyNow, err := d.copyData(msg.Data)
+			now := time.Now()
+			s.lastHB.Store(now.UnixNano()) // any XLogData or keepalive is proof of life
+			replyNow, keepalive, err := d.copyData(msg.Data)
 			if err != nil {
 				return err
+			}
+			if keepalive && !pingSent.IsZero() {
+				// the walsender's answer to our reply-requested status update: the probe's
+				// round trip (heartbeat_rtt_ms)
+				s.hbRTT.Store(now.Sub(pingSent).Nanoseconds())
+				s.probes.Add(1)
+				pingSent = time.Time{}
 			}
 			if replyNow {
 				nextStatus = time.Time{}
@@ -307,33 +336,33 @@ type decoder struct {
 }
 
 // copyData handles one CopyData message of the replication stream (55.4: XLogData 'w' or
-// primary keepalive 'k'); replyNow reports a keepalive that asks for an immediate reply.
-func (d *decoder) copyData(data []byte) (replyNow bool, err error) {
+// primary keepalive 'k'); replyNow reports a keepalive that asks for an immediate reply, keepalive any keepalive.
+func (d *decoder) copyData(data []byte) (replyNow, keepalive bool, err error) {
 	if len(data) == 0 {
-		return false, errors.New("empty replication message")
+		return false, false, errors.New("empty replication message")
 	}
 	switch data[0] {
 	case pglogrepl.PrimaryKeepaliveMessageByteID:
 		pkm, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
 		if err != nil {
-			return false, fmt.Errorf("keepalive: %w", err)
+			return false, false, fmt.Errorf("keepalive: %w", err)
 		}
 		if !d.inTx && pkm.ServerWALEnd > d.handled {
 			d.handled = pkm.ServerWALEnd // everything sent so far has been handled
 		}
-		return pkm.ReplyRequested, nil
+		return pkm.ReplyRequested, true, nil
 	case pglogrepl.XLogDataByteID:
 		xld, err := pglogrepl.ParseXLogData(data[1:])
 		if err != nil {
-			return false, fmt.Errorf("xlog data: %w", err)
+			return false, false, fmt.Errorf("xlog data: %w", err)
 		}
 		m, err := parseLogical(xld.WALData)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
-		return false, d.message(m)
+		return false, false, d.message(m)
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // message handles one pgoutput message (55.9 "Logical Replication Message Formats").
@@ -386,12 +415,7 @@ func (d *decoder) message(m pglogrepl.Message) error {
 		}
 	case *pglogrepl.LogicalDecodingMessage:
 		if m.Prefix == s.hbChan {
-			if s.heardToken(string(m.Content)) {
-				return nil
-			}
-			if sent, err := strconv.ParseInt(string(m.Content), 10, 64); err == nil {
-				s.hbRTT.Store(time.Now().UnixNano() - sent)
-			}
+			s.heardToken(string(m.Content))
 		}
 	}
 	return nil

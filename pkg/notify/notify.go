@@ -11,9 +11,17 @@
 //     the change log repairs any notification lost while the connection looked healthy;
 //   - anti-entropy: a slow periodic full reconcile (default 5 min) counts and repairs drift.
 //
-// Listener death (killed backend, half-open TCP, DB restart) is detected by a self-heartbeat:
-// the replica NOTIFYs its own channel every HeartbeatInterval through the pool and expects to
-// hear it on the listener within HeartbeatTimeout (PostgreSQL docs "LISTEN", "NOTIFY").
+// Listener death (killed or frozen backend, half-open TCP, DB restart) is detected on the
+// feed's own connection, at no cost to any other session: when nothing arrived for
+// HeartbeatInterval the replica probes the connection (listen: SELECT 1 on it, failed when
+// nothing arrives for HeartbeatTimeout-HeartbeatInterval; logical: a standby status update
+// asking for a keepalive)
+// and reconnects when nothing was received and no probe answered for HeartbeatTimeout; TCP
+// keepalive runs on the socket besides. A NOTIFY wakes every listening backend of the database
+// (PostgreSQL's async.c signals them all, whatever the channel), so a periodic self-NOTIFY of R
+// replicas cost R² wake-ups a second; the self-NOTIFY is now sent only on demand — the
+// notification barrier (barrier.go), and the check that notifications reach a new LISTEN
+// connection at all (StateDegraded).
 //
 // Two change sources feed the same applier (Config.Source): SourceListen, the LISTEN/NOTIFY
 // session above, and SourceLogical, a logical-replication session that streams the change
@@ -24,13 +32,7 @@ package notify
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +65,27 @@ type Sink interface {
 	// Truncate applies a TRUNCATE reported with its version: older entries go, and no older
 	// version is applied again. Returns how many entries it evicted.
 	Truncate(version int64) int
+}
+
+// Store is what the change feed reads and writes in Postgres (implemented by *store.Store;
+// each method's contract is documented there).
+type Store interface {
+	// LoadAll reads every loadable row of a type in one snapshot (initial load, reconcile).
+	LoadAll(ctx context.Context, typ store.ObjectType) (store.Snapshot, error)
+	// Reload re-reads rows by id, telling loadable rows from visible but filtered ones.
+	Reload(ctx context.Context, typ store.ObjectType, ids []string) (rows, filtered []store.Row, err error)
+	// ChangesSince reads the change log from an xid8 watermark.
+	ChangesSince(ctx context.Context, watermark uint64) (store.ChangeBatch, error)
+	// VisibleChanges reports which change-log rows are visible (logical source).
+	VisibleChanges(ctx context.Context, seqs []int64) (map[int64]bool, error)
+	// PruneChanges deletes change-log rows older than retention.
+	PruneChanges(ctx context.Context, retention time.Duration) (int64, error)
+	// Notify runs pg_notify(channel, payload) in its own transaction (listen source).
+	Notify(ctx context.Context, channel, payload string) error
+	// Exec runs one statement (logical source: pg_logical_emit_message).
+	Exec(ctx context.Context, sql string, args ...any) error
+	// ConnConfig is a copy of the pool's parsed connection config (the feed's connection).
+	ConnConfig() *pgconn.Config
 }
 
 // BarrierSink is a Sink that makes its misses authoritative with the feed's notification
@@ -102,7 +125,7 @@ const (
 // Config configures a Syncer. Zero durations take the documented defaults.
 type Config struct {
 	ReplicaID string
-	Store     *store.Store
+	Store     Store
 	Sinks     []Sink
 	Logger    zerolog.Logger
 	// ListenURL is the change feed's own connection string (--listen-database-url); empty:
@@ -114,8 +137,8 @@ type Config struct {
 	// REPLICATION attribute for the connecting role, and migration 002 (the publication).
 	Source Source
 
-	HeartbeatInterval time.Duration // self-heartbeat period (listen: NOTIFY; logical: WAL message + status ping); default 1 s
-	HeartbeatTimeout  time.Duration // no heartbeat heard (logical: nothing received) for this long → reconnect; default 3 s
+	HeartbeatInterval time.Duration // liveness probe period when the feed's connection is idle (listen: SELECT 1; logical: status update asking for a keepalive); default 1 s
+	HeartbeatTimeout  time.Duration // nothing received and no probe answered for this long → reconnect; default 3 s
 	PollInterval      time.Duration // change-log poll repairing lost notifications; default 2 s
 	PollGrace         time.Duration // a change younger than this is left to its notification; default 1 s
 	ReconcileInterval time.Duration // full reconcile counting drift; default 5 min
@@ -174,6 +197,7 @@ type Syncer struct {
 	cfg    Config
 	log    zerolog.Logger
 	sinks  map[store.ObjectType]Sink
+	src    changeSource
 	hbChan string // listen: the self-heartbeat channel; logical: the heartbeat message prefix
 
 	events  chan event
@@ -184,10 +208,11 @@ type Syncer struct {
 	changed     atomic.Pointer[chan struct{}] // closed and replaced at every state change (StateChanged)
 	reason      atomic.Value                  // string: why the state is degraded
 	ready       atomic.Bool
-	lastHB      atomic.Int64 // unix nanos of the last heartbeat heard
+	lastHB      atomic.Int64 // unix nanos of the last proof of life (anything received, a probe answered)
 	hbHeard     atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
-	hbSent      atomic.Int64 // heartbeats committed
-	hbRTT       atomic.Int64 // nanos
+	hbSent      atomic.Int64 // own NOTIFYs committed (the listen delivery check)
+	hbRTT       atomic.Int64 // nanos: the last liveness probe's round trip
+	probes      atomic.Int64 // liveness probes answered
 	headSeq     atomic.Int64
 	appliedSeq  atomic.Int64
 	eventsApp   atomic.Int64
@@ -223,12 +248,16 @@ func New(cfg Config) *Syncer {
 		cfg:     cfg,
 		log:     cfg.Logger.With().Str("component", "notify").Logger(),
 		sinks:   map[store.ObjectType]Sink{},
-		hbChan:  hbName(cfg),
 		events:  make(chan event, cfg.BufferSize),
 		catchUp: make(chan catchUpReq),
 		kick:    make(chan struct{}, 1),
 		pending: map[store.ObjectType]map[string]change{},
 		bar:     newBarriers(),
+	}
+	if cfg.Source == SourceLogical {
+		s.src, s.hbChan = logicalSource{s}, logicalHBPrefix+sanitize(cfg.ReplicaID)
+	} else {
+		s.src, s.hbChan = listenSource{s}, listenChannel(cfg.ReplicaID)
 	}
 	for _, sk := range cfg.Sinks {
 		s.sinks[sk.Type()] = sk
@@ -240,13 +269,6 @@ func New(cfg Config) *Syncer {
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
 	return s
-}
-
-func hbName(cfg Config) string {
-	if cfg.Source == SourceLogical {
-		return logicalHBPrefix + sanitize(cfg.ReplicaID)
-	}
-	return "gateway_hb_" + sanitize(cfg.ReplicaID)
 }
 
 func sanitize(id string) string {
@@ -266,7 +288,7 @@ func sanitize(id string) string {
 }
 
 // Start runs the initial full load of every sink (failing fast if Postgres cannot be read),
-// then starts the listener, applier and heartbeat goroutines. It returns once the initial
+// then starts the listener, applier, barrier and reconciler goroutines. It returns once the initial
 // load is done; Ready reports when the feed has streamed once. Errors: an unknown
 // Config.Source, or the initial load's error.
 func (s *Syncer) Start(ctx context.Context) error {
@@ -277,11 +299,10 @@ func (s *Syncer) Start(ctx context.Context) error {
 		return fmt.Errorf("initial load: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(5)
+	s.wg.Add(4)
 	go func() { defer s.wg.Done(); s.barrierLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.listen(ctx) }()
 	go func() { defer s.wg.Done(); s.apply(ctx) }()
-	go func() { defer s.wg.Done(); s.heartbeat(ctx) }()
 	go func() { defer s.wg.Done(); s.reconciler(ctx) }()
 	return nil
 }
@@ -323,730 +344,4 @@ func (s *Syncer) Reason() string {
 	}
 	r, _ := s.reason.Load().(string)
 	return r
-}
-
-// --- listener ------------------------------------------------------------------------------
-
-func (s *Syncer) listen(ctx context.Context) {
-	backoff := s.cfg.BackoffMin
-	first := true
-	for ctx.Err() == nil {
-		if !first {
-			s.setState(StateReconnecting)
-		}
-		var err error
-		if s.cfg.Source == SourceLogical {
-			err = s.logicalSession(ctx, &first, &backoff)
-		} else {
-			err = s.session(ctx, &first, &backoff)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.setState(StateReconnecting)
-		s.log.Warn().Err(err).Dur("backoff", backoff).Msg("listener connection lost; reconnecting")
-		// capped exponential backoff with full jitter, cancellable
-		d := backoff/2 + rand.N(backoff/2+1)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(d):
-		}
-		backoff = min(backoff*2, s.cfg.BackoffMax)
-	}
-}
-
-// session runs one listener connection until it fails.
-func (s *Syncer) session(ctx context.Context, first *bool, backoff *time.Duration) error {
-	pcfg, err := s.feedConnConfig()
-	if err != nil {
-		return err
-	}
-	pcfg.ConnectTimeout = 5 * time.Second
-	pcfg.RuntimeParams["application_name"] = "lockstep-listener-" + s.cfg.ReplicaID
-	pcfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { s.onNotification(n) }
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	conn, err := pgconn.ConnectConfig(cctx, pcfg)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.Background())
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = conn.Exec(lctx, fmt.Sprintf("LISTEN %s; LISTEN %s", Channel, s.hbChan)).ReadAll()
-	cancel()
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	// LISTEN is in place: anything committed from now on is notified. Catch up on what was
-	// committed before (or while disconnected), then stream.
-	if err := s.requestCatchUp(ctx, *first); err != nil {
-		return err
-	}
-	s.streaming(first, backoff)
-	start := time.Now()
-	sentAtStart := s.hbSent.Load()
-	var lastPing time.Time
-	for {
-		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		err := conn.WaitForNotification(wctx)
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("wait for notification: %w", err)
-		}
-		if conn.IsClosed() {
-			return errors.New("listener connection closed")
-		}
-		heardOwn := s.hbHeard.Load() > start.UnixNano()
-		switch {
-		case !heardOwn && s.hbSent.Load()-sentAtStart >= 2 && time.Since(start) > s.cfg.HeartbeatTimeout:
-			// Our own heartbeats were committed, yet none came back on this connection since
-			// LISTEN: notifications are not delivered to it. Reconnecting would not help; stay
-			// connected, let the change-log poll keep the registries in step, and say why.
-			if s.State() != StateDegraded {
-				s.reason.Store(degradedReason)
-				s.setState(StateDegraded)
-				s.log.Warn().Str("reason", degradedReason).Msg("change feed degraded: LISTEN does not receive notifications")
-			}
-			// the connection may still die: check it is alive, at the heartbeat's pace
-			if time.Since(lastPing) >= s.cfg.HeartbeatInterval {
-				lastPing = time.Now()
-				pctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatTimeout)
-				_, err := conn.Exec(pctx, "SELECT 1").ReadAll()
-				cancel()
-				if err != nil {
-					return fmt.Errorf("degraded listener connection: %w", err)
-				}
-			}
-		case heardOwn && s.State() == StateDegraded:
-			s.setState(StateStreaming)
-			s.log.Info().Msg("listener hears its own heartbeat again: streaming")
-		case s.State() != StateDegraded:
-			if since := time.Since(time.Unix(0, s.lastHB.Load())); since > s.cfg.HeartbeatTimeout {
-				return fmt.Errorf("no heartbeat for %s", since.Round(time.Millisecond))
-			}
-		}
-	}
-}
-
-// degradedReason is Stats.Reason in StateDegraded.
-const degradedReason = "the change feed's LISTEN connection never hears its own heartbeat NOTIFY: notifications are not delivered to it, " +
-	"as happens through PgBouncer in transaction pooling mode (pool_mode = transaction); set --listen-database-url " +
-	"(GATEWAY_LISTEN_DATABASE_URL) to a direct or session-pooled connection. Meanwhile the change-log poll keeps this replica in sync"
-
-// feedConnConfig is the connection config of the change feed's own connection: ListenURL
-// parsed the way the pool parses its URL (store.ParseConnConfig), or a copy of the pool's own
-// parsed config. Either way the pgx/pgxpool-only settings (pool_max_conns,
-// default_query_exec_mode, ...) are taken out: pgconn would send them to the server as
-// run-time parameters, which it refuses.
-func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
-	if s.cfg.ListenURL == "" {
-		return s.cfg.Store.ConnConfig(), nil
-	}
-	pcfg, err := store.ParseConnConfig(s.cfg.ListenURL)
-	if err != nil {
-		return nil, fmt.Errorf("listen database url: %w", err)
-	}
-	return pcfg, nil
-}
-
-// requestCatchUp has the applier read the change log since the watermark and waits for it.
-// Both sessions call it once their subscription is in place (LISTEN done, or replication slot
-// created), so that a change committed before the subscription is read from the log and one
-// committed after it is streamed: nothing falls between the two.
-func (s *Syncer) requestCatchUp(ctx context.Context, first bool) error {
-	s.setState(StateCatchingUp)
-	mode := catchUpReconnect
-	if first {
-		mode = catchUpStart
-	}
-	if err := s.runCatchUp(ctx, mode); err != nil {
-		return fmt.Errorf("catch-up: %w", err)
-	}
-	return nil
-}
-
-// runCatchUp has the applier run one catch-up pass in mode and waits for its outcome.
-func (s *Syncer) runCatchUp(ctx context.Context, mode catchUpMode) error {
-	done := make(chan error, 1)
-	select {
-	case s.catchUp <- catchUpReq{done: done, mode: mode}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// streaming records that a session has caught up and is streaming: counts a reconnect (not
-// the first session), resets the backoff and the heartbeat clock, and marks the feed ready.
-func (s *Syncer) streaming(first *bool, backoff *time.Duration) {
-	if !*first {
-		s.reconnects.Add(1)
-		s.log.Info().Str("source", string(s.cfg.Source)).Msg("listener reconnected and caught up")
-	}
-	*first = false
-	*backoff = s.cfg.BackoffMin
-	s.lastHB.Store(time.Now().UnixNano())
-	s.setState(StateStreaming)
-	s.ready.Store(true)
-}
-
-func (s *Syncer) onNotification(n *pgconn.Notification) {
-	if n.Channel == s.hbChan {
-		now := time.Now()
-		s.lastHB.Store(now.UnixNano())
-		s.hbHeard.Store(now.UnixNano())
-		if s.heardToken(n.Payload) {
-			return
-		}
-		if sent, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-			s.hbRTT.Store(now.UnixNano() - sent)
-		}
-		return
-	}
-	if n.Channel != Channel {
-		return
-	}
-	// any notification proves the listener connection alive (a burst of thousands can delay
-	// the heartbeat's own notification behind it)
-	s.lastHB.Store(time.Now().UnixNano())
-	var ev event
-	if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil || ev.Type == "" || (ev.ID == "" && ev.Op != "truncate") || ev.Seq <= 0 {
-		s.malformed.Add(1)
-		s.log.Warn().Int("payload_bytes", len(n.Payload)).Str("payload", truncate(n.Payload, 200)).Msg("ignoring malformed notification")
-		return
-	}
-	s.push(ev)
-}
-
-// push hands one decoded change to the applier. It never blocks the session: on a full buffer
-// the change is counted as dropped and the next change-log poll repairs it.
-func (s *Syncer) push(ev event) {
-	if _, ok := s.sinks[ev.Type]; !ok {
-		return // type not synced here (supported_db_objects)
-	}
-	if ev.Seq > s.headSeq.Load() {
-		s.headSeq.Store(ev.Seq)
-	}
-	select {
-	case s.events <- ev:
-	default:
-		// Buffer full: count it and let the change-log catch-up repair it.
-		s.lost(1)
-	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-func (s *Syncer) heartbeat(ctx context.Context) {
-	t := time.NewTicker(s.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			hctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval)
-			now := strconv.FormatInt(time.Now().UnixNano(), 10)
-			var err error
-			if s.cfg.Source == SourceLogical {
-				err = s.emitHeartbeat(hctx, now)
-			} else {
-				err = s.cfg.Store.Notify(hctx, s.hbChan, now)
-			}
-			if err != nil && ctx.Err() == nil {
-				s.log.Debug().Err(err).Msg("heartbeat failed")
-			} else if err == nil {
-				s.hbSent.Add(1)
-			}
-			cancel()
-		}
-	}
-}
-
-// --- applier -------------------------------------------------------------------------------
-
-func (s *Syncer) apply(ctx context.Context) {
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
-	batch := make([]event, 0, 8192)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case req := <-s.catchUp:
-			req.done <- s.catchUpNow(ctx, req.mode)
-		case <-s.bar.applied:
-			s.completeBarriers(ctx, batch)
-		case ev := <-s.events:
-			batch = append(batch[:0], ev)
-		drain:
-			for len(batch) < cap(batch) {
-				select {
-				case ev := <-s.events:
-					batch = append(batch, ev)
-				default:
-					break drain
-				}
-			}
-			s.applyEvents(ctx, batch)
-		case <-poll.C:
-			if st := s.State(); st != StateStreaming && st != StateDegraded {
-				continue
-			}
-			s.poll(ctx)
-		case <-s.kick:
-			// notifications were dropped, or re-reads are pending: repair now, not at the
-			// next tick; while (re)connecting, the catch-up will do it, try again later
-			if st := s.State(); st == StateStreaming || st == StateDegraded {
-				s.poll(ctx)
-			} else {
-				time.AfterFunc(100*time.Millisecond, s.kickNow)
-			}
-		}
-	}
-}
-
-// applyEvents coalesces a batch of notifications per type and id (highest version wins),
-// re-reads the ids in one query per type and applies the result.
-func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
-	want := map[store.ObjectType]map[string]change{}
-	var maxSeq int64
-	for _, ev := range batch {
-		if ev.Seq > maxSeq {
-			maxSeq = ev.Seq
-		}
-		if ev.Op == "truncate" {
-			if sink := s.sinks[ev.Type]; sink != nil {
-				sink.Truncate(ev.V)
-			}
-			continue
-		}
-		addChange(want, ev.Type, ev.ID, ev.V, ev.Seq, ev.Op)
-	}
-	for typ, ids := range want {
-		if _, err := s.reread(ctx, typ, ids); err != nil {
-			s.log.Warn().Err(err).Str("type", string(typ)).Msg("re-read failed; will retry")
-			s.addPending(typ, ids)
-		}
-	}
-	now := time.Now()
-	for _, ev := range batch {
-		if ev.TS > 0 {
-			s.lag.add(now, now.Sub(time.UnixMicro(ev.TS)))
-		}
-	}
-	s.eventsApp.Add(int64(len(batch)))
-	if maxSeq > s.appliedSeq.Load() {
-		s.appliedSeq.Store(maxSeq)
-	}
-}
-
-// change is what the feed knows of one id: the newest change's version and whether it was a
-// delete.
-type change struct {
-	v   int64
-	seq int64 // its change-log row
-	del bool
-}
-
-func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType, id string, v, seq int64, op string) {
-	m := want[typ]
-	if m == nil {
-		m = map[string]change{}
-		want[typ] = m
-	}
-	if v > m[id].v {
-		m[id] = change{v: v, seq: seq, del: op == "delete"}
-	}
-}
-
-// reread loads the ids the sink does not already hold and applies them version-guarded.
-// Absent ids are applied as deletes when the change was a delete and the row is gone, or when
-// the row is visible but not loadable (a guardrail moved out of 'active'). A change whose
-// version is not visible yet — the row missing after an insert, or older than the change after
-// an update or delete — was either superseded since (a later change follows) or, with logical
-// decoding, committed but not yet visible to other sessions (PostgreSQL makes a commit
-// visible just after its WAL record is flushed and streamed): the logical source re-reads
-// those briefly and leaves the rest to the next poll; it never tombstones them.
-// Returns how many registry entries changed.
-func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change) (int, error) {
-	sink := s.sinks[typ]
-	if sink == nil {
-		return 0, nil
-	}
-	need := make([]string, 0, len(ids))
-	for id, c := range ids {
-		if !sink.Holds(id, c.v) {
-			need = append(need, id)
-		}
-	}
-	changed := 0
-	for attempt := 0; len(need) > 0; attempt++ {
-		// Logical source: first ask which of the changes are visible. A change visible
-		// before the re-read is fully reflected by it, so a row still absent or older then
-		// means a later change (delete, truncate) superseded it; only changes not visible
-		// yet are retried. (Asked before, not after, the re-read: a commit becoming visible
-		// between the two must not pass for superseded.)
-		var committed map[int64]bool
-		if s.cfg.Source == SourceLogical && attempt > 0 {
-			seqs := make([]int64, 0, len(need))
-			for _, id := range need {
-				seqs = append(seqs, ids[id].seq)
-			}
-			vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			vis, err := s.cfg.Store.VisibleChanges(vctx, seqs)
-			cancel()
-			if err != nil {
-				return changed, err
-			}
-			committed = vis
-		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		rows, filtered, err := s.cfg.Store.Reload(rctx, typ, need)
-		cancel()
-		if err != nil {
-			return changed, err
-		}
-		// seen: the row is visible at (at least) the version the change reported
-		seen := make(map[string]bool, len(rows)+len(filtered))
-		for _, r := range rows {
-			seen[r.ID] = r.Version >= ids[r.ID].v
-		}
-		absent := map[string]int64{}
-		for _, r := range filtered {
-			if r.Version >= ids[r.ID].v {
-				seen[r.ID] = true
-				absent[r.ID] = r.Version
-			}
-		}
-		var invisible []string
-		for _, id := range need {
-			switch {
-			case seen[id]:
-			case ids[id].del && !visible(rows, filtered, id):
-				absent[id] = ids[id].v
-			default:
-				// not visible yet (logical decoding) at the change's version: the older
-				// version read, if any, is applied below; the change itself is retried
-				invisible = append(invisible, id)
-			}
-		}
-		changed += sink.Apply(rows, absent)
-		need = invisible
-		if len(need) == 0 || s.cfg.Source != SourceLogical {
-			break
-		}
-		need = slices.DeleteFunc(need, func(id string) bool { return committed[ids[id].seq] })
-		if len(need) == 0 {
-			break
-		}
-		if attempt == 10 {
-			// still not visible after ~20 ms (e.g. a commit waiting on synchronous
-			// replication): retry from the applier loop shortly, without blocking it
-			s.addPending(typ, pick(ids, need))
-			time.AfterFunc(25*time.Millisecond, s.kickNow)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return changed, ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return changed, nil
-}
-
-// visible reports whether id was returned by a re-read, loadable or not.
-func visible(rows, filtered []store.Row, id string) bool {
-	for _, r := range rows {
-		if r.ID == id {
-			return true
-		}
-	}
-	for _, r := range filtered {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-func pick(ids map[string]change, keys []string) map[string]change {
-	out := make(map[string]change, len(keys))
-	for _, k := range keys {
-		out[k] = ids[k]
-	}
-	return out
-}
-
-func (s *Syncer) addPending(typ store.ObjectType, ids map[string]change) {
-	m := s.pending[typ]
-	if m == nil {
-		m = map[string]change{}
-		s.pending[typ] = m
-	}
-	for id, c := range ids {
-		if cur, ok := m[id]; !ok || c.v > cur.v {
-			m[id] = c
-		}
-	}
-}
-
-// catchUpMode says why the change log is read.
-type catchUpMode int
-
-const (
-	// catchUpStart: first subscription after the initial load; apply everything, count nothing.
-	catchUpStart catchUpMode = iota
-	// catchUpReconnect: after a lost subscription; apply everything, count repaired gaps.
-	catchUpReconnect
-	// catchUpPoll: routine poll or dropped notifications; leave changes younger than
-	// PollGrace to their notification, count the rest as repaired gaps.
-	catchUpPoll
-	// catchUpDegraded: the poll (or a barrier) while notifications do not arrive at all
-	// (StateDegraded): apply everything, no grace (no notification is on its way), count
-	// nothing (it is the expected path, not a gap).
-	catchUpDegraded
-)
-
-// poll runs a routine change-log catch-up (also after dropped notifications).
-func (s *Syncer) poll(ctx context.Context) {
-	force := s.needCatchUp.Swap(false)
-	mode := catchUpPoll
-	if force {
-		mode = catchUpReconnect
-	} else if s.State() == StateDegraded {
-		mode = catchUpDegraded
-	}
-	if err := s.catchUpNow(ctx, mode); err != nil {
-		s.needCatchUp.Store(force)
-		s.log.Debug().Err(err).Msg("change-log poll failed")
-	}
-}
-
-// kickNow asks the applier for a catch-up pass (pending re-reads first) as soon as it is free.
-func (s *Syncer) kickNow() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-// lost records that notifications were lost (buffer full) and kicks an immediate catch-up.
-func (s *Syncer) lost(n int64) {
-	s.dropped.Add(n)
-	s.needCatchUp.Store(true)
-	s.kickNow()
-}
-
-// catchUpNow reads the change log since the watermark and applies what the registries do not
-// hold yet. After a reconnect (afterGap) every such change counts as a repaired gap; on a
-// routine poll, changes younger than PollGrace are left to their notification and hold the
-// watermark back so they are looked at again.
-func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
-	afterGap := mode != catchUpPoll // no grace: no notification is on its way for these
-	// retry re-reads that failed earlier (a retry may leave some pending again)
-	pending := s.pending
-	s.pending = map[store.ObjectType]map[string]change{}
-	for typ, ids := range pending {
-		if _, err := s.reread(ctx, typ, ids); err != nil {
-			for t, rest := range pending { // keep every type's retries, not only this one's
-				s.addPending(t, rest)
-			}
-			return err
-		}
-		delete(pending, typ)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	b, err := s.cfg.Store.ChangesSince(cctx, s.watermark)
-	if err != nil {
-		return err
-	}
-	if b.HeadSeq > s.headSeq.Load() {
-		s.headSeq.Store(b.HeadSeq)
-	}
-	if s.watermark < b.PrunedBefore {
-		// The log no longer holds everything since our watermark: full versioned reconcile.
-		s.log.Info().Uint64("watermark", s.watermark).Uint64("pruned_before", b.PrunedBefore).Msg("watermark older than change-log retention; full reconcile")
-		return s.fullLoad(ctx, true)
-	}
-	want := map[store.ObjectType]map[string]change{}
-	holdBack := false
-	gaps := 0
-	grace := b.Now.Add(-s.cfg.PollGrace) // the database's clock, like changed_at
-	var maxSeq int64
-	for _, c := range b.Changes {
-		sink := s.sinks[c.Type]
-		if sink == nil {
-			continue
-		}
-		if c.Op == "truncate" {
-			sink.Truncate(c.Version) // idempotent
-			maxSeq = max(maxSeq, c.Seq)
-			continue
-		}
-		if sink.Holds(c.ID, c.Version) {
-			maxSeq = max(maxSeq, c.Seq)
-			continue
-		}
-		if !afterGap && c.ChangedAt.After(grace) {
-			holdBack = true
-			continue
-		}
-		addChange(want, c.Type, c.ID, c.Version, c.Seq, c.Op)
-		maxSeq = max(maxSeq, c.Seq)
-	}
-	// A repaired gap is a change the notifications missed that changed the registry; a row
-	// that cannot be built (counted in apply_errors) or a delete of something never held is not.
-	for typ, ids := range want {
-		n, err := s.reread(ctx, typ, ids)
-		if err != nil {
-			return err
-		}
-		gaps += n
-	}
-	if mode == catchUpStart || mode == catchUpDegraded {
-		gaps = 0 // committed between the initial load and LISTEN, or polled while degraded: expected, not a gap
-	}
-	if gaps > 0 {
-		s.gaps.Add(int64(gaps))
-		s.log.Info().Int("changes", gaps).Bool("after_reconnect", afterGap).Msg("repaired changes missed by notifications")
-	}
-	if maxSeq > s.appliedSeq.Load() {
-		s.appliedSeq.Store(maxSeq)
-	}
-	if !holdBack {
-		s.watermark = b.Watermark
-		s.watermarkPub.Store(b.Watermark)
-	}
-	return nil
-}
-
-// fullLoad reconciles every sink against a full load. countDrift is false for the initial load.
-func (s *Syncer) fullLoad(ctx context.Context, countDrift bool) error {
-	types := make([]store.ObjectType, 0, len(s.sinks))
-	for t := range s.sinks {
-		types = append(types, t)
-	}
-	sort.Slice(types, func(i, j int) bool { return types[i] < types[j] })
-	var wm uint64
-	for i, t := range types {
-		snap, err := s.load(ctx, t, countDrift)
-		if err != nil {
-			return err
-		}
-		if i == 0 || snap < wm {
-			wm = snap
-		}
-	}
-	s.watermark = wm
-	s.watermarkPub.Store(wm)
-	s.reconciles.Add(1)
-	return nil
-}
-
-func (s *Syncer) load(ctx context.Context, t store.ObjectType, countDrift bool) (uint64, error) {
-	sink := s.sinks[t]
-	start := sink.Generation()
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	snap, err := s.cfg.Store.LoadAll(lctx, t)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	d := sink.Reconcile(snap.Rows, start)
-	if countDrift && d > 0 {
-		s.drift.Add(int64(d))
-		s.log.Warn().Str("type", string(t)).Int("drift", d).Msg("reconcile repaired drift")
-	}
-	if snap.HeadSeq > s.headSeq.Load() {
-		s.headSeq.Store(snap.HeadSeq)
-	}
-	if snap.HeadSeq > s.appliedSeq.Load() {
-		s.appliedSeq.Store(snap.HeadSeq)
-	}
-	return snap.Watermark, nil
-}
-
-// reconciler runs the periodic anti-entropy reconcile and prunes the change log, off the
-// applier goroutine so a large full load never stalls applying changes.
-func (s *Syncer) reconciler(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ReconcileInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if s.State() != StateStreaming {
-			continue
-		}
-		if _, err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn().Err(err).Msg("periodic reconcile failed")
-		}
-		if s.cfg.Retention > 0 {
-			if _, err := s.cfg.Store.PruneChanges(ctx, s.cfg.Retention); err != nil {
-				s.log.Debug().Err(err).Msg("prune change log failed")
-			}
-		}
-	}
-}
-
-// Reconcile runs a full versioned reconcile and returns the drift it repaired: it loads every
-// type, waits ReconcileGrace so changes committed before the snapshot but still in flight (a
-// queued notification, the next poll) land through the feed, then repairs only what still
-// differs — that is drift, which should stay 0 (DESIGN.md, layer 3). Runs on the caller's
-// goroutine.
-func (s *Syncer) Reconcile(ctx context.Context) (int64, error) {
-	type pending struct {
-		typ store.ObjectType
-		fix func() int
-	}
-	var fixes []pending
-	for t, sink := range s.sinks {
-		gen := sink.Generation()
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		snap, err := s.cfg.Store.LoadAll(lctx, t)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-		if fix := sink.Diff(snap.Rows, gen); fix != nil {
-			fixes = append(fixes, pending{t, fix})
-		}
-	}
-	s.reconciles.Add(1)
-	if len(fixes) == 0 {
-		return 0, nil
-	}
-	select {
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-time.After(s.cfg.ReconcileGrace):
-	}
-	var total int64
-	for _, f := range fixes {
-		if n := f.fix(); n > 0 {
-			total += int64(n)
-			s.log.Warn().Str("type", string(f.typ)).Int("drift", n).Msg("reconcile repaired drift")
-		}
-	}
-	s.drift.Add(total)
-	return total, nil
 }

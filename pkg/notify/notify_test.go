@@ -35,7 +35,9 @@ func buildModel(row store.Row) (model, error) {
 		ModelName     string          `json:"model_name"`
 		LitellmParams json.RawMessage `json:"litellm_params"`
 	}
-	if err := json.Unmarshal(row.Data, &r); err != nil {
+	if c, ok := row.Cols.(*store.ModelCols); ok { // the feed's loads read typed columns
+		r.ModelName, r.LitellmParams = c.ModelName, c.LitellmParams
+	} else if err := json.Unmarshal(row.Data, &r); err != nil {
 		return model{}, err
 	}
 	if strings.Contains(string(r.LitellmParams), `"invalid"`) {

@@ -76,20 +76,25 @@ type Stats struct {
 	Source Source `json:"source"`
 	State  State  `json:"state"`
 	// Reason says why State is degraded (empty otherwise).
-	Reason         string   `json:"reason,omitempty"`
-	AppliedSeq     int64    `json:"applied_seq"`
-	HeadSeq        int64    `json:"head_seq"`
-	LagMs          LagStats `json:"lag_ms"`
-	HeartbeatRTTMs float64  `json:"heartbeat_rtt_ms"`
-	EventsApplied  int64    `json:"events_applied"`
-	ApplyErrors    int64    `json:"apply_errors"`
-	Reconnects     int64    `json:"reconnects"`
-	GapsRepaired   int64    `json:"gaps_repaired"`
-	DriftRepaired  int64    `json:"drift_repaired"`
+	Reason     string   `json:"reason,omitempty"`
+	AppliedSeq int64    `json:"applied_seq"`
+	HeadSeq    int64    `json:"head_seq"`
+	LagMs      LagStats `json:"lag_ms"`
+	// HeartbeatRTTMs is the round trip of the last liveness probe on the change feed's own
+	// connection (listen: SELECT 1; logical: a standby status update answered by a keepalive).
+	HeartbeatRTTMs float64 `json:"heartbeat_rtt_ms"`
+	EventsApplied  int64   `json:"events_applied"`
+	ApplyErrors    int64   `json:"apply_errors"`
+	Reconnects     int64   `json:"reconnects"`
+	GapsRepaired   int64   `json:"gaps_repaired"`
+	DriftRepaired  int64   `json:"drift_repaired"`
 	// Beyond API.md: notifications dropped on a full buffer (repaired by the poll), and
 	// malformed payloads ignored.
 	Dropped   int64 `json:"notifications_dropped"`
 	Malformed int64 `json:"notifications_malformed"`
+	// LivenessProbes counts the liveness probes answered on the change feed's connection
+	// (beyond API.md).
+	LivenessProbes int64 `json:"liveness_probes"`
 	// Watermark is the change-log cursor: the xid8 snapshot xmin the next catch-up reads from.
 	Watermark uint64 `json:"watermark"`
 	// Reconciles counts full loads taken (initial load, periodic reconcile snapshots).
@@ -121,6 +126,7 @@ func (s *Syncer) Stats() Stats {
 		DriftRepaired:  s.drift.Load(),
 		Dropped:        s.dropped.Load(),
 		Malformed:      s.malformed.Load(),
+		LivenessProbes: s.probes.Load(),
 		Watermark:      s.watermarkPub.Load(),
 		Reconciles:     s.reconciles.Load(),
 		Barrier:        BarrierStats{Rounds: s.barrierRounds.Load(), Waiters: s.barrierWaiters.Load(), Failed: s.barrierFailed.Load()},

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,6 +243,21 @@ func (c *cow[T]) nameShard(name string) map[string][]*Entry[T] {
 	return c.next.names[i]
 }
 
+// reserve pre-sizes the id shards for n more entries when the snapshot is empty (a cold
+// start's full load), so a million puts do not regrow 256 maps from nothing.
+func (c *cow[T]) reserve(n int) {
+	if c.next.n > 0 || n < shards {
+		return
+	}
+	per := n/shards + n/shards/8 + 1
+	for i := range c.next.ids {
+		if !c.idsCopied[i] && len(c.next.ids[i]) == 0 {
+			c.next.ids[i] = make(map[string]*Entry[T], per)
+			c.idsCopied[i] = true
+		}
+	}
+}
+
 // remove takes the entry with id out of the snapshot and its name index.
 func (c *cow[T]) remove(id string) {
 	old, ok := c.next.ByID(id)
@@ -342,22 +358,22 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 		val T
 	}
 	// Build outside the lock: an invalid row is counted and skipped, the old entry keeps serving.
+	// A large batch (a full load, a bulk insert) is built on every core (buildAll).
+	vals, errs := r.buildAll(rows)
 	ok := make([]built, 0, len(rows))
 	var bad []store.Row
-	for _, row := range rows {
-		if r.knownBad(row.ID, row.Version) {
-			continue
-		}
-		v, err := r.opts.Build(row)
-		if err != nil {
+	for i, row := range rows {
+		switch {
+		case errs[i] == errKnownBad:
+		case errs[i] != nil:
 			r.applyErrors.Add(1)
 			if r.opts.OnApplyError != nil {
-				r.opts.OnApplyError(row.ID, err)
+				r.opts.OnApplyError(row.ID, errs[i])
 			}
 			bad = append(bad, row)
-			continue
+		default:
+			ok = append(ok, built{row, vals[i]})
 		}
-		ok = append(ok, built{row, v})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -367,6 +383,7 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 		}
 	}
 	c := r.edit()
+	c.reserve(len(ok))
 	r.gen++
 	changed := 0
 	for _, b := range ok {
@@ -400,6 +417,51 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 	c.commit()
 	r.pruneTombstones(now)
 	return changed
+}
+
+// errKnownBad marks a row buildAll skipped: this version (or a newer one) already failed.
+var errKnownBad = errors.New("known bad")
+
+// parallelBuild is the batch size from which Apply builds rows on every core.
+const parallelBuild = 2048
+
+// buildAll builds every row (Options.Build), in parallel chunks across GOMAXPROCS for a
+// large batch; vals[i], errs[i] are row i's outcome (errKnownBad: skipped). Build must be
+// safe for concurrent use (it is a pure function of the row).
+func (r *Registry[T]) buildAll(rows []store.Row) ([]T, []error) {
+	vals := make([]T, len(rows))
+	errs := make([]error, len(rows))
+	r.mu.Lock()
+	anyBad := len(r.failed) > 0
+	r.mu.Unlock()
+	one := func(i int) {
+		if anyBad && r.knownBad(rows[i].ID, rows[i].Version) {
+			errs[i] = errKnownBad
+			return
+		}
+		vals[i], errs[i] = r.opts.Build(rows[i])
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(rows)/parallelBuild)
+	if workers <= 1 {
+		for i := range rows {
+			one(i)
+		}
+		return vals, errs
+	}
+	var wg sync.WaitGroup
+	chunk := (len(rows) + workers - 1) / workers
+	for lo := 0; lo < len(rows); lo += chunk {
+		hi := min(lo+chunk, len(rows))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				one(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return vals, errs
 }
 
 func (r *Registry[T]) pruneTombstones(now time.Time) {
@@ -491,6 +553,12 @@ func (r *Registry[T]) Generation() uint64 {
 //     with a tombstone.
 func (r *Registry[T]) Diff(rows []store.Row, startGen uint64) func() int {
 	snap := r.snap.Load()
+	if snap.Len() == 0 { // the initial load: nothing to compare or evict
+		if len(rows) == 0 {
+			return nil
+		}
+		return func() int { return r.repair(rows, nil, startGen) }
+	}
 	seen := make(map[string]struct{}, len(rows))
 	var fresh []store.Row
 	for _, row := range rows {

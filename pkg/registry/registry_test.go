@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -200,4 +201,42 @@ func BenchmarkApplyLargeRegistry(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r.Apply([]store.Row{row(fmt.Sprint("key", i%200_000), int64(4+2*i), fmt.Sprint("k", i%200_000))}, nil)
 	}
+}
+
+// A large batch is built on every core: every valid row lands, every invalid one is counted
+// once and leaves the serving entry alone, and the batch is published once.
+func TestApplyLargeBatchBuildsInParallel(t *testing.T) {
+	t.Parallel()
+	r := registry.New(registry.Options[string]{
+		Type: store.Model,
+		Build: func(row store.Row) (string, error) {
+			if string(row.Data) == "bad" {
+				return "", errors.New("bad row")
+			}
+			return string(row.Data), nil
+		},
+	})
+	r.Apply([]store.Row{{ID: "bad-7", Version: 1, Data: []byte("serving")}}, nil)
+	const n = 20_000
+	rows := make([]store.Row, n)
+	for i := range rows {
+		data := fmt.Sprint("v", i)
+		if i%1000 == 7 {
+			data = "bad"
+		}
+		rows[i] = store.Row{ID: fmt.Sprint("id-", i), Version: 2, Data: []byte(data)}
+	}
+	rows[7].ID = "bad-7"
+	changed := r.Load()
+	require.Equal(t, n-n/1000, r.Apply(rows, nil))
+	require.Equal(t, int64(n/1000), r.ApplyErrors())
+	e, ok := r.Load().ByID("bad-7")
+	require.True(t, ok)
+	require.Equal(t, "serving", e.Value, "an invalid row never replaces a serving one")
+	e, ok = r.Load().ByID("id-12345")
+	require.True(t, ok)
+	require.Equal(t, "v12345", e.Value)
+	require.NotSame(t, changed, r.Load())
+	require.Zero(t, r.Apply(rows, nil), "re-applying the same versions changes nothing")
+	require.Equal(t, int64(n/1000), r.ApplyErrors(), "known-bad versions are not built again")
 }

@@ -63,11 +63,14 @@ type Builder struct {
 	Deployments *provider.Builder
 }
 
-// BuildRow builds a Deployment from a gateway.models row. Errors name the bad field; the
-// registry then keeps serving the previous version.
+// BuildRow builds a Deployment from a gateway.models row: its typed columns (row.Cols, a
+// *store.ModelCols, as the change feed's loads read it) or its row_to_json text (row.Data).
+// Errors name the bad field; the registry then keeps serving the previous version.
 func (b Builder) BuildRow(row store.Row) (*Deployment, error) {
 	var r modelRow
-	if err := json.Unmarshal(row.Data, &r); err != nil {
+	if c, ok := row.Cols.(*store.ModelCols); ok {
+		r = modelRow{ModelID: c.ModelID, ModelName: c.ModelName, LitellmParams: c.LitellmParams, ModelInfo: c.ModelInfo}
+	} else if err := json.Unmarshal(row.Data, &r); err != nil {
 		return nil, fmt.Errorf("model %q: decode row: %w", row.ID, err)
 	}
 	d, err := b.Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)
@@ -95,6 +98,11 @@ func (b Builder) BuildConfig(id, name string, litellmParams, modelInfo []byte) (
 
 // BuildRow is [Builder.BuildRow] under the default secrets policy (tests, tools).
 func BuildRow(row store.Row) (*Deployment, error) { return Builder{}.BuildRow(row) }
+
+// BuildConfig is [Builder.BuildConfig] under the default secrets policy (tests, tools).
+func BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return Builder{}.BuildConfig(id, name, litellmParams, modelInfo)
+}
 
 // Build is [Builder.Build] under the default secrets policy (tests, tools).
 func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {

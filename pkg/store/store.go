@@ -114,13 +114,16 @@ func TypeOfPlural(plural string) (ObjectType, bool) {
 	return "", false
 }
 
-// Row is one registry row as loaded: its id, version and the whole row as JSON
-// (row_to_json, so column names are the JSON keys).
+// Row is one registry row as loaded: its id, version and either the whole row as JSON in Data
+// (row_to_json, so column names are the JSON keys) or, for a typed table read by a load
+// (LoadAll, Reload, LoadByName of keys and models, typed.go), its typed columns in Cols
+// (*KeyCols, *ModelCols) and no Data.
 type Row struct {
 	Type    ObjectType
 	ID      string
 	Version int64
 	Data    []byte
+	Cols    any
 }
 
 // Change is one gateway.registry_changes row.
@@ -147,6 +150,14 @@ type Store struct {
 const DefaultOpTimeout = 5 * time.Second
 
 // op derives the context for one operation: ctx, bounded by the store's operation timeout.
+// callerOrOp is op, except that a deadline the caller set, however far, is kept.
+func (s *Store) callerOrOp(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return s.op(ctx)
+}
+
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.opTimeout {
 		return context.WithCancel(ctx)
@@ -166,10 +177,19 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 // which needs no server-side state between transactions. BehindPooler reports the outcome.
 //
 // Errors: ErrUnavailable (wrapped with the cause) when the database cannot be reached.
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string) (*Store, error) { return OpenAs(ctx, url, "") }
+
+// OpenAs is Open with the pool's connections named appName (the application_name run-time
+// parameter, which pg_stat_activity shows; PostgreSQL docs 20.8.1) unless the URL names them
+// itself (application_name=...). A replica opens its pool as lockstep-pool-<replica id>, as
+// its change feed's connection is lockstep-listener-<replica id>.
+func OpenAs(ctx context.Context, url, appName string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if appName != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = appName
 	}
 	if cfg.MaxConns < 8 {
 		cfg.MaxConns = 8
@@ -401,6 +421,25 @@ func selectSQL(ti Table, where string) string {
 	return fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE %s AND (%s)", ti.PK, ti.Table, ti.Filter, where)
 }
 
+// loadSQL is selectSQL for the change feed's loads: typed columns for a typed table (typed.go).
+func loadSQL(ti Table, where string) string {
+	return fmt.Sprintf("SELECT t.%s, t.version, %s FROM %s t WHERE %s AND (%s)", ti.PK, selectList(ti.Type), ti.Table, ti.Filter, where)
+}
+
+// scanLoaded scans the rows of a loadSQL query.
+func scanLoaded(typ ObjectType, rows pgx.Rows) ([]Row, error) {
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := scanRow(typ, rows, &r); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, r)
+	}
+	return out, mapErr(rows.Err())
+}
+
 func info(typ ObjectType) (Table, error) {
 	ti, ok := tables[typ]
 	if !ok {
@@ -432,11 +471,11 @@ func (s *Store) LoadAll(ctx context.Context, typ ObjectType) (Snapshot, error) {
 			return err
 		}
 		snap.Watermark, _ = strconv.ParseUint(wm, 10, 64)
-		rows, err := tx.Query(ctx, selectSQL(ti, "true"))
+		rows, err := tx.Query(ctx, loadSQL(ti, "true"))
 		if err != nil {
 			return err
 		}
-		snap.Rows, err = scanRows(typ, rows)
+		snap.Rows, err = scanLoaded(typ, rows)
 		return err
 	})
 	if err != nil {
@@ -477,7 +516,7 @@ func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows 
 	if err != nil {
 		return nil, nil, err
 	}
-	q := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text, (%s) FROM %s t WHERE t.%s = ANY($1)", ti.PK, ti.Filter, ti.Table, ti.PK)
+	q := fmt.Sprintf("SELECT t.%s, t.version, %s, (%s) FROM %s t WHERE t.%s = ANY($1)", ti.PK, selectList(typ), ti.Filter, ti.Table, ti.PK)
 	res, err := s.pool.Query(ctx, q, ids)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
@@ -486,12 +525,11 @@ func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows 
 	for res.Next() {
 		var r Row
 		var loadable bool
-		if err := res.Scan(&r.ID, &r.Version, &r.Data, &loadable); err != nil {
+		if err := scanRow(typ, res, &r, &loadable); err != nil {
 			return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
 		}
-		r.Type = typ
 		if !loadable {
-			r.Data = nil
+			r.Data, r.Cols = nil, nil
 			filtered = append(filtered, r)
 			continue
 		}
@@ -518,11 +556,11 @@ func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]
 	if ti.ByIDOrName {
 		where += " OR t." + ti.PK + " = $1"
 	}
-	rows, err := s.pool.Query(ctx, selectSQL(ti, where), name)
+	rows, err := s.pool.Query(ctx, loadSQL(ti, where), name)
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, mapErr(err))
 	}
-	out, err := scanRows(typ, rows)
+	out, err := scanLoaded(typ, rows)
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, err)
 	}
@@ -548,8 +586,11 @@ type ChangeBatch struct {
 // xmin becomes the next watermark. Transactions still running when the snapshot was taken
 // have tx >= that xmin, so their rows are read on a later pass: a late commit is never
 // skipped, and rows may be returned twice (re-applying is harmless).
+//
+// A deadline of the caller's own bounds the read instead of the store's operation timeout (a
+// catch-up after a bulk insert reads a million changes).
 func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch, error) {
-	ctx, cancel := s.op(ctx)
+	ctx, cancel := s.callerOrOp(ctx)
 	defer cancel()
 	var b ChangeBatch
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {

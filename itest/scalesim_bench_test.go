@@ -1,0 +1,194 @@
+package itest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+)
+
+// TestScaleSimBench simulates R replicas' change-feed connections in one process against one
+// Postgres, exactly as replicas hold them — LISTEN gateway_registry and the replica's own
+// channel, a catch-up query, then waiting for notifications — with either liveness scheme:
+//
+//   - heartbeat (before issue 22): every connection's replica NOTIFYs its own channel every
+//     second through a shared pool (8 connections) and hears it back;
+//   - probe (now): a connection idle for 1 s runs SELECT 1 on itself.
+//
+// For each R and scheme it prints: the CPU time the database's backends burn per second
+// while idle (every backend of the database, from /proc/<pid>/schedstat), the CPU
+// per registry write beyond that, the commit latency of a registry write (INSERT into
+// gateway.models, one transaction, 10/s) and the time until all R connections received its
+// notification (p50/p99 over the writes). Figures are printed, never asserted:
+//
+//	LOCKSTEP_BENCH_SIM=10,100,300 go test ./itest/ -run TestScaleSimBench -count=1 -v -timeout 30m
+//
+// R is bounded by the test cluster's max_connections (400, pkg/pgcluster).
+func TestScaleSimBench(t *testing.T) {
+	v := os.Getenv("LOCKSTEP_BENCH_SIM")
+	if v == "" {
+		t.Skip("set LOCKSTEP_BENCH_SIM=10,100,300 to run the change-feed scale simulation")
+	}
+	var counts []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		require.NoError(t, err, "LOCKSTEP_BENCH_SIM: %q is not a replica count", s)
+		counts = append(counts, n)
+	}
+	fmt.Printf("%-9s %-10s %-20s %-18s %-22s %-22s %s\n", "replicas", "liveness", "idle DB CPU ms/s", "DB CPU ms/write", "commit p50/p99 ms", "reach all p50/p99 ms", "load")
+	for _, n := range counts {
+		for _, mode := range []string{"heartbeat", "probe"} {
+			simulate(t, n, mode)
+		}
+	}
+}
+
+func simulate(t *testing.T, r int, mode string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := pgtestNewMigratedDB(t)
+	pcfg, err := pgxpool.ParseConfig(db)
+	require.NoError(t, err)
+	pcfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	require.NoError(t, err)
+	defer pool.Close()
+
+	got := make([]atomic.Int64, r) // highest change seq each connection heard
+	var wg sync.WaitGroup
+	for i := range r {
+		ccfg, err := pgconn.ParseConfig(db)
+		require.NoError(t, err)
+		ccfg.RuntimeParams["application_name"] = fmt.Sprintf("lockstep-sim-%d", i)
+		own := fmt.Sprintf("gateway_hb_sim_%d", i)
+		ccfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+			if n.Channel != "gateway_registry" {
+				return
+			}
+			var ev struct {
+				Seq int64 `json:"seq"`
+			}
+			if json.Unmarshal([]byte(n.Payload), &ev) == nil && ev.Seq > got[i].Load() {
+				got[i].Store(ev.Seq)
+			}
+		}
+		conn, err := pgconn.ConnectConfig(ctx, ccfg)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "LISTEN gateway_registry; LISTEN "+own).ReadAll()
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "SELECT count(*) FROM gateway.registry_changes WHERE tx >= '0'::xid8").ReadAll()
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close(context.Background())
+			next := time.Now().Add(time.Duration(i) * time.Second / time.Duration(r)) // spread over the second
+			for ctx.Err() == nil {
+				if !time.Now().Before(next) {
+					next = next.Add(time.Second)
+					if mode == "heartbeat" {
+						go func() {
+							_, _ = pool.Exec(ctx, "SELECT pg_notify($1, $2)", own, strconv.FormatInt(time.Now().UnixNano(), 10))
+						}()
+					} else {
+						pctx, c := context.WithTimeout(ctx, 2*time.Second)
+						_, _ = conn.Exec(pctx, "SELECT 1").ReadAll()
+						c()
+					}
+				}
+				wctx, c := context.WithTimeout(ctx, max(time.Millisecond, time.Until(next)))
+				_ = conn.WaitForNotification(wctx)
+				c()
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+
+	admin, err := pgx.Connect(context.Background(), db)
+	require.NoError(t, err)
+	defer admin.Close(context.Background())
+	time.Sleep(2 * time.Second) // let every connection reach its steady pace (a measurement window, not a wait for a condition)
+	cpu := func() time.Duration {
+		rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+		require.NoError(t, err)
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		require.NoError(t, err)
+		return procCPU(pids)
+	}
+	const window = 10 * time.Second
+	c0 := cpu()
+	time.Sleep(window) // the idle measurement window
+	c1 := cpu()
+	idle := float64((c1 - c0).Microseconds()) / 1000 / window.Seconds()
+
+	const writes = 50
+	var commit, reach []time.Duration
+	w0 := time.Now()
+	c2 := cpu()
+	for i := range writes {
+		t0 := time.Now()
+		_, err := admin.Exec(ctx, `INSERT INTO gateway.models (model_id, model_name) VALUES ($1, 'sim')`, fmt.Sprint("sim-", i))
+		require.NoError(t, err)
+		commit = append(commit, time.Since(t0))
+		var seq int64
+		require.NoError(t, admin.QueryRow(ctx, `SELECT max(seq) FROM gateway.registry_changes`).Scan(&seq))
+		for {
+			all := true
+			for j := range got {
+				if got[j].Load() < seq {
+					all = false
+					break
+				}
+			}
+			if all {
+				break
+			}
+			require.Less(t, time.Since(t0), 30*time.Second, "write %d not heard by every connection", i)
+			time.Sleep(100 * time.Microsecond)
+		}
+		reach = append(reach, time.Since(t0))
+		time.Sleep(time.Until(t0.Add(100 * time.Millisecond))) // 10 writes/s
+	}
+	c3 := cpu()
+	perWrite := (float64((c3 - c2).Milliseconds()) - idle*time.Since(w0).Seconds()) / writes
+	q := func(d []time.Duration, p float64) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))].Microseconds()) / 1000
+	}
+	var load string
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	fmt.Printf("%-9d %-10s %-20.2f %-18.3f %-22s %-22s %s\n", r, mode, idle, perWrite,
+		fmt.Sprintf("%.2f / %.2f", q(commit, 0.5), q(commit, 0.99)), fmt.Sprintf("%.2f / %.2f", q(reach, 0.5), q(reach, 0.99)), load)
+}
+
+// procCPU sums the CPU time of the given processes: /proc/<pid>/schedstat's first field, the
+// time spent on a CPU in nanoseconds (utime/stime in /proc/<pid>/stat count 10 ms ticks per
+// process, which rounds a backend's occasional SELECT 1 to nothing).
+func procCPU(pids []int32) time.Duration {
+	var ns int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			ns += n
+		}
+	}
+	return time.Duration(ns)
+}

@@ -1,0 +1,330 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"lockstep/pkg/store"
+)
+
+// fakeStore is an in-memory Store: one map of rows per table (row_to_json-like data), a
+// global version sequence, transactions that copy on begin and publish on commit.
+type fakeStore struct {
+	mu     sync.Mutex
+	tables map[store.ObjectType]map[string]map[string]any
+	seq    int64
+	// failCommit makes the next Tx fail after fn succeeded (a lost commit).
+	failCommit error
+	// failOn makes the named operation ("insert", "update", "delete", "get", "list", "lock")
+	// of the given type fail with the error.
+	failOn map[string]error
+	// order of ids in List: creation order
+	created map[string]int64
+	txs     int
+	spend   map[string]store.KeySpend
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{tables: map[store.ObjectType]map[string]map[string]any{}, failOn: map[string]error{}, created: map[string]int64{}}
+}
+
+func pkOf(typ store.ObjectType) string {
+	for _, t := range store.Tables {
+		if t.Type == typ {
+			return t.PK
+		}
+	}
+	panic("unknown type " + string(typ))
+}
+
+type fakeTx struct {
+	f      *fakeStore
+	tables map[store.ObjectType]map[string]map[string]any
+}
+
+func copyTables(in map[store.ObjectType]map[string]map[string]any) map[store.ObjectType]map[string]map[string]any {
+	out := map[store.ObjectType]map[string]map[string]any{}
+	for t, rows := range in {
+		m := map[string]map[string]any{}
+		for id, r := range rows {
+			c := map[string]any{}
+			for k, v := range r {
+				c[k] = v
+			}
+			m[id] = c
+		}
+		out[t] = m
+	}
+	return out
+}
+
+func (f *fakeStore) Tx(ctx context.Context, fn func(Tx) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.txs++
+	tx := &fakeTx{f: f, tables: copyTables(f.tables)}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := f.failCommit; err != nil {
+		f.failCommit = nil
+		return err
+	}
+	f.tables = tx.tables
+	return nil
+}
+
+func (f *fakeStore) Get(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return (&fakeTx{f: f, tables: f.tables}).Get(ctx, typ, id)
+}
+
+func (f *fakeStore) List(ctx context.Context, typ store.ObjectType) ([]store.Row, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return (&fakeTx{f: f, tables: f.tables}).List(ctx, typ)
+}
+
+// put seeds a row outside any transaction (as psql would).
+func (f *fakeStore) put(typ store.ObjectType, vals store.Values) store.Row {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	row, err := (&fakeTx{f: f, tables: f.tables}).Insert(context.Background(), typ, vals)
+	if err != nil {
+		panic(err)
+	}
+	return row
+}
+
+func (t *fakeTx) fail(op string, typ store.ObjectType) error {
+	return t.f.failOn[op+" "+string(typ)]
+}
+
+func (t *fakeTx) row(typ store.ObjectType, r map[string]any) store.Row {
+	m := map[string]any{}
+	for k, v := range r {
+		if b, ok := v.([]byte); ok {
+			v = json.RawMessage(b)
+		}
+		m[k] = v
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return store.Row{Type: typ, ID: fmt.Sprint(r[pkOf(typ)]), Version: r["version"].(int64), Data: data}
+}
+
+func (t *fakeTx) Get(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	if err := t.fail("get", typ); err != nil {
+		return store.Row{}, err
+	}
+	r, ok := t.tables[typ][id]
+	if !ok {
+		return store.Row{}, fmt.Errorf("get %s: %w", typ, store.ErrNotFound)
+	}
+	return t.row(typ, r), nil
+}
+
+func (t *fakeTx) List(ctx context.Context, typ store.ObjectType) ([]store.Row, error) {
+	if err := t.fail("list", typ); err != nil {
+		return nil, err
+	}
+	var out []store.Row
+	for _, r := range t.tables[typ] {
+		out = append(out, t.row(typ, r))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return t.f.created[string(typ)+out[i].ID] < t.f.created[string(typ)+out[j].ID]
+	})
+	return out, nil
+}
+
+func (t *fakeTx) Insert(ctx context.Context, typ store.ObjectType, vals store.Values) (store.Row, error) {
+	if err := t.fail("insert", typ); err != nil {
+		return store.Row{}, err
+	}
+	id := fmt.Sprint(vals[pkOf(typ)])
+	if _, ok := t.tables[typ][id]; ok {
+		return store.Row{}, fmt.Errorf("insert %s: %w", typ, store.ErrConflict)
+	}
+	if t.tables[typ] == nil {
+		t.tables[typ] = map[string]map[string]any{}
+	}
+	t.f.seq++
+	r := map[string]any{"version": t.f.seq}
+	for k, v := range vals {
+		r[k] = v
+	}
+	t.tables[typ][id] = r
+	t.f.created[string(typ)+id] = t.f.seq
+	return t.row(typ, r), nil
+}
+
+func (t *fakeTx) Update(ctx context.Context, typ store.ObjectType, id string, vals store.Values) (store.Row, error) {
+	if err := t.fail("update", typ); err != nil {
+		return store.Row{}, err
+	}
+	r, ok := t.tables[typ][id]
+	if !ok {
+		return store.Row{}, fmt.Errorf("update %s: %w", typ, store.ErrNotFound)
+	}
+	t.f.seq++
+	r["version"] = t.f.seq
+	for k, v := range vals {
+		r[k] = v
+	}
+	if nid := fmt.Sprint(r[pkOf(typ)]); nid != id { // a primary-key change
+		delete(t.tables[typ], id)
+		t.tables[typ][nid] = r
+		t.f.created[string(typ)+nid] = t.f.created[string(typ)+id]
+	}
+	return t.row(typ, r), nil
+}
+
+func (t *fakeTx) Delete(ctx context.Context, typ store.ObjectType, id string) (int64, error) {
+	if err := t.fail("delete", typ); err != nil {
+		return 0, err
+	}
+	r, ok := t.tables[typ][id]
+	if !ok {
+		return 0, fmt.Errorf("delete %s: %w", typ, store.ErrNotFound)
+	}
+	delete(t.tables[typ], id)
+	return r["version"].(int64) + 1, nil
+}
+
+func (t *fakeTx) LockTable(ctx context.Context, typ store.ObjectType) error {
+	return t.fail("lock", typ)
+}
+
+var errDown = errors.New("database unavailable (fake)")
+
+// fakeSink records every Apply.
+type fakeSink struct {
+	typ     store.ObjectType
+	applies []applied
+}
+
+type applied struct {
+	rows   []store.Row
+	absent map[string]int64
+}
+
+func (s *fakeSink) Type() store.ObjectType { return s.typ }
+func (s *fakeSink) Apply(rows []store.Row, absent map[string]int64) int {
+	s.applies = append(s.applies, applied{rows, absent})
+	return len(rows) + len(absent)
+}
+
+func (f *fakeStore) spendRows() map[string]store.KeySpend {
+	if f.spend == nil {
+		f.spend = map[string]store.KeySpend{}
+	}
+	return f.spend
+}
+
+func (f *fakeStore) ListPage(ctx context.Context, typ store.ObjectType, page, size int) ([]store.Row, int, error) {
+	rows, err := f.List(ctx, typ)
+	if err != nil {
+		return nil, 0, err
+	}
+	lo := min((page-1)*size, len(rows))
+	hi := min(lo+size, len(rows))
+	return rows[lo:hi], len(rows), nil
+}
+
+func (f *fakeStore) GetKeySpend(ctx context.Context, tokens []string) (map[string]store.KeySpend, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failOn["spend"]; err != nil {
+		return nil, err
+	}
+	out := map[string]store.KeySpend{}
+	for _, t := range tokens {
+		if ks, ok := f.spendRows()[t]; ok {
+			out[t] = ks
+		}
+	}
+	return out, nil
+}
+
+func (t *fakeTx) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
+	if err := t.fail("reset", ""); err != nil {
+		return nil, err
+	}
+	ks := t.f.spendRows()[token]
+	ks.BudgetResetAt = nil
+	if every > 0 {
+		at := time.Unix(1700000000, 0).Add(every)
+		ks.BudgetResetAt = &at
+	}
+	t.f.spendRows()[token] = ks
+	return ks.BudgetResetAt, nil
+}
+
+func (t *fakeTx) MoveKeySpend(ctx context.Context, from, to string) error {
+	if ks, ok := t.f.spendRows()[from]; ok {
+		delete(t.f.spendRows(), from)
+		t.f.spendRows()[to] = ks
+	}
+	return nil
+}
+
+func (t *fakeTx) GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	return t.Get(ctx, typ, id)
+}
+
+func (t *fakeTx) ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error) {
+	if err := t.fail("listby", typ); err != nil {
+		return nil, err
+	}
+	all, err := t.List(ctx, typ)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Row
+	for _, r := range all {
+		if fmt.Sprint(t.tables[typ][r.ID][column]) == value {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (t *fakeTx) DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error) {
+	rows, err := t.ListBy(ctx, typ, column, value)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		v, err := t.Delete(ctx, typ, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[r.ID] = v
+	}
+	return out, nil
+}
+
+func (f *fakeStore) ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return (&fakeTx{f: f, tables: f.tables}).ListBy(ctx, typ, column, value)
+}
+
+// ListUsers filters by role only (the rest is SQL, tested against Postgres).
+func (f *fakeStore) ListUsers(ctx context.Context, fl store.UserFilter, page, size int) ([]store.Row, int, error) {
+	rows, err := f.List(ctx, store.User)
+	if err != nil {
+		return nil, 0, err
+	}
+	return rows, len(rows), nil
+}
