@@ -32,6 +32,7 @@ import (
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
+	"lockstep/pkg/provider/bedrock"
 	"lockstep/pkg/provider/ollama"
 	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
@@ -204,7 +205,7 @@ func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 
 // vendors are the upstream APIs served beyond the built-in OpenAI-compatible and Anthropic
 // providers (provider.Vendor): registered here, and nowhere else.
-var vendors = []provider.Vendor{ollama.Vendor, provider.Gemini, provider.Vertex, provider.Bedrock}
+var vendors = []provider.Vendor{ollama.Vendor, bedrock.Vendor, provider.Gemini, provider.Vertex}
 
 func serve(ctx context.Context, args []string) error {
 	f, err := parseServe(args)

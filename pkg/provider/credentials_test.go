@@ -16,6 +16,7 @@ import (
 
 	"lockstep/itest/fakeupstream"
 	"lockstep/pkg/provider"
+	"lockstep/pkg/provider/bedrock"
 )
 
 // Credential failures are not cached, successes are (until shortly before they expire): a
@@ -99,7 +100,7 @@ func TestBedrockChainLoadFailureNotCached(t *testing.T) {
 	awsEnv(t, dir)
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL,
 		"aws_region_name": brc.Region, "aws_profile_name": "lockstep-test"})
-	d, err := provider.NewConfigDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -137,7 +138,7 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	awsEnv(t, t.TempDir())
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", ep.URL+"/creds")
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL, "aws_region_name": brc.Region})
-	d, err := provider.NewConfigDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -181,7 +182,7 @@ func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
 // mustBuilder is provider.NewBuilder for a policy the test knows is valid, with the package's vendors.
 func mustBuilder(t *testing.T, p provider.Policy) *provider.Builder {
 	t.Helper()
-	b, err := provider.NewBuilder(p, provider.Gemini, provider.Vertex, provider.Bedrock)
+	b, err := provider.NewBuilder(p, provider.Gemini, provider.Vertex, bedrock.Vendor)
 	require.NoError(t, err)
 	return b
 }

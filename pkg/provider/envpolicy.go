@@ -48,7 +48,7 @@ type Builder struct {
 // defaultBuilder is the zero Policy's builder with this package's vendors (package-level
 // NewDeployment; a nil *Builder).
 var defaultBuilder = func() *Builder {
-	b, err := NewBuilder(Policy{}, Gemini, Vertex, Bedrock)
+	b, err := NewBuilder(Policy{}, Gemini, Vertex)
 	if err != nil {
 		panic(err)
 	}

@@ -50,7 +50,7 @@ func TestEnvSecretsPolicy(t *testing.T) {
 // mustBuilder is NewBuilder for a policy the test knows is valid, with this package's vendors.
 func mustBuilder(t *testing.T, p Policy) *Builder {
 	t.Helper()
-	b, err := NewBuilder(p, Gemini, Vertex, Bedrock)
+	b, err := NewBuilder(p, Gemini, Vertex)
 	require.NoError(t, err)
 	return b
 }

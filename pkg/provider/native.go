@@ -30,14 +30,14 @@ type nativeAPI interface {
 	decoder(r renderer, model string) decoder
 }
 
-// frameReader reads one frame of a streamed answer at a time. The slices returned by current
-// are valid until the next call to next.
+// frameReader reads one frame of a streamed answer at a time. The slices returned by Current
+// are valid until the next call to Next.
 type frameReader interface {
-	// next reads the next frame; io.EOF when the body ended cleanly.
-	next() error
-	// current returns the frame's raw bytes, its event name (SSE event, event-stream
+	// Next reads the next frame; io.EOF when the body ended cleanly.
+	Next() error
+	// Current returns the frame's raw bytes, its event name (SSE event, event-stream
 	// :event-type; nil for NDJSON) and its payload.
-	current() (raw, event, data []byte)
+	Current() (raw, event, data []byte)
 }
 
 // signer authenticates one upstream request after its body is final: an OAuth2 bearer token
@@ -58,7 +58,7 @@ func newNDJSONReader(r io.Reader) *ndjsonReader {
 	return &ndjsonReader{br: bufio.NewReaderSize(r, 32<<10)}
 }
 
-func (n *ndjsonReader) next() error {
+func (n *ndjsonReader) Next() error {
 	for {
 		n.line = n.line[:0]
 		var err error
@@ -80,7 +80,7 @@ func (n *ndjsonReader) next() error {
 	}
 }
 
-func (n *ndjsonReader) current() (raw, event, data []byte) { return n.line, nil, n.line }
+func (n *ndjsonReader) Current() (raw, event, data []byte) { return n.line, nil, n.line }
 
 // multipartBoundary returns the boundary of a multipart/form-data body, read from its first
 // line ("--<boundary>", RFC 2046 §5.1.1), or "" when the body does not start with one.

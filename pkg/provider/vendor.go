@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,7 +36,7 @@ type Vendor struct {
 	// embeddings API and the headers. Errors name the litellm_params field.
 	Setup func(s *Setup) error
 
-	// spec: a vendor still implemented inside this package (Gemini, Vertex, Bedrock); Setup
+	// spec: a vendor still implemented inside this package (Gemini, Vertex); Setup
 	// and the fields above are then unused.
 	spec *providerSpec
 }
@@ -60,14 +61,12 @@ func (v Vendor) providerSpec() providerSpec {
 }
 
 // The vendors still implemented inside this package, for [NewBuilder]; they move to
-// sub-packages as ollama did.
+// sub-packages as ollama and bedrock did.
 var (
 	// Gemini serves gemini/<model> (Google AI Studio's generateContent; gemini.go).
 	Gemini = Vendor{Names: []string{"gemini"}, spec: &providerSpec{wire: wireNative, apiBase: DefaultGeminiAPIBase, keyEnv: "GEMINI_API_KEY", baseEnv: "GEMINI_API_BASE", setup: setupGemini}}
 	// Vertex serves vertex_ai/<model> (Gemini and Claude on Vertex AI; vertex.go).
 	Vertex = Vendor{Names: []string{"vertex_ai"}, spec: &providerSpec{wire: wireNative, derivedBase: true, setup: setupVertex}}
-	// Bedrock serves bedrock/<model-id> (the Converse API; bedrock.go).
-	Bedrock = Vendor{Names: []string{"bedrock"}, spec: &providerSpec{wire: wireNative, derivedBase: true, setup: setupBedrock}}
 )
 
 // withVendors returns the built-in providers plus vendors. Errors: a name given twice.
@@ -103,6 +102,31 @@ func (s *Setup) Deployment() *Deployment { return s.d }
 // resolving "os.environ/NAME" under the deployment's secrets policy. Errors name the field.
 func (s *Setup) Param(field string) (string, error) { return s.d.paramStr(s.p, field) }
 
+// ParamOrEnv is [Setup.Param] falling back to the environment variable env when the field
+// is absent or empty (env "": none).
+func (s *Setup) ParamOrEnv(field, env string) (string, error) { return s.d.paramOrEnv(s.p, field, env) }
+
+// ImplicitChain checks that the deployment may use a credential chain the provider searches
+// when litellm_params has no credential (the AWS default chain, Google Application Default
+// Credentials): a database object only when the secrets policy allows env (its main
+// variable); a config-file object always. Errors name field and env.
+func (s *Setup) ImplicitChain(field, env string) error { return s.d.implicitChain(field, env) }
+
+// AddSecrets adds credentials beyond api_key (a secret access key, a session token) that are
+// redacted from error texts.
+func (s *Setup) AddSecrets(secrets ...string) {
+	s.d.extraSecrets = append(s.d.extraSecrets, secrets...)
+}
+
+// SetAPIBase replaces the deployment's APIBase (one derived from a region, a project, …).
+func (s *Setup) SetAPIBase(base string) { s.d.APIBase = base }
+
+// SetModel replaces the deployment's upstream Model name (a route hint prefix dropped).
+func (s *Setup) SetModel(model string) { s.d.Model = model }
+
+// SetSigner makes sg authenticate every upstream request once its body is final.
+func (s *Setup) SetSigner(sg Signer) { s.d.signer = signerAdapter{sg} }
+
 // SetWire makes w the deployment's upstream API, called at url (streamURL for streaming
 // calls when the API has its own; "" for the same url).
 func (s *Setup) SetWire(w Wire, url, streamURL string) {
@@ -112,7 +136,14 @@ func (s *Setup) SetWire(w Wire, url, streamURL string) {
 }
 
 // SetEmbedder gives the deployment the embeddings API e (/v1/embeddings is served through it).
-func (s *Setup) SetEmbedder(e Embedder) { s.d.embedder = embedderAdapter{e} }
+// A nil e leaves the deployment without one.
+func (s *Setup) SetEmbedder(e Embedder) {
+	if e == nil {
+		s.d.embedder = nil
+		return
+	}
+	s.d.embedder = embedderAdapter{e}
+}
 
 // SetHeader sets a header of every upstream request; litellm_params.extra_headers still win.
 func (s *Setup) SetHeader(key, value string) {
@@ -161,6 +192,29 @@ type Decoder interface {
 	EOF(b []byte) ([]byte, error)
 }
 
+// Signer authenticates one upstream request after its body is final (an AWS Signature
+// Version 4, an OAuth2 bearer token). It may set headers on req (its Header is a private
+// copy). Errors are *UpstreamError.
+type Signer interface {
+	Sign(ctx context.Context, req *http.Request, body []byte) error
+}
+
+type signerAdapter struct{ s Signer }
+
+func (a signerAdapter) sign(ctx context.Context, req *http.Request, body []byte) error {
+	return a.s.Sign(ctx, req, body)
+}
+
+// Lazy is a value found on first use (a credential chain): failures are never kept, the
+// first success is kept for good; reads after it are one atomic load.
+type Lazy[T any] = lazyValue[T]
+
+// NewLazy returns the Lazy value find finds.
+func NewLazy[T any](find func() (T, error)) *Lazy[T] { return &lazyValue[T]{find: find} }
+
+// Get returns the value, finding it if no lookup succeeded yet.
+func (l *lazyValue[T]) Get() (T, error) { return l.get() }
+
 // wireAdapter is a Wire as the client calls it (nativeAPI).
 type wireAdapter struct{ w Wire }
 
@@ -199,6 +253,21 @@ func BadRequest(format string, args ...any) *UpstreamError { return badRequest(f
 
 // Request is a client's request in neutral form.
 type Request = request
+
+// ParseRequest reads a client request body of format f (chat, responses or messages) into
+// neutral form, as a call translating it does. Errors are 400 *UpstreamError naming what is
+// malformed.
+func ParseRequest(f Format, body []byte) (*Request, error) {
+	switch f {
+	case FormatChat:
+		return parseChatRequest(body)
+	case FormatResponses:
+		return parseResponsesRequest(body)
+	case FormatMessages:
+		return parseMessagesRequest(body)
+	}
+	return nil, badRequest("%s requests have no neutral form", f.RouteName())
+}
 
 // Message is one turn of a [Request]: a role and its parts.
 type Message = message
@@ -376,6 +445,9 @@ type EmbedRequest = embedRequest
 
 // Inputs are the texts to embed.
 func (r *embedRequest) Inputs() []string { return r.inputs }
+
+// TaskType is task_type (Gemini) or input_type (Cohere), "" when absent.
+func (r *embedRequest) TaskType() string { return r.taskType }
 
 // Dimensions is the dimensions asked, 0 for the model's default.
 func (r *embedRequest) Dimensions() int64 { return r.dimensions }
