@@ -33,7 +33,9 @@ import (
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/provider/bedrock"
+	"lockstep/pkg/provider/gemini"
 	"lockstep/pkg/provider/ollama"
+	"lockstep/pkg/provider/vertex"
 	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -205,7 +207,7 @@ func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 
 // vendors are the upstream APIs served beyond the built-in OpenAI-compatible and Anthropic
 // providers (provider.Vendor): registered here, and nowhere else.
-var vendors = []provider.Vendor{ollama.Vendor, bedrock.Vendor, provider.Gemini, provider.Vertex}
+var vendors = []provider.Vendor{ollama.Vendor, gemini.Vendor, vertex.Vendor, bedrock.Vendor}
 
 func serve(ctx context.Context, args []string) error {
 	f, err := parseServe(args)

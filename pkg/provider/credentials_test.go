@@ -17,6 +17,8 @@ import (
 	"lockstep/itest/fakeupstream"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/provider/bedrock"
+	"lockstep/pkg/provider/gemini"
+	"lockstep/pkg/provider/vertex"
 )
 
 // Credential failures are not cached, successes are (until shortly before they expire): a
@@ -37,7 +39,7 @@ func TestVertexTokenFailureNotCached(t *testing.T) {
 	t.Parallel()
 	vx := fakeupstream.StartVertex(t, "proj-cred")
 	params, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	vx.FailTokens(1, http.StatusServiceUnavailable)
@@ -62,7 +64,7 @@ func TestVertexADCFailureNotCached(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "adc.json")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
 	params, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_project": "proj-adc"})
-	d, err := provider.NewConfigDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -163,7 +165,7 @@ func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
 	vx := fakeupstream.StartVertex(t, "proj-file")
 	path := filepath.Join(t.TempDir(), "sa.json")
 	require.NoError(t, os.WriteFile(path, []byte(vx.ServiceAccountJSON()), 0o600))
-	var b *provider.Builder
+	b := mustBuilder(t, provider.Policy{}) // the default policy, with the vendors
 	file, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": path})
 	inline, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
 
@@ -179,10 +181,11 @@ func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// mustBuilder is provider.NewBuilder for a policy the test knows is valid, with the package's vendors.
+// mustBuilder is provider.NewBuilder for a policy the test knows is valid, with the vendors
+// (gemini, vertex, bedrock).
 func mustBuilder(t *testing.T, p provider.Policy) *provider.Builder {
 	t.Helper()
-	b, err := provider.NewBuilder(p, provider.Gemini, provider.Vertex, bedrock.Vendor)
+	b, err := provider.NewBuilder(p, gemini.Vendor, vertex.Vendor, bedrock.Vendor)
 	require.NoError(t, err)
 	return b
 }

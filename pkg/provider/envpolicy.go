@@ -45,10 +45,10 @@ type Builder struct {
 	providers map[string]providerSpec // the built-in providers and the vendors
 }
 
-// defaultBuilder is the zero Policy's builder with this package's vendors (package-level
-// NewDeployment; a nil *Builder).
+// defaultBuilder is the zero Policy's builder, without vendors (package-level NewDeployment;
+// a nil *Builder).
 var defaultBuilder = func() *Builder {
-	b, err := NewBuilder(Policy{}, Gemini, Vertex)
+	b, err := NewBuilder(Policy{})
 	if err != nil {
 		panic(err)
 	}

@@ -47,10 +47,10 @@ func TestEnvSecretsPolicy(t *testing.T) {
 	require.ErrorContains(t, err, `allowed_env_secrets[1]: "[A-" is not a glob pattern`)
 }
 
-// mustBuilder is NewBuilder for a policy the test knows is valid, with this package's vendors.
+// mustBuilder is NewBuilder for a policy the test knows is valid.
 func mustBuilder(t *testing.T, p Policy) *Builder {
 	t.Helper()
-	b, err := NewBuilder(p, Gemini, Vertex)
+	b, err := NewBuilder(p)
 	require.NoError(t, err)
 	return b
 }

@@ -35,17 +35,10 @@ type Vendor struct {
 	// Wire (the upstream's own API, translated from every inbound format), its endpoints, the
 	// embeddings API and the headers. Errors name the litellm_params field.
 	Setup func(s *Setup) error
-
-	// spec: a vendor still implemented inside this package (Gemini, Vertex); Setup
-	// and the fields above are then unused.
-	spec *providerSpec
 }
 
 // providerSpec returns the deployment spec the Builder keeps for v.
 func (v Vendor) providerSpec() providerSpec {
-	if v.spec != nil {
-		return *v.spec
-	}
 	setup := v.Setup
 	return providerSpec{wire: wireNative, apiBase: v.APIBase, keyEnv: v.KeyEnv, baseEnv: v.BaseEnv, derivedBase: v.DerivedBase,
 		setup: func(d *Deployment, p gjson.Result) error {
@@ -59,15 +52,6 @@ func (v Vendor) providerSpec() providerSpec {
 			return nil
 		}}
 }
-
-// The vendors still implemented inside this package, for [NewBuilder]; they move to
-// sub-packages as ollama and bedrock did.
-var (
-	// Gemini serves gemini/<model> (Google AI Studio's generateContent; gemini.go).
-	Gemini = Vendor{Names: []string{"gemini"}, spec: &providerSpec{wire: wireNative, apiBase: DefaultGeminiAPIBase, keyEnv: "GEMINI_API_KEY", baseEnv: "GEMINI_API_BASE", setup: setupGemini}}
-	// Vertex serves vertex_ai/<model> (Gemini and Claude on Vertex AI; vertex.go).
-	Vertex = Vendor{Names: []string{"vertex_ai"}, spec: &providerSpec{wire: wireNative, derivedBase: true, setup: setupVertex}}
-)
 
 // withVendors returns the built-in providers plus vendors. Errors: a name given twice.
 func withVendors(vendors []Vendor) (map[string]providerSpec, error) {
@@ -132,6 +116,15 @@ func (s *Setup) SetSigner(sg Signer) { s.d.signer = signerAdapter{sg} }
 func (s *Setup) SetWire(w Wire, url, streamURL string) {
 	s.d.native = wireAdapter{w}
 	s.d.urls[formatNative] = url
+	s.d.streamURL = streamURL
+}
+
+// SetAnthropicWire makes the deployment speak Anthropic's Messages API at url (streamURL for
+// streams) as Claude on Vertex AI does: the body carries anthropic_version
+// "vertex-2023-10-16" ([VertexAnthropicVersion]) and no "model" (the model is in the URL).
+func (s *Setup) SetAnthropicWire(url, streamURL string) {
+	s.d.wire, s.d.vertexAnthropic, s.d.native = wireAnthropic, true, nil
+	s.d.urls[FormatMessages] = url
 	s.d.streamURL = streamURL
 }
 
@@ -238,6 +231,10 @@ type FrameReader = frameReader
 // NewNDJSONReader splits a body of newline-delimited JSON objects, skipping blank lines: each
 // frame's payload is one line.
 func NewNDJSONReader(r io.Reader) FrameReader { return newNDJSONReader(r) }
+
+// NewSSEReader splits a body of server-sent events (the SSE framing of the HTML Living
+// Standard): each frame's event name and joined data lines.
+func NewSSEReader(r io.Reader) FrameReader { return newSSEReader(r) }
 
 // ErrTruncated is a stream that ended before the upstream said it was complete (502).
 var ErrTruncated = errTruncated
@@ -390,6 +387,28 @@ func NewResult(id, model string) *Result { return &result{id: id, model: model} 
 
 // AddText appends a text block.
 func (r *result) AddText(text string) { r.blocks = append(r.blocks, block{text: text}) }
+
+// AppendText adds text to the last block when it is a text block, else appends a text block
+// (an upstream that splits one text over several parts).
+func (r *result) AppendText(text string) {
+	if n := len(r.blocks); n > 0 && !r.blocks[n-1].tool {
+		r.blocks[n-1].text += text
+		return
+	}
+	r.blocks = append(r.blocks, block{text: text})
+}
+
+// Stop is why generation ended.
+func (r *result) Stop() Stop { return r.stop }
+
+// Tokens is the answer's token usage.
+func (r *result) Tokens() Tokens {
+	return Tokens{In: r.usage.in, Out: r.usage.out, CacheRead: r.usage.cacheRead, CacheWrite: r.usage.cacheWrite}
+}
+
+// RenderResult renders an answer as a non-streaming body of client format f (chat,
+// responses, messages, completions), as a translated call answers.
+func RenderResult(f Format, r *Result) []byte { return render(f, r) }
 
 // AddToolCall appends a tool call (args: JSON text).
 func (r *result) AddToolCall(id, name, args string) {
