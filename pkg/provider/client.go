@@ -259,7 +259,7 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	r.stream = stream
 	switch up {
 	case formatNative:
-		return d.native.request(d, r)
+		return d.native.Request(d, r)
 	case FormatMessages:
 		b := renderMessagesRequest(r, d.Model)
 		if d.vertexAnthropic {
@@ -306,7 +306,7 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 		if len(req.Header) == len(d.header) {
 			req.Header = req.Header.Clone()
 		}
-		if err := d.signer.sign(ctx, req, body); err != nil {
+		if err := d.signer.Sign(ctx, req, body); err != nil {
 			return nil, err
 		}
 	}
@@ -485,7 +485,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 	var res *result
 	switch up {
 	case formatNative:
-		res, err = d.native.result(raw)
+		res, err = d.native.Result(raw)
 	case FormatMessages:
 		res, err = parseMessagesResult(raw)
 	default:
@@ -615,8 +615,8 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	ct := resp.Header.Get("Content-Type")
 	if up == formatNative {
 		r := usageTap{newRenderer(in, includeUsage(body)), s}
-		s.rd = d.native.frames(resp.Body)
-		s.dec = d.native.decoder(r, d.Model)
+		s.rd = d.native.Frames(resp.Body)
+		s.dec = decoderAdapter{d.native.Decoder(Renderer{r}, d.Model)}
 		return s, nil
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {

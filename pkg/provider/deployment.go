@@ -33,7 +33,7 @@ const (
 	wireOpenAI wire = iota + 1
 	wireAnthropic
 	// wireNative: the provider's own API (Gemini, Bedrock Converse, Ollama), always translated
-	// through the spec's nativeAPI.
+	// through the deployment's Wire.
 	wireNative
 )
 
@@ -154,9 +154,9 @@ type Deployment struct {
 	// parsed and parsedStream are urls and streamURL parsed (parseEndpoints; nil: not parsed)
 	parsed       [numFormats]*url.URL
 	parsedStream *url.URL
-	native       nativeAPI      // wireNative: the request/answer/stream translation
-	embedder     nativeEmbedder // wireNative: its embeddings API, nil when it has none
-	signer       signer         // nil: the static header is all the authentication
+	native       Wire     // wireNative: the request/answer/stream translation
+	embedder     Embedder // wireNative: its embeddings API, nil when it has none
+	signer       Signer   // nil: the static header is all the authentication
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
 	vertexAnthropic bool

@@ -18,28 +18,12 @@ import (
 // or more upstream calls, and the vectors come back as an OpenAI embedding list, in input
 // order, with usage.prompt_tokens where the provider reports a count (0 where it does not).
 
-// nativeEmbedder is a provider's embeddings API.
-type nativeEmbedder interface {
-	// calls turns the request into upstream calls, each covering the next n inputs in order.
-	calls(d *Deployment, r *embedRequest) ([]embedCall, error)
-	// parse reads one call's answer: one raw JSON array of numbers per input it covered, and
-	// the prompt tokens the provider reported (0 when none).
-	parse(raw []byte, h http.Header) (vectors []string, tokens int64, err error)
-}
-
 // embedRequest is an OpenAI embeddings request.
 type embedRequest struct {
 	inputs     []string
 	dimensions int64  // 0: the model's default
 	base64     bool   // encoding_format "base64"
 	taskType   string // task_type (Gemini), input_type (Cohere); "" when absent
-}
-
-// embedCall is one upstream call.
-type embedCall struct {
-	url  string
-	body []byte
-	n    int // inputs covered
 }
 
 // parseEmbedRequest reads an OpenAI embeddings body. Token-id inputs have no text to send to
@@ -80,7 +64,7 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 	if err != nil {
 		return nil, err
 	}
-	calls, err := d.embedder.calls(d, r)
+	calls, err := d.embedder.Calls(d, r)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +73,7 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 	vectors := make([]string, 0, len(r.inputs))
 	var tokens int64
 	for _, call := range calls {
-		resp, err := c.sendTo(cctx, d, call.url, nil, formatNative, call.body)
+		resp, err := c.sendTo(cctx, d, call.URL, nil, formatNative, call.Body)
 		if err != nil {
 			return nil, transportError(ctx, err, d.Timeout, "call")
 		}
@@ -98,9 +82,9 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 		if err != nil {
 			return nil, transportError(ctx, err, d.Timeout, "call")
 		}
-		vs, n, err := d.embedder.parse(raw, resp.Header)
-		if err == nil && len(vs) != call.n {
-			err = fmt.Errorf("%d embeddings for %d inputs", len(vs), call.n)
+		vs, n, err := d.embedder.Parse(raw, resp.Header)
+		if err == nil && len(vs) != call.N {
+			err = fmt.Errorf("%d embeddings for %d inputs", len(vs), call.N)
 		}
 		if err != nil {
 			return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}

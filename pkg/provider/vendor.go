@@ -109,12 +109,12 @@ func (s *Setup) SetAPIBase(base string) { s.d.APIBase = base }
 func (s *Setup) SetModel(model string) { s.d.Model = model }
 
 // SetSigner makes sg authenticate every upstream request once its body is final.
-func (s *Setup) SetSigner(sg Signer) { s.d.signer = signerAdapter{sg} }
+func (s *Setup) SetSigner(sg Signer) { s.d.signer = sg }
 
 // SetWire makes w the deployment's upstream API, called at url (streamURL for streaming
 // calls when the API has its own; "" for the same url).
 func (s *Setup) SetWire(w Wire, url, streamURL string) {
-	s.d.native = wireAdapter{w}
+	s.d.native = w
 	s.d.urls[formatNative] = url
 	s.d.streamURL = streamURL
 }
@@ -131,11 +131,7 @@ func (s *Setup) SetAnthropicWire(url, streamURL string) {
 // SetEmbedder gives the deployment the embeddings API e (/v1/embeddings is served through it).
 // A nil e leaves the deployment without one.
 func (s *Setup) SetEmbedder(e Embedder) {
-	if e == nil {
-		s.d.embedder = nil
-		return
-	}
-	s.d.embedder = embedderAdapter{e}
+	s.d.embedder = e // a nil interface when e is nil
 }
 
 // SetHeader sets a header of every upstream request; litellm_params.extra_headers still win.
@@ -167,7 +163,7 @@ type Wire interface {
 	// Result parses a non-streaming answer.
 	Result(raw []byte) (*Result, error)
 	// Frames splits a streamed answer into frames (SSE, NDJSON lines, …; see
-	// [NewNDJSONReader]).
+	// [NewSSEReader]).
 	Frames(body io.Reader) FrameReader
 	// Decoder translates the frames into calls of r; model names the answer when the
 	// upstream does not.
@@ -192,12 +188,6 @@ type Signer interface {
 	Sign(ctx context.Context, req *http.Request, body []byte) error
 }
 
-type signerAdapter struct{ s Signer }
-
-func (a signerAdapter) sign(ctx context.Context, req *http.Request, body []byte) error {
-	return a.s.Sign(ctx, req, body)
-}
-
 // Lazy is a value found on first use (a credential chain): failures are never kept, the
 // first success is kept for good; reads after it are one atomic load.
 type Lazy[T any] = lazyValue[T]
@@ -208,16 +198,7 @@ func NewLazy[T any](find func() (T, error)) *Lazy[T] { return &lazyValue[T]{find
 // Get returns the value, finding it if no lookup succeeded yet.
 func (l *lazyValue[T]) Get() (T, error) { return l.get() }
 
-// wireAdapter is a Wire as the client calls it (nativeAPI).
-type wireAdapter struct{ w Wire }
-
-func (a wireAdapter) request(d *Deployment, r *request) ([]byte, error) { return a.w.Request(d, r) }
-func (a wireAdapter) result(raw []byte) (*result, error)                { return a.w.Result(raw) }
-func (a wireAdapter) frames(body io.Reader) frameReader                 { return a.w.Frames(body) }
-func (a wireAdapter) decoder(r renderer, model string) decoder {
-	return decoderAdapter{a.w.Decoder(Renderer{r}, model)}
-}
-
+// decoderAdapter is a Wire's Decoder as the client's stream calls it.
 type decoderAdapter struct{ d Decoder }
 
 func (a decoderAdapter) frame(b []byte, event, data []byte) ([]byte, string, bool) {
@@ -225,12 +206,8 @@ func (a decoderAdapter) frame(b []byte, event, data []byte) ([]byte, string, boo
 }
 func (a decoderAdapter) eof(b []byte) ([]byte, error) { return a.d.EOF(b) }
 
-// FrameReader reads one frame of a streamed answer at a time (see [NewNDJSONReader]).
+// FrameReader reads one frame of a streamed answer at a time (see [NewSSEReader]).
 type FrameReader = frameReader
-
-// NewNDJSONReader splits a body of newline-delimited JSON objects, skipping blank lines: each
-// frame's payload is one line.
-func NewNDJSONReader(r io.Reader) FrameReader { return newNDJSONReader(r) }
 
 // NewSSEReader splits a body of server-sent events (the SSE framing of the HTML Living
 // Standard): each frame's event name and joined data lines.
@@ -476,24 +453,6 @@ type EmbedCall struct {
 	URL  string
 	Body []byte
 	N    int
-}
-
-type embedderAdapter struct{ e Embedder }
-
-func (a embedderAdapter) calls(d *Deployment, r *embedRequest) ([]embedCall, error) {
-	cs, err := a.e.Calls(d, r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]embedCall, len(cs))
-	for i, c := range cs {
-		out[i] = embedCall{url: c.URL, body: c.Body, n: c.N}
-	}
-	return out, nil
-}
-
-func (a embedderAdapter) parse(raw []byte, h http.Header) ([]string, int64, error) {
-	return a.e.Parse(raw, h)
 }
 
 // VectorOf returns the raw JSON array of numbers v, or an error naming what (e.g.

@@ -3,6 +3,8 @@
 package ollama
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -163,7 +165,42 @@ func (ollamaAPI) Result(raw []byte) (*provider.Result, error) {
 	return r, nil
 }
 
-func (ollamaAPI) Frames(body io.Reader) provider.FrameReader { return provider.NewNDJSONReader(body) }
+func (ollamaAPI) Frames(body io.Reader) provider.FrameReader { return newNDJSONReader(body) }
+
+// ndjsonReader splits a body of newline-delimited JSON objects (Ollama's stream), skipping
+// blank lines: each frame's payload is one line (a provider.FrameReader).
+type ndjsonReader struct {
+	br   *bufio.Reader
+	line []byte
+}
+
+func newNDJSONReader(r io.Reader) *ndjsonReader {
+	return &ndjsonReader{br: bufio.NewReaderSize(r, 32<<10)}
+}
+
+func (n *ndjsonReader) Next() error {
+	for {
+		n.line = n.line[:0]
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = n.br.ReadSlice('\n')
+			n.line = append(n.line, chunk...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if t := bytes.TrimSpace(n.line); len(t) > 0 {
+			n.line = t
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (n *ndjsonReader) Current() (raw, event, data []byte) { return n.line, nil, n.line }
 
 func (ollamaAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
 	return &ollamaDecoder{r: r, model: model}
