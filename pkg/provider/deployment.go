@@ -220,7 +220,7 @@ func (d *Deployment) Derive(modelName string, litellmParams []byte) (*Deployment
 }
 
 func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
-	if !gjson.ValidBytes(litellmParams) {
+	if !validJSON(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
 	p := gjson.ParseBytes(litellmParams)

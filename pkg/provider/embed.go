@@ -73,7 +73,7 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 	vectors := make([]string, 0, len(r.inputs))
 	var tokens int64
 	for _, call := range calls {
-		resp, err := c.sendTo(cctx, d, call.URL, nil, formatNative, call.Body)
+		resp, err := c.sendTo(cctx, d, call.URL, nil, formatNative, call.Body, nil)
 		if err != nil {
 			return nil, transportError(ctx, err, d.Timeout, "call")
 		}

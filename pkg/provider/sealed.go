@@ -78,7 +78,7 @@ func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
 // Without a salt key, or for invalid JSON, params is returned as is.
 func (b *Builder) SealParams(params []byte) []byte {
 	aead := b.sealAEAD()
-	if aead == nil || !gjson.ValidBytes(params) {
+	if aead == nil || !validJSON(params) {
 		return params
 	}
 	var edits []edit

@@ -461,6 +461,13 @@ func VectorOf(v gjson.Result, what string) (string, error) { return vectorOf(v, 
 
 // ---- JSON helpers shared by the vendors ----
 
+// ValidJSON reports whether b is valid JSON within the gateway's nesting bound (jsonscan),
+// the check every upstream answer gets before it is parsed.
+func ValidJSON(b []byte) bool { return validJSON(b) }
+
+// ValidJSONString is [ValidJSON] of a string.
+func ValidJSONString(s string) bool { return validJSONString(s) }
+
 // Marshal is json.Marshal of a value that always encodes (the vendors' own body structs).
 func Marshal(v any) []byte { return marshal(v) }
 

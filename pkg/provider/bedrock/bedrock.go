@@ -338,7 +338,7 @@ func bedrockUsage(u gjson.Result) provider.Tokens {
 }
 
 func (bedrockAPI) Result(raw []byte) (*provider.Result, error) {
-	if !gjson.ValidBytes(raw) {
+	if !provider.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)

@@ -136,7 +136,7 @@ func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) 
 					name = p.ID()
 				}
 				resp := provider.Marshal(map[string]string{"content": p.Text()})
-				if gjson.Valid(p.Text()) && gjson.Parse(p.Text()).IsObject() {
+				if provider.ValidJSONString(p.Text()) && gjson.Parse(p.Text()).IsObject() {
 					resp = []byte(p.Text())
 				}
 				c.Parts = append(c.Parts, geminiPart{FunctionResponse: &geminiFuncResp{Name: name, Response: resp}})
@@ -210,7 +210,7 @@ func geminiUsage(u gjson.Result) provider.Tokens {
 }
 
 func (API) Result(raw []byte) (*provider.Result, error) {
-	if !gjson.ValidBytes(raw) {
+	if !provider.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)

@@ -147,7 +147,7 @@ func ollamaUsage(j gjson.Result) provider.Tokens {
 }
 
 func (ollamaAPI) Result(raw []byte) (*provider.Result, error) {
-	if !gjson.ValidBytes(raw) {
+	if !provider.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
