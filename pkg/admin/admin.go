@@ -18,6 +18,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/guardrail"
+	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
@@ -80,7 +81,8 @@ type Admin struct {
 	guardrails *registry.Registry[*guardrail.Guardrail]
 	agents     *registry.Registry[*a2a.Agent]
 	supported  map[store.ObjectType]bool
-	hasDB      bool // false: st is noDB
+	hasDB      bool              // false: st is noDB
+	build      *provider.Builder // the secrets policy and salt key models and agents are built and sealed with
 }
 
 // Deps is what the use-cases run on.
@@ -94,6 +96,10 @@ type Deps struct {
 	Agents     *registry.Registry[*a2a.Agent]
 	// Supported is supported_db_objects: the types read from and written to Postgres.
 	Supported map[store.ObjectType]bool
+	// Deployments builds deployments under the configured secrets policy and salt key
+	// (provider.Policy): models and agents are validated and their litellm_params sealed with
+	// it. nil: the default policy.
+	Deployments *provider.Builder
 	// Registries are the registries a write is applied to, one per object type: the one list
 	// of registries (the wiring's Deps.Registries). A type without one here is written but
 	// applied nowhere.
@@ -102,7 +108,7 @@ type Deps struct {
 
 // New builds the use-cases.
 func New(d Deps) *Admin {
-	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, hasDB: d.Store != nil, sinks: map[store.ObjectType]Sink{}}
+	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, hasDB: d.Store != nil, build: d.Deployments, sinks: map[store.ObjectType]Sink{}}
 	if !a.hasDB {
 		a.st = noDB{}
 	}

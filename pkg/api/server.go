@@ -41,16 +41,19 @@ import (
 // Deps is everything a Server serves from. Store and Syncer are nil when no database is
 // configured (config-file only): management writes then answer 503.
 type Deps struct {
-	ReplicaID  string
-	MasterKey  string // empty: no auth (every caller is admin), as LiteLLM without a master key
-	Store      *store.Store
-	Syncer     *notify.Syncer
-	Cluster    *cluster.Reporter // nil without a database
-	Router     *router.Router
-	Client     *provider.Client
-	Guardrails *registry.Registry[*guardrail.Guardrail]
-	Agents     *registry.Registry[*a2a.Agent]
-	Keys       *registry.Registry[*keys.Key]
+	ReplicaID string
+	MasterKey string // empty: no auth (every caller is admin), as LiteLLM without a master key
+	Store     *store.Store
+	Syncer    *notify.Syncer
+	Cluster   *cluster.Reporter // nil without a database
+	Router    *router.Router
+	Client    *provider.Client
+	// Deployments builds deployments under the configured secrets policy and salt key
+	// (provider.Policy; nil: the default policy).
+	Deployments *provider.Builder
+	Guardrails  *registry.Registry[*guardrail.Guardrail]
+	Agents      *registry.Registry[*a2a.Agent]
+	Keys        *registry.Registry[*keys.Key]
 	// LiteLLM's teams, internal users, organizations and end users (nil: none).
 	Teams         *registry.Registry[*accounts.Team]
 	Users         *registry.Registry[*accounts.User]

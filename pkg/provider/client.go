@@ -251,7 +251,7 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	switch up {
 	case formatNative:
 		if err = dropNative(d, r); err == nil {
-			b, err = d.native.request(d, r)
+			b, err = d.native.Request(d, r)
 		}
 	case FormatMessages:
 		b = renderMessagesRequest(r, d.Model, !d.vertexAnthropic && anthropicNativeJSON(d.Model))
@@ -310,7 +310,7 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 		if len(req.Header) == len(d.header) {
 			req.Header = req.Header.Clone()
 		}
-		if err := d.signer.sign(ctx, req, body); err != nil {
+		if err := d.signer.Sign(ctx, req, body); err != nil {
 			return nil, err
 		}
 	}
@@ -499,7 +499,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, 
 	var res *result
 	switch up {
 	case formatNative:
-		res, err = d.native.result(raw)
+		res, err = d.native.Result(raw)
 	case FormatMessages:
 		res, err = parseMessagesResult(raw)
 	default:
@@ -642,8 +642,8 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	ct := resp.Header.Get("Content-Type")
 	if up == formatNative {
 		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
-		s.rd = d.native.frames(resp.Body)
-		s.dec = d.native.decoder(r, d.Model)
+		s.rd = d.native.Frames(resp.Body)
+		s.dec = decoderAdapter{d.native.Decoder(Renderer{r}, d.Model)}
 		return s, nil
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {
