@@ -125,20 +125,20 @@ const (
 // in it is the proxy admin's alone, readable by proxy_admin_viewer when its method is GET
 // (RuleOf).
 var Rules = map[string]Rule{
-	"GET /key/info":              {Self: whoAnyKey | whoUser | whoUserViewer | whoTeamAdmin, Own: ownKeys},
-	"GET /key/list":              {Self: whoUser | whoUserViewer | whoTeamAdmin, Own: ownKeys},
-	"POST /key/generate":         {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
-	"POST /key/update":           {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
-	"POST /key/delete":           {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
-	"POST /key/regenerate":       {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
-	"POST /key/:key/regenerate":  {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
-	"GET /user/info":             {Self: whoUser | whoUserViewer, Own: ownUser},
-	"GET /team/info":             {Self: whoUser | whoUserViewer | whoTeamKey | whoTeamAdmin, Own: ownTeams},
-	"GET /team/list":             {Self: whoUser | whoUserViewer | whoTeamKey | whoTeamAdmin, Own: ownTeams},
-	"GET /v2/team/list":          {Self: whoUser | whoUserViewer | whoTeamKey | whoTeamAdmin, Own: ownTeams},
-	"POST /team/member_add":      {Write: true, Self: whoTeamAdmin, Own: ownTeam},
-	"POST /team/member_delete":   {Write: true, Self: whoTeamAdmin, Own: ownTeam},
-	"POST /team/member_update":   {Write: true, Self: whoTeamAdmin, Own: ownTeam},
+	"GET /key/info":             {Self: whoAnyKey | whoUser | whoUserViewer | whoTeamAdmin, Own: ownKeys},
+	"GET /key/list":             {Self: whoUser | whoUserViewer | whoTeamAdmin, Own: ownKeys},
+	"POST /key/generate":        {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
+	"POST /key/update":          {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
+	"POST /key/delete":          {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
+	"POST /key/regenerate":      {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
+	"POST /key/:key/regenerate": {Write: true, Self: whoUser | whoTeamAdmin, Own: ownKeys},
+	"GET /user/info":            {Self: whoUser | whoUserViewer, Own: ownUser},
+	"GET /team/info":            {Self: whoUser | whoUserViewer | whoTeamKey | whoTeamAdmin, Own: ownTeams},
+	"GET /team/list":            {Self: whoUser | whoUserViewer | whoTeamKey | whoTeamAdmin, Own: ownTeams},
+	"GET /v2/team/list":         {Self: whoUser | whoUserViewer | whoTeamKey | whoTeamAdmin, Own: ownTeams},
+	"POST /team/member_add":     {Write: true, Self: whoTeamAdmin, Own: ownTeam},
+	"POST /team/member_delete":  {Write: true, Self: whoTeamAdmin, Own: ownTeam},
+	"POST /team/member_update":  {Write: true, Self: whoTeamAdmin, Own: ownTeam},
 }
 
 // RuleOf is the table's row for a route (method and echo route pattern): Rules' entry, or the
