@@ -144,15 +144,17 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	if req.TeamID != nil {
 		teamID = *req.TeamID
 	}
-	if teamID != "" && (!c.TeamAdmin() || c.Team.ID != teamID) {
+	// a key's team is set only by an admin of that team (an update leaving it as it is: anyone
+	// who owns the key)
+	if teamID != "" && (cur == nil || req.TeamID != nil) && (!c.TeamAdmin() || c.Team.ID != teamID) {
 		my := ""
 		if c.Team != nil {
 			my = c.Team.ID
 		}
 		return forbiddenf("User can only create keys for their own team. Got=%s, Your Team ID=%s", teamID, my)
 	}
-	if cur == nil && (req.UserID == nil || *req.UserID == "") && uid != "" && teamID == "" {
-		req.UserID = &uid // a personal key is bound to the caller's user
+	if cur == nil && (req.UserID == nil || *req.UserID == "") && uid != "" {
+		req.UserID = &uid // a key is bound to the user that makes it (a team key too)
 	}
 	if req.UserID != nil && *req.UserID != "" && *req.UserID != uid {
 		if _, member := c.teamMember(*req.UserID); teamID == "" || !member {
@@ -164,9 +166,9 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	}
 	bound, who := c.User, "user"
 	var lim *accounts.Limits
-	if teamID != "" {
+	if teamID != "" && c.Team != nil && c.Team.ID == teamID {
 		lim, who = &c.Team.Limits, "team"
-	} else if bound != nil {
+	} else if teamID == "" && bound != nil {
 		lim = &bound.Limits
 		if req.Models != nil && len(bound.Models) > 0 {
 			for _, m := range *req.Models {
