@@ -333,6 +333,53 @@ func TestRolesMatrix(t *testing.T) {
 			return roleReq{"POST", "/team/member_delete", map[string]any{"team_id": "t2", "user_id": freshMember("t2")}}
 		}, wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 404 403 403 403 200 200"},
 	}
+	// models: a team admin manages its team's (model_info.team_id)
+	teamModel := func(e *roleEnv, team string) string {
+		return e.master("POST", "/model/new", map[string]any{"model_name": e.id("m"), "litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"},
+			"model_info": map[string]any{"team_id": team}})["model_info"].(map[string]any)["id"].(string)
+	}
+	modelNew := func(team string) func(*roleEnv, rolePrincipal) roleReq {
+		return func(e *roleEnv, p rolePrincipal) roleReq {
+			if team == "" {
+				team = p.own
+			}
+			return roleReq{"POST", "/model/new", map[string]any{"model_name": e.id("m-new"), "litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"},
+				"model_info": map[string]any{"team_id": team}}}
+		}
+	}
+	modelEdit := func(kind, team string) func(*roleEnv, rolePrincipal) roleReq {
+		return func(e *roleEnv, p rolePrincipal) roleReq {
+			t := team
+			if t == "" {
+				t = p.own
+			}
+			id := teamModel(e, t)
+			switch kind {
+			case "update":
+				return roleReq{"POST", "/model/update", map[string]any{"model_info": map[string]any{"id": id, "note": "edited"}}}
+			case "patch":
+				return roleReq{"PATCH", "/model/" + id + "/update", map[string]any{"model_info": map[string]any{"note": "edited"}}}
+			}
+			return roleReq{"POST", "/model/delete", map[string]any{"id": id}}
+		}
+	}
+	routes = append(routes,
+		roleRoute{name: "POST /model/new", own: modelNew(""), other: modelNew("t2"),
+			wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 403 403 403 403 200 200",
+			after: func(e *roleEnv, _ rolePrincipal, r roleReq, _ map[string]any) {
+				name := r.body.(map[string]any)["model_name"].(string)
+				Eventually(e.t, "B serves the new model", func() bool {
+					st, b := e.p.B.Do(e.t, "GET", "/model/info", nil)
+					return st == 200 && strings.Contains(string(b), name)
+				})
+			}},
+		roleRoute{name: "POST /model/update", own: modelEdit("update", ""), other: modelEdit("update", "t2"),
+			wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 404 403 403 403 200 200"},
+		roleRoute{name: "PATCH /model/:id/update", own: modelEdit("patch", ""), other: modelEdit("patch", "t2"),
+			wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 404 403 403 403 200 200"},
+		roleRoute{name: "POST /model/delete", own: modelEdit("delete", ""), other: modelEdit("delete", "t2"),
+			wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 404 403 403 403 200 200"},
+	)
 	// the routes only the proxy admin may call (reads: proxy_admin_viewer too), aimed at
 	// objects that do not exist or with bodies the admin's call is refused for, so that no
 	// call changes anything: the admin's status shows the call passed the roles table
@@ -347,10 +394,6 @@ func TestRolesMatrix(t *testing.T) {
 		return r
 	}
 	routes = append(routes,
-		ghost("POST /model/new", "POST", "/model/new", map[string]any{}, true, 400),
-		ghost("POST /model/update", "POST", "/model/update", map[string]any{"model_info": map[string]any{"id": "m-ghost"}}, true, 404),
-		ghost("PATCH /model/:id/update", "PATCH", "/model/m-ghost/update", map[string]any{"model_info": map[string]any{"note": "x"}}, true, 404),
-		ghost("POST /model/delete", "POST", "/model/delete", map[string]any{"id": "m-ghost"}, true, 404),
 		ghost("GET /health", "GET", "/health", nil, false, 200),
 		ghost("POST /organization/new", "POST", "/organization/new", map[string]any{"organization_id": "o-1", "max_budget": -1}, true, 400),
 		ghost("PATCH /organization/update", "PATCH", "/organization/update", map[string]any{"organization_id": "o-ghost", "max_budget": 1}, true, 404),
@@ -443,7 +486,8 @@ func refusalText(b []byte) string {
 // TestRolesSelfServiceLimits: an internal_user's own key is bound to its user and capped by
 // the user's own limits (a higher budget or rpm_limit is refused 403, nothing written); a team
 // admin's team keys and member budgets are capped by the team's; nobody changes its own role
-// or budget in a team. Writes on A, effects on B.
+// or budget in a team; a team admin's models are its team's, under names no other model
+// serves. Writes on A, effects on B.
 func TestRolesSelfServiceLimits(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
@@ -471,6 +515,15 @@ func TestRolesSelfServiceLimits(t *testing.T) {
 	refused(uk, "/key/generate", map[string]any{"team_id": "cap-team"}, "User can only create keys for their own team. Got=cap-team, Your Team ID=")
 	refused(ak, "/key/generate", map[string]any{"team_id": "cap-team", "max_budget": 51}, "max_budget higher than team max_budget. Team max_budget=50. Key max_budget=51")
 	refused(ak, "/team/member_update", map[string]any{"team_id": "cap-team", "user_id": "cap-admin", "max_budget_in_team": 1}, "a team admin cannot change its own role, budget or limits in the team")
+	e.master("POST", "/model/new", map[string]any{"model_name": "cap-public", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"}})
+	Eventually(t, "A serves cap-public", func() bool {
+		st, b := p.A.Do(t, "GET", "/model/info", nil)
+		return st == 200 && strings.Contains(string(b), "cap-public")
+	})
+	refused(ak, "/model/new", map[string]any{"model_name": "cap-public", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "mine"}},
+		"model_name cap-public is served by models outside team cap-team: a team admin names its team's models apart")
+	refused(ak, "/model/new", map[string]any{"model_name": "cap-mine", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "mine"}, "model_info": map[string]any{"team_id": "other"}},
+		"a team admin adds models to its own team only: model_info.team_id must be cap-team")
 	refused(ak, "/team/member_add", map[string]any{"team_id": "cap-team", "member": map[string]any{"user_id": "cap-new", "role": "user"}, "max_budget_in_team": 60},
 		"max_budget_in_team higher than team max_budget. Team max_budget=50. max_budget_in_team=60")
 

@@ -119,6 +119,7 @@ const (
 	ownUser  = "the caller's own user"
 	ownTeams = "the key's team and the teams the caller's user is a member of"
 	ownTeam  = "the team the caller administers (the key's team, where the key's user has the role admin)"
+	ownModel = "models whose model_info.team_id is the team the caller administers"
 )
 
 // Rules is the table: "METHOD pattern" (echo's route pattern) → rule. A management route not
@@ -139,6 +140,10 @@ var Rules = map[string]Rule{
 	"POST /team/member_add":     {Write: true, Self: whoTeamAdmin, Own: ownTeam},
 	"POST /team/member_delete":  {Write: true, Self: whoTeamAdmin, Own: ownTeam},
 	"POST /team/member_update":  {Write: true, Self: whoTeamAdmin, Own: ownTeam},
+	"POST /model/new":           {Write: true, Self: whoTeamAdmin, Own: ownModel},
+	"POST /model/update":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
+	"PATCH /model/:id/update":   {Write: true, Self: whoTeamAdmin, Own: ownModel},
+	"POST /model/delete":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
 }
 
 // RuleOf is the table's row for a route (method and echo route pattern): Rules' entry, or the

@@ -33,7 +33,8 @@ func TestAuthorizeTable(t *testing.T) {
 	cases := []struct {
 		method, route, want string
 	}{
-		{"POST", "/model/new", "AA--------"},
+		{"POST", "/model/new", "AA----O---"},
+		{"POST", "/model/delete", "AA----O---"},
 		{"GET", "/model/info_admin_only_read", "AAA-------"},
 		{"POST", "/team/new", "AA--------"},
 		{"POST", "/user/new", "AA--------"},

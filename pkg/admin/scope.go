@@ -373,3 +373,109 @@ func (a *Admin) UpdateTeamMemberAs(ctx context.Context, c Caller, teamID string,
 	}
 	return a.UpdateTeamMember(ctx, teamID, who, role, budget)
 }
+
+// modelTeam is a stored model's model_info.team_id ("" none); NotFound "Model with id=<id>
+// not found" when there is no such DB model.
+func (a *Admin) modelTeam(ctx context.Context, id string) (string, error) {
+	row, err := a.st.Get(ctx, store.Model, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", modelNotFound(id)
+	}
+	if err != nil {
+		return "", err
+	}
+	var m ModelRow
+	if err := json.Unmarshal(row.Data, &m); err != nil {
+		return "", err
+	}
+	var info struct {
+		TeamID string `json:"team_id"`
+	}
+	_ = json.Unmarshal(m.ModelInfo, &info)
+	return info.TeamID, nil
+}
+
+// ownModelTeam checks a ScopeOwn model write's model_info.team_id: absent, it becomes the
+// team the caller administers; another team is refused.
+func (c Caller) ownModelTeam(info map[string]any, absentOK bool) (map[string]any, error) {
+	if info == nil {
+		info = map[string]any{}
+	}
+	tid, set := info["team_id"]
+	if !set && absentOK {
+		return info, nil
+	}
+	if !set {
+		info["team_id"] = c.Team.ID
+		return info, nil
+	}
+	if s, ok := tid.(string); !ok || s != c.Team.ID {
+		return nil, forbiddenf("a team admin adds models to its own team only: model_info.team_id must be %s", c.Team.ID)
+	}
+	return info, nil
+}
+
+// CreateModelAs is CreateModel for c: a team admin's model is its team's (model_info.team_id
+// set to the team it administers; another team refused), under a model_name no model outside
+// the team serves.
+func (a *Admin) CreateModelAs(ctx context.Context, c Caller, req ModelInput) (store.Row, error) {
+	if c.Scope != ScopeAll {
+		info, err := c.ownModelTeam(req.ModelInfo, false)
+		if err != nil {
+			return store.Row{}, err
+		}
+		req.ModelInfo = info
+		if req.ModelName != nil && a.groupOfOthers(*req.ModelName, c.Team.ID) {
+			return store.Row{}, forbiddenf("model_name %s is served by models outside team %s: a team admin names its team's models apart", *req.ModelName, c.Team.ID)
+		}
+	}
+	return a.CreateModel(ctx, req)
+}
+
+// EditModelAs is EditModel for c: under ScopeOwn only a model of the team the caller
+// administers (another is "Model with id=<id> not found", as an absent one), kept in it.
+func (a *Admin) EditModelAs(ctx context.Context, c Caller, id string, req ModelInput) (store.Row, error) {
+	if c.Scope != ScopeAll {
+		if tid, err := a.modelTeam(ctx, id); err != nil {
+			return store.Row{}, err
+		} else if !c.TeamAdmin() || tid != c.Team.ID {
+			return store.Row{}, modelNotFound(id)
+		}
+		if _, err := c.ownModelTeam(req.ModelInfo, true); err != nil {
+			return store.Row{}, err
+		}
+		if req.ModelName != nil && a.groupOfOthers(*req.ModelName, c.Team.ID) {
+			return store.Row{}, forbiddenf("model_name %s is served by models outside team %s: a team admin names its team's models apart", *req.ModelName, c.Team.ID)
+		}
+	}
+	return a.EditModel(ctx, id, req)
+}
+
+// DeleteModelAs is DeleteModel for c: under ScopeOwn only a model of the team the caller
+// administers (another is "Model with id=<id> not found").
+func (a *Admin) DeleteModelAs(ctx context.Context, c Caller, id string) error {
+	if c.Scope != ScopeAll && id != "" {
+		if tid, err := a.modelTeam(ctx, id); err != nil {
+			return err
+		} else if !c.TeamAdmin() || tid != c.Team.ID {
+			return modelNotFound(id)
+		}
+	}
+	return a.DeleteModel(ctx, id)
+}
+
+// groupOfOthers reports whether model group name has a deployment that is not team teamID's:
+// a team admin may not add its own deployment to such a group (it would take a share of
+// every caller's traffic to that name).
+func (a *Admin) groupOfOthers(name, teamID string) bool {
+	for _, e := range a.router.Models().Load().ByName(name) {
+		var info struct {
+			TeamID string `json:"team_id"`
+		}
+		_ = json.Unmarshal(e.Value.ModelInfo, &info)
+		if info.TeamID != teamID {
+			return true
+		}
+	}
+	return false
+}
