@@ -194,7 +194,9 @@ func TestRolesMatrix(t *testing.T) {
 		// keys: self-service
 		{name: "GET /key/info", own: func(e *roleEnv, p rolePrincipal) roleReq {
 			return roleReq{"GET", "/key/info?key=" + ownKey(e, p), nil}
-		}, other: func(e *roleEnv, p rolePrincipal) roleReq { return roleReq{"GET", "/key/info?key=" + otherKey(e, p), nil} },
+		}, other: func(e *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"GET", "/key/info?key=" + otherKey(e, p), nil}
+		},
 			wantOwn: "401 401 200 200 200 200 200 200 200 200", wantOth: "401 401 404 404 404 404 404 200 200 200"},
 		{name: "GET /key/list", own: fixed("GET", "/key/list?size=100", nil), other: fixed("GET", "/key/list?size=100&page=1", nil),
 			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 200 200 200 200 200 200 200",
@@ -214,7 +216,7 @@ func TestRolesMatrix(t *testing.T) {
 		}, other: fixed("POST", "/key/generate", map[string]any{"user_id": "u-other"}),
 			wantOwn: "401 401 403 200 200 200 403 403 200 200", wantOth: "401 401 403 403 403 403 403 403 200 200", after: keyVisibleOnB},
 		{name: "POST /key/update", own: keyWrite("POST", "/key/update", "key", ownKey, map[string]any{"key_alias": "renamed"}),
-			other: keyWrite("POST", "/key/update", "key", otherKey, map[string]any{"key_alias": "renamed"}),
+			other:   keyWrite("POST", "/key/update", "key", otherKey, map[string]any{"key_alias": "renamed"}),
 			wantOwn: "401 401 403 200 200 200 403 403 200 200", wantOth: "401 401 403 404 404 404 403 403 200 200",
 			after: func(e *roleEnv, _ rolePrincipal, r roleReq, _ map[string]any) {
 				k := r.body.(map[string]any)["key"].(string)
@@ -243,7 +245,9 @@ func TestRolesMatrix(t *testing.T) {
 		{name: "GET /spend/logs", own: fixed("GET", "/spend/logs", nil), other: fixed("GET", "/spend/logs", nil), wantOwn: adminRead(200), wantOth: adminRead(200)},
 
 		// users
-		{name: "GET /user/info", own: func(_ *roleEnv, p rolePrincipal) roleReq { return roleReq{"GET", "/user/info?user_id=" + userOf(p), nil} },
+		{name: "GET /user/info", own: func(_ *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"GET", "/user/info?user_id=" + userOf(p), nil}
+		},
 			other:   fixed("GET", "/user/info?user_id=u-other", nil),
 			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 404 404 404 404 200 200 200"},
 		{name: "POST /user/update", own: func(_ *roleEnv, p rolePrincipal) roleReq { // raising its own role and budget
@@ -276,7 +280,7 @@ func TestRolesMatrix(t *testing.T) {
 			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 404 404 404 404 200 200 200"},
 		{name: "GET /team/list", own: fixed("GET", "/team/list", nil), other: fixed("GET", "/team/list?user_id=u-other", nil),
 			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 200 200 200 200 200 200 200",
-},
+		},
 		{name: "GET /v2/team/list", own: fixed("GET", "/v2/team/list", nil), other: fixed("GET", "/v2/team/list?team_id=t2", nil),
 			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 200 200 200 200 200 200 200",
 			after: func(e *roleEnv, p rolePrincipal, _ roleReq, resp map[string]any) {
