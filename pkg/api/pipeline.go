@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/guardrail"
@@ -15,6 +14,7 @@ import (
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
+	"lockstep/pkg/telemetry"
 )
 
 // The call pipeline (DESIGN.md "One call pipeline"). Every route that spends upstream money —
@@ -84,6 +84,8 @@ type CallInfo struct {
 	// gateway.end_users row (nil when none exists: its spend is still tracked).
 	EndUserID string
 	EndUser   *accounts.EndUser
+	// CallID is the call's id (x-litellm-call-id; the spend log's request_id).
+	CallID string
 }
 
 // Outcome is how an admitted call ended.
@@ -123,8 +125,20 @@ type call struct {
 	post   bool   // a post_call guardrail runs
 	body   []byte // the request as sent upstream (pre_call applied)
 	ticket Ticket
+	hdr    provider.Headers   // the client's request header (forwarding) and the answer's
 	during chan error         // during_call result, nil when none runs
 	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
+	// the response headers' facts (headers.go): the call id, the deployment that answered and
+	// how many upstream calls were made, the fallbacks tried before this call; mock is a
+	// request hook's failure raised instead of routing (hooks.go), nil without one
+	id        string
+	idHeader  []string // x-litellm-call-id: id
+	d         *router.Deployment
+	attempts  int
+	fallbacks int
+	mock      func(ctx context.Context, c *call) error
+	timeout   []string        // x-litellm-timeout when the request set one; nil: the deployment's
+	span      *telemetry.Span // the call's span (tracing.go); nil when tracing is off
 }
 
 // callSpec is what a route gives the pipeline.
@@ -163,21 +177,25 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 	return s.startScannedCall(ctx, sp, nil)
 }
 
-// startScannedCall is startCall with the members of sp.body it reads already scanned (rf; nil:
-// scanned here). rf is a parameter, not a callSpec field, so that it can stay on the caller's
-// stack.
-func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestFields) (context.Context, *call, error) {
+// startSteps is startScannedCall's steps 2–5 (startScannedCall, tracing.go: the call's span
+// around them); span is the call's (each step a child span).
+func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields, span *telemetry.Span) (context.Context, *call, error) {
 	var t target
 	var err error
+	step := span.Child("resolve")
 	if sp.resolve != nil {
 		t, err = sp.resolve(ctx)
 	} else {
 		t, err = s.resolveGroup(ctx, sp.format, sp.model)
 	}
+	step.EndErr(err)
 	if err != nil {
 		return ctx, nil, err
 	}
-	if t, err = s.checkAccess(ctx, sp.who, sp.model, t); err != nil {
+	step = span.Child("access")
+	t, err = s.checkAccess(ctx, sp.who, sp.model, t)
+	step.EndErr(err)
+	if err != nil {
 		return ctx, nil, err
 	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
@@ -189,9 +207,13 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
-	c := &call{s: s, f: sp.format, target: t, body: sp.body}
+	c := &call{s: s, f: sp.format, target: t, body: sp.body, hdr: provider.Headers{In: sp.reqHeader, Out: sp.header}}
+	c.id, c.idHeader = s.newCallID()
+	ci.CallID = c.id
 	if s.Limits != nil {
+		step = span.Child("limits")
 		tk, err := s.Limits.Admit(ctx, ci)
+		step.EndErr(err)
 		if err != nil {
 			return ctx, nil, err
 		}
@@ -214,7 +236,10 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	}
 	c.post = hasMode(c.gs, guardrail.PostCall)
 	if hasMode(c.gs, guardrail.PreCall) {
-		if c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true)); err != nil {
+		step = span.Child("guardrails.pre_call")
+		c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
+		step.EndErr(err)
+		if err != nil {
 			return fail(inputErr(err))
 		}
 	}
@@ -223,8 +248,10 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 		ctx, c.cancel = context.WithCancel(ctx)
 		c.during = make(chan error, 1)
 		in, cancel := c.body, c.cancel
+		ds := span.Child("guardrails.during_call")
 		go func() {
 			_, err := provider.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
+			ds.EndErr(err)
 			if err != nil {
 				cancel()
 			}
@@ -290,9 +317,12 @@ func (c *call) done(d *router.Deployment, u provider.Usage, err error) {
 		c.cancel()
 	}
 	if c.ticket != nil {
+		step := c.span.Child("spend")
 		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err})
+		step.End()
 		c.ticket = nil
 	}
+	c.endSpan(d, u, err)
 }
 
 // do runs steps 6–8 for a non-streamed call: the answer in the call's format, post_call
@@ -301,12 +331,17 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	var res *provider.Response
 	var d *router.Deployment
 	var err error
-	if c.target.direct != nil {
+	switch {
+	case c.mock != nil:
+		err = c.mock(ctx, c)
+	case c.target.direct != nil:
 		d = c.target.direct
-		res, err = c.s.Client.Do(ctx, d.Deployment, c.f, c.body)
-	} else {
-		res, d, err = c.s.Router.Do(ctx, c.target.group, c.f, c.body)
+		res, err = c.s.Client.DoWith(ctx, d.Deployment, c.f, c.body, c.hdr)
+		c.attempts = 1
+	default:
+		res, d, c.attempts, err = c.s.Router.DoN(ctx, c.target.group, c.f, c.body, c.hdr)
 	}
+	c.d = d
 	if derr := c.waitDuring(); derr != nil {
 		err = derr
 	}
@@ -316,7 +351,9 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	}
 	usage := res.Usage
 	if c.post {
+		step := c.span.Child("guardrails.post_call")
 		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
+		step.EndErr(err)
 		if err != nil {
 			c.done(d, usage, err)
 			return nil, err
@@ -341,12 +378,17 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 		up = detachUpstream(ctx)
 		uctx = up.ctx
 	}
-	if c.target.direct != nil {
+	switch {
+	case c.mock != nil:
+		err = c.mock(ctx, c) // the client's context: a hook has no upstream to outlive it
+	case c.target.direct != nil:
 		d = c.target.direct
-		st, err = c.s.Client.Stream(uctx, d.Deployment, c.f, c.body)
-	} else {
-		st, d, err = c.s.Router.Stream(uctx, c.target.group, c.f, c.body)
+		st, err = c.s.Client.StreamWith(uctx, d.Deployment, c.f, c.body, c.hdr)
+		c.attempts = 1
+	default:
+		st, d, c.attempts, err = c.s.Router.StreamN(uctx, c.target.group, c.f, c.body, c.hdr)
 	}
+	c.d = d
 	// during_call: the upstream is already working; hold the first byte until the input check
 	// is done (a block has cancelled ctx, so a failed call reports the block).
 	if derr := c.waitDuring(); derr != nil {
@@ -645,75 +687,3 @@ func sseFrameLen(b []byte) int {
 // post_call re-check covers: far longer than any keyword, PII value or PEM key, while keeping
 // the per-chunk cost bounded on long answers (a full re-scan per chunk is quadratic).
 const postCallWindow = 8 << 10
-
-// checkAccess is step 3: a virtual key may call model only if its models name it (or one of
-// the group's access groups), and so must its team's or user's (principal.canUse). A denied
-// key is re-checked once against newer versions of the key and team (and, for a model group,
-// of its deployments; see recheckAccess). For a direct target (an agent with its own
-// upstream) the same rule applies to model with no access groups.
-func (s *Server) checkAccess(ctx context.Context, who principal, model string, t target) (target, error) {
-	if who.canUse(model, t.group) {
-		return t, nil
-	}
-	group, err := s.recheckAccess(ctx, who, model, t.direct == nil)
-	if err != nil {
-		return target{}, err
-	}
-	if t.direct == nil {
-		t.group = group
-	}
-	return t, nil
-}
-
-// recheckAccess runs when a virtual key is denied a model: this replica may hold an older
-// version of the key (models just widened), of its team, or of the group's deployments
-// (access group just tagged) than the writer committed. It re-reads them once through the
-// bounded read-throughs (same budgets, fail closed; the model group only when isGroup); if
-// that does not settle it (budget exhausted), it waits up to accessRecheckWait for the change
-// feed to publish newer versions, then the denial stands: 401 key_model_access_denied (or
-// team_model_access_denied).
-func (s *Server) recheckAccess(ctx context.Context, p principal, model string, isGroup bool) ([]*registry.Entry[*router.Deployment], error) {
-	check := func() ([]*registry.Entry[*router.Deployment], principal, bool) {
-		cur := s.refresh(p)
-		if !isGroup {
-			return nil, cur, cur.canUse(model, nil)
-		}
-		group := s.Router.Lookup(model)
-		return group, cur, len(group) > 0 && cur.canUse(model, group)
-	}
-	_ = s.Keys.Resolve(ctx, p.key.Token)
-	if p.key.TeamID != "" && s.Teams != nil {
-		_ = s.Teams.Resolve(ctx, p.key.TeamID)
-	}
-	var modelsChanged <-chan struct{}
-	if isGroup {
-		_ = s.Router.Models().Resolve(ctx, model)
-	}
-	timer := time.NewTimer(accessRecheckWait)
-	defer timer.Stop()
-	for {
-		keysChanged, teamsChanged := s.Keys.Changed(), s.teamsChanged()
-		if isGroup {
-			modelsChanged = s.Router.Models().Changed()
-		}
-		group, cur, ok := check()
-		if why := cur.key.Usable(time.Now()); why != "" {
-			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
-		}
-		if ok {
-			return group, nil
-		}
-		select {
-		case <-keysChanged:
-		case <-modelsChanged:
-		case <-teamsChanged:
-		case <-timer.C:
-			return nil, cur.accessDenied(model, group)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// accessRecheckWait bounds how long a denied key waits for newer key/model versions.
-const accessRecheckWait = 100 * time.Millisecond
