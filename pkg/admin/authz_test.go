@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"lockstep/pkg/accounts"
+	"lockstep/pkg/keys"
 )
 
 func strp(s string) *string { return &s }
@@ -146,5 +147,31 @@ func TestOwnership(t *testing.T) {
 	}
 	if err := capped.keyWriteAllowed(&KeyRequest{MaxBudget: optional{set: true, raw: []byte("5")}}, nil); err != nil {
 		t.Errorf("a key budget within the user's: %v", err)
+	}
+}
+
+// TestKeyUpdateCannotEscapeOwners: an owner's update may not unbind its key from its user nor
+// move a team key out of its team (out of their budgets); leaving them as they are is fine.
+func TestKeyUpdateCannotEscapeOwners(t *testing.T) {
+	cs := callers()
+	tm, iu := cs["team_member"], cs["internal_user"]
+	r := *tm.User
+	r.Role = strp(RoleInternalUser)
+	tm.User = &r
+	tm.Scope, iu.Scope = ScopeOwn, ScopeOwn
+	teamKey := &keys.Key{Token: "x", UserID: "u-member", TeamID: "t1"}
+	empty := ""
+	if err := tm.keyWriteAllowed(&KeyRequest{TeamID: &empty}, teamKey); err == nil {
+		t.Error("a team member moved its key out of the team")
+	}
+	if err := tm.keyWriteAllowed(&KeyRequest{UserID: &empty}, teamKey); err == nil {
+		t.Error("a team member unbound its key from its user")
+	}
+	alias := "a"
+	if err := tm.keyWriteAllowed(&KeyRequest{KeyAlias: &alias}, teamKey); err != nil {
+		t.Errorf("a team member renames its team key: %v", err)
+	}
+	if err := iu.keyWriteAllowed(&KeyRequest{UserID: &empty}, &keys.Key{Token: "y", UserID: "u-iu"}); err == nil {
+		t.Error("an internal user unbound its key")
 	}
 }

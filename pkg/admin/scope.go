@@ -147,14 +147,18 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	// a key's team is set only by an admin of that team (an update leaving it as it is: anyone
 	// who owns the key)
 	if teamID != "" && (cur == nil || req.TeamID != nil) && (!c.TeamAdmin() || c.Team.ID != teamID) {
-		my := ""
-		if c.Team != nil {
-			my = c.Team.ID
-		}
-		return forbiddenf("User can only create keys for their own team. Got=%s, Your Team ID=%s", teamID, my)
+		return forbiddenf("User can only create keys for their own team. Got=%s, Your Team ID=%s", teamID, c.teamID())
 	}
 	if cur == nil && (req.UserID == nil || *req.UserID == "") && uid != "" {
 		req.UserID = &uid // a key is bound to the user that makes it (a team key too)
+	}
+	if cur != nil && req.TeamID != nil && *req.TeamID != cur.TeamID && cur.TeamID != "" && (!c.TeamAdmin() || c.Team.ID != cur.TeamID) {
+		// moving a key out of its team (out of the team's budget) is the team admin's
+		return forbiddenf("User can only create keys for their own team. Got=%s, Your Team ID=%s", cur.TeamID, c.teamID())
+	}
+	if cur != nil && req.UserID != nil && *req.UserID == "" && cur.UserID != "" {
+		// unbinding a key from its user (out of the user's budget) is the proxy admin's
+		return forbiddenf("User can only create keys for themselves. Got user_id=, Your ID=%s", uid)
 	}
 	if req.UserID != nil && *req.UserID != "" && *req.UserID != uid {
 		if _, member := c.teamMember(*req.UserID); teamID == "" || !member {
@@ -194,6 +198,14 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 		}
 	}
 	return nil
+}
+
+// teamID is the caller's key's team ("" none).
+func (c Caller) teamID() string {
+	if c.Team == nil {
+		return ""
+	}
+	return c.Team.ID
 }
 
 // teamMember reports whether userID is a member of the caller's key's team.
