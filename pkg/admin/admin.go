@@ -35,6 +35,8 @@ type Tx interface {
 	Delete(ctx context.Context, typ store.ObjectType, id string) (int64, error)
 	// LockTable takes a SHARE ROW EXCLUSIVE lock on typ's table for the transaction.
 	LockTable(ctx context.Context, typ store.ObjectType) error
+	// LockName takes a transaction-scoped advisory lock named name.
+	LockName(ctx context.Context, name string) error
 	// SetBudgetReset schedules (every > 0) or clears the budget reset of a key_spend token and
 	// returns the next reset time (nil: none).
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
@@ -208,6 +210,11 @@ func (w *Writer) Get(ctx context.Context, typ store.ObjectType, id string) (stor
 // List reads a whole table inside the transaction.
 func (w *Writer) List(ctx context.Context, typ store.ObjectType) ([]store.Row, error) {
 	return w.tx.List(ctx, typ)
+}
+
+// LockName takes the advisory lock name for the transaction (Tx.LockName).
+func (w *Writer) LockName(ctx context.Context, name string) error {
+	return w.tx.LockName(ctx, name)
 }
 
 // LockTable locks typ's table for the transaction (Tx.LockTable).

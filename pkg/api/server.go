@@ -454,6 +454,18 @@ type principal struct {
 	team *accounts.Team
 	user *accounts.User
 	org  *accounts.Organization
+	// scope is the roles table's decision on a management route (mgmt.Authorize; ScopeAll for
+	// the admin, ScopeNone on other routes).
+	scope mgmt.Scope
+}
+
+// mgmtCaller is the caller as the management use-cases take it (admin.Caller).
+func mgmtCaller(p principal) mgmt.Caller {
+	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope}
+	if p.key != nil {
+		c.Token = p.key.Token
+	}
+	return c
 }
 
 const principalKey = "lockstep.principal"
@@ -485,7 +497,9 @@ func authErr(status int, msg string) *Error {
 }
 
 // auth checks the caller's key: the master key is the admin; a virtual key (sha256 looked up
-// in the keys registry, with read-through) may call LLM and A2A routes only.
+// in the keys registry, with read-through) may call the LLM and A2A routes, and a management
+// route (level admin) as the roles table decides (admin.Authorize: its user's role and its
+// team membership), the decision's scope recorded in the caller for the use-case.
 func (s *Server) auth(level int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if level == admin {
@@ -495,7 +509,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			startAuthSpan(c)
 			if s.MasterKey == "" {
-				setCaller(c, principal{admin: true})
+				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			k := bearer(c)
@@ -503,21 +517,26 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
 			if s.isMasterKey(k) {
-				setCaller(c, principal{admin: true})
+				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			vk, err := s.lookupKey(c.Request().Context(), k)
 			if err != nil {
 				return err
 			}
-			if level == admin {
-				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Request().URL.EscapedPath()))
-			}
 			p := principal{key: vk}
 			if vk.TeamID != "" || vk.UserID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
+			}
+			if level == admin {
+				// the one decision for every management route: the roles table (admin/authz.go)
+				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mgmtCaller(p))
+				if err != nil {
+					return err
+				}
+				p.scope = scope
 			}
 			if level == viewer && !viewerOK(p) {
 				return viewerRefused(c, p)

@@ -188,6 +188,14 @@ func (t *TxStore) List(ctx context.Context, typ ObjectType) ([]Row, error) {
 	return list(ctx, t.tx, typ)
 }
 
+// LockName takes the transaction-scoped advisory lock named name (pg_advisory_xact_lock of
+// its hashtextextended, Postgres "Advisory Locks"), held until commit or rollback: writers
+// taking the same name run one after another, nothing else waits.
+func (t *TxStore) LockName(ctx context.Context, name string) error {
+	_, err := t.tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", name)
+	return mapErr(err)
+}
+
 // LockTable takes a SHARE ROW EXCLUSIVE lock on typ's table for the transaction, serialising
 // read-modify-write operations spanning many rows (access groups, model edits)
 // (PostgreSQL docs 13.3.1 "Table-Level Locks").
