@@ -50,6 +50,10 @@ type KeyRequest struct {
 	MaxParallel    optional `json:"max_parallel_requests"`
 	MaxBudget      optional `json:"max_budget"`
 	BudgetDuration optional `json:"budget_duration"`
+
+	// Extra are the LiteLLM fields without a column (pkg/catalogue: aliases, tags,
+	// send_invite_email, ...), checked by the decoder; merged into litellm_fields (sql/010).
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // limitValue decodes a non-negative integer limit field (null clears it).
@@ -99,6 +103,13 @@ func keyValues(req KeyRequest) (store.Values, bool, time.Duration, error) {
 	}
 	if req.Blocked != nil {
 		v["blocked"] = *req.Blocked
+	}
+	if len(req.Extra) > 0 {
+		b, err := json.Marshal(req.Extra)
+		if err != nil {
+			return nil, false, 0, err
+		}
+		v["litellm_fields"] = store.JSONMerge(b)
 	}
 	for col, p := range map[string]*string{"team_id": req.TeamID, "user_id": req.UserID} {
 		if p != nil {

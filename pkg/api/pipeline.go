@@ -172,6 +172,7 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	if sp.resolve != nil {
 		t, err = sp.resolve(ctx)
 	} else {
+		sp.model = sp.who.aliased(sp.model) // a key's aliases, a team's model_aliases
 		t, err = s.resolveGroup(ctx, sp.format, sp.model)
 	}
 	if err != nil {

@@ -37,6 +37,9 @@ type Key struct {
 	Limits limits.Limits
 	// Budget is max_budget (USD) and budget_duration (zero value: none).
 	Budget spend.Budget
+	// Aliases map a model name the caller sends to the model group it is served by (LiteLLM's
+	// key "aliases", applied before routing; nil: none). From litellm_fields (sql/010).
+	Aliases map[string]string
 }
 
 type row struct {
@@ -53,6 +56,7 @@ type row struct {
 	BudgetDuration *string         `json:"budget_duration"`
 	TeamID         *string         `json:"team_id"`
 	UserID         *string         `json:"user_id"`
+	LitellmFields  json.RawMessage `json:"litellm_fields"`
 }
 
 func limitOf(p *int64) (int64, bool) {
@@ -77,7 +81,7 @@ func BuildRow(r store.Row) (*Key, error) {
 	}
 	return build(&store.KeyCols{Token: kr.Token, KeyAlias: kr.KeyAlias, Models: kr.Models, Blocked: kr.Blocked,
 		Expires: kr.Expires, Metadata: kr.Metadata, RPMLimit: kr.RPMLimit, TPMLimit: kr.TPMLimit, MaxParallel: kr.MaxParallel,
-		MaxBudget: kr.MaxBudget, BudgetDuration: kr.BudgetDuration, TeamID: kr.TeamID, UserID: kr.UserID}, r.ID)
+		MaxBudget: kr.MaxBudget, BudgetDuration: kr.BudgetDuration, TeamID: kr.TeamID, UserID: kr.UserID, LitellmFields: kr.LitellmFields}, r.ID)
 }
 
 func build(kr *store.KeyCols, id string) (*Key, error) {
@@ -121,6 +125,17 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 	}
 	if kr.UserID != nil {
 		k.UserID = *kr.UserID
+	}
+	if len(kr.LitellmFields) > 2 { // "{}": the common case, no decode
+		var lf struct {
+			Aliases map[string]string `json:"aliases"`
+		}
+		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
+		if len(lf.Aliases) > 0 {
+			k.Aliases = lf.Aliases
+		}
 	}
 	return k, nil
 }
