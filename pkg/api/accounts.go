@@ -39,14 +39,16 @@ type accountKind struct {
 	// newModel and updateModel are the LiteLLM request models of /new and /update, whose
 	// other fields the catalogue treats (pkg/catalogue).
 	newModel, updateModel catalogue.Model
+	// updateExtra are /update's fields besides the columns (spend: UpdateAccountSpend).
+	updateExtra fields
 }
 
 var (
 	teamKind = accountKind{newModel: catalogue.NewTeam, updateModel: catalogue.UpdateTeam, AccountKind: mgmt.TeamKind, infoParam: "team_id",
 		cols: limitFields.with(fields{"team_alias": fString, "organization_id": fString, "models": fStrings, "members_with_roles": fMembers})}
-	userKind = accountKind{newModel: catalogue.NewUser, updateModel: catalogue.UpdateUser, AccountKind: mgmt.UserKind, infoParam: "user_id",
+	userKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewUser, updateModel: catalogue.UpdateUser, AccountKind: mgmt.UserKind, infoParam: "user_id",
 		cols: limitFields.with(fields{"user_alias": fString, "user_email": fString, "user_role": fString, "organization_id": fString, "models": fStrings})}
-	orgKind = accountKind{newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
+	orgKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
 		cols: limitFields.with(fields{"organization_alias": fString, "models": fStrings})}
 	endUserKind = accountKind{newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
 		cols: limitFields.with(fields{"alias": fString, "allowed_model_region": fString, "default_model": fString})}
@@ -110,7 +112,7 @@ func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 	}
 	delete(m, "version")
 	delete(m, "team_member_budgets") // shown as team_memberships (teamMemberships)
-	withLiteLLMFields(m)            // tags, user_name, model_aliases, ... (sql/010)
+	withLiteLLMFields(m)             // tags, user_name, model_aliases, ... (sql/010)
 	if _, ok := m["spend"]; !ok {
 		m["spend"] = s.accountSpend(context.Background(), r.Type, r.ID)
 	}
@@ -167,7 +169,7 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		if err := s.requireDB(k.Type, k.What+"s"); err != nil {
 			return err
 		}
-		body, lf, err := decodeFieldsModel(c, k.cols.with(fields{k.IDField: fString}), k.updateModel)
+		body, lf, err := decodeFieldsModel(c, k.cols.with(fields{k.IDField: fString}).with(k.updateExtra), k.updateModel)
 		if err != nil {
 			return err
 		}
@@ -178,7 +180,13 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		for c, v := range litellmFieldsValue(lf) {
 			vals[c] = v
 		}
-		row, err := s.mgmt.UpdateAccount(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names())
+		var spend *float64
+		if v, ok, err := optNumber(body, "spend"); err != nil {
+			return err
+		} else if ok {
+			spend = &v
+		}
+		row, err := s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
 		if err != nil {
 			return err
 		}

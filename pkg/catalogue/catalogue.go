@@ -171,11 +171,11 @@ var customerFields = fieldSet{
 // as objects are issue 19 item 9); it is listed for the docs.
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
-		"soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": notYet,
+		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": notYet,
 		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": notYet, "project_id": notYet,
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
-		"temp_budget_increase": notYet, "temp_budget_expiry": notYet, "auto_rotate": notYet,
+		"spend": col, "temp_budget_increase": notYet, "temp_budget_expiry": notYet, "auto_rotate": notYet,
 		"rotation_interval": notYet, "organization_id": notYet,
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
@@ -186,7 +186,7 @@ var Models = map[Model]fieldSet{
 		"organization_id": col,
 	}),
 	UpdateUser: merge(generateRequestBase, fieldSet{
-		"password": notYet, "user_alias": col, "user_role": col, "user_email": col,
+		"spend": col, "password": notYet, "user_alias": col, "user_role": col, "user_email": col,
 		"user_name": stored(String), "organization_id": col,
 		// on a user (not its key) aliases are informational: LiteLLM_UserTable has none
 		"aliases": stored(StringMap),
@@ -199,7 +199,7 @@ var Models = map[Model]fieldSet{
 		"blocked": col,
 	}),
 	UpdateOrg: merge(budgetTable, fieldSet{
-		"organization_id": col, "organization_alias": col, "spend": notYet, "metadata": col,
+		"organization_id": col, "organization_alias": col, "spend": col, "metadata": col,
 		"models": col, "updated_by": stored(String), "object_permission": notYet,
 		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "blocked": col,
 	}),
