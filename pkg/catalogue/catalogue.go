@@ -188,8 +188,9 @@ var Models = map[Model]fieldSet{
 	UpdateUser: merge(generateRequestBase, fieldSet{
 		"spend": col, "password": notYet, "user_alias": col, "user_role": col, "user_email": col,
 		"user_name": stored(String), "organization_id": col,
-		// on a user (not its key) aliases are informational: LiteLLM_UserTable has none
-		"aliases": stored(StringMap),
+		// on a user (not its key) these are LiteLLM_UserTable-less: aliases and key_alias are
+		// informational; duration and team_id would change the user's keys or teams
+		"aliases": stored(StringMap), "key_alias": stored(String), "duration": notYet, "team_id": notYet,
 	}),
 	NewTeam:    merge(teamBase, teamExtra),
 	UpdateTeam: merge(teamBase, teamExtra),
