@@ -16,7 +16,11 @@
 // NewUserRequest is from LiteLLM's documented /user/new examples (older models accepted it).
 package catalogue
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // Treatment is what lockstep does with a LiteLLM request field.
 type Treatment int
@@ -236,4 +240,33 @@ func Names(m Model) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// order is the docs' order of the models.
+var order = []Model{GenerateKey, UpdateKey, NewUser, UpdateUser, NewTeam, UpdateTeam, NewOrganization, UpdateOrg,
+	NewCustomer, UpdateCustomer, TeamMemberAdd, TeamMemberUpdate, TeamMemberDelete, OrgMemberAdd, OrgMemberUpdate,
+	OrgMemberDelete, BudgetNew}
+
+// Markdown renders the catalogue as docs/api.md shows it: one row per request model, its
+// fields by treatment (each list in name order).
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| LiteLLM request model | honoured | stored and returned | refused: not supported yet |\n")
+	b.WriteString("|---|---|---|---|\n")
+	for _, m := range order {
+		var h, s, n []string
+		for _, name := range Names(m) {
+			f := Models[m][name]
+			switch f.Treatment {
+			case Column, Honoured:
+				h = append(h, "`"+name+"`")
+			case Stored:
+				s = append(s, "`"+name+"`")
+			case NotYet:
+				n = append(n, "`"+name+"`")
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m, strings.Join(h, ", "), strings.Join(s, ", "), strings.Join(n, ", "))
+	}
+	return b.String()
 }
