@@ -102,6 +102,10 @@ type Team struct {
 	// "model_aliases") map a model name a team key sends to the model group that serves it.
 	Fields struct {
 		ModelAliases map[string]string `json:"model_aliases"`
+		// ModelRPM and ModelTPM are LiteLLM's team model_rpm_limit / model_tpm_limit (model
+		// group → per minute), read by ModelLimits.
+		ModelRPM map[string]int64 `json:"model_rpm_limit"`
+		ModelTPM map[string]int64 `json:"model_tpm_limit"`
 	} `json:"litellm_fields"`
 	Limits
 }

@@ -75,6 +75,19 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 		return checkKind(name, fNumber, raw)
 	case catalogue.Object:
 		return checkKind(name, fObject, raw)
+	case catalogue.IntMap:
+		if isNull(raw) {
+			return nil
+		}
+		var m map[string]int64
+		if json.Unmarshal(raw, &m) != nil {
+			return badRequest("%s must be an object of integers >= 0 by model group: {\"model group\": 10}", name)
+		}
+		for mg, n := range m {
+			if n < 0 {
+				return badRequest("%s[%q] must be an integer >= 0, got %d", name, mg, n)
+			}
+		}
 	case catalogue.StringMap:
 		if isNull(raw) {
 			return nil

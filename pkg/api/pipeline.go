@@ -181,6 +181,11 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	if t, err = s.checkAccess(ctx, sp.who, sp.model, t); err != nil {
 		return ctx, nil, err
 	}
+	if k := sp.who.key; k != nil && len(k.EnforcedParams) > 0 {
+		if err := checkEnforcedParams(k.EnforcedParams, sp.body); err != nil {
+			return ctx, nil, err
+		}
+	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
 		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
 	if rf == nil {

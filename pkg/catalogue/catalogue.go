@@ -64,6 +64,7 @@ const (
 	Number                // a number
 	Object                // a JSON object
 	StringMap             // an object of string values ({"alias": "model group"})
+	IntMap                // an object of integers >= 0 ({"model group": 10})
 )
 
 // Field is one field of a LiteLLM request model.
@@ -127,7 +128,8 @@ var generateRequestBase = fieldSet{
 
 // keyRequestBase: LiteLLM's KeyRequestBase (GenerateRequestBase plus these).
 var keyRequestBase = merge(generateRequestBase, fieldSet{
-	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": notYet,
+	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": honoured(Strings),
+	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
 	"allowed_routes": notYet, "allowed_passthrough_routes": notYet,
 	"allowed_vector_store_indexes": notYet, "rpm_limit_type": notYet, "tpm_limit_type": notYet,
 	"router_settings": notYet, "access_group_ids": notYet,
@@ -154,7 +156,7 @@ var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": notYet,
 	"policies": notYet, "prompts": notYet, "object_permission": notYet,
 	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
-	"model_rpm_limit": notYet, "model_tpm_limit": notYet, "team_member_budget": notYet,
+	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": notYet,
 	"team_member_rpm_limit": notYet, "team_member_tpm_limit": notYet,
 	"team_member_key_duration": notYet, "team_member_budget_duration": notYet,
 	"allowed_vector_store_indexes": notYet, "enforced_batch_output_expires_after": notYet,

@@ -40,6 +40,12 @@ type Key struct {
 	// Aliases map a model name the caller sends to the model group it is served by (LiteLLM's
 	// key "aliases", applied before routing; nil: none). From litellm_fields (sql/010).
 	Aliases map[string]string
+	// ModelLimits are the key's per-model rate limits (LiteLLM model_rpm_limit and
+	// model_tpm_limit: model group → requests or tokens per minute), by model group (nil: none).
+	ModelLimits map[string]limits.Limits
+	// EnforcedParams are the request-body params every call with the key must carry (LiteLLM
+	// enforced_params: "user", or "metadata.generation_name" one level down; nil: none).
+	EnforcedParams []string
 }
 
 type row struct {
@@ -128,7 +134,10 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 	}
 	if len(kr.LitellmFields) > 2 { // "{}": the common case, no decode
 		var lf struct {
-			Aliases map[string]string `json:"aliases"`
+			Aliases        map[string]string `json:"aliases"`
+			ModelRPM       map[string]int64  `json:"model_rpm_limit"`
+			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
+			EnforcedParams []string          `json:"enforced_params"`
 		}
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
@@ -136,8 +145,43 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		if len(lf.Aliases) > 0 {
 			k.Aliases = lf.Aliases
 		}
+		ml, err := ModelLimits(lf.ModelRPM, lf.ModelTPM)
+		if err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
+		k.ModelLimits = ml
+		if len(lf.EnforcedParams) > 0 {
+			k.EnforcedParams = lf.EnforcedParams
+		}
 	}
 	return k, nil
+}
+
+// ModelLimits builds per-model rate limits from LiteLLM's model_rpm_limit and model_tpm_limit
+// maps (model group → per minute; nil when both are empty). A negative limit is an error
+// naming the model.
+func ModelLimits(rpm, tpm map[string]int64) (map[string]limits.Limits, error) {
+	if len(rpm) == 0 && len(tpm) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]limits.Limits, len(rpm)+len(tpm))
+	for m, n := range rpm {
+		if n < 0 {
+			return nil, fmt.Errorf("model_rpm_limit[%q] must be >= 0, got %d", m, n)
+		}
+		l := out[m]
+		l.RPM, l.HasRPM = n, true
+		out[m] = l
+	}
+	for m, n := range tpm {
+		if n < 0 {
+			return nil, fmt.Errorf("model_tpm_limit[%q] must be >= 0, got %d", m, n)
+		}
+		l := out[m]
+		l.TPM, l.HasTPM = n, true
+		out[m] = l
+	}
+	return out, nil
 }
 
 func isSHA256Hex(s string) bool {
