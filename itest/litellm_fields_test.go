@@ -153,14 +153,14 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		field string
 	}{
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "model_max_budget": map[string]any{"cat-real": 1}}, "model_max_budget"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "model_rpm_limit": map[string]any{"cat-real": 1}}, "model_rpm_limit"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "allowed_routes": []string{"/chat/completions"}}, "allowed_routes"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "enforced_params": []string{"user"}}, "enforced_params"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "guardrails": []string{"g"}}, "guardrails"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "permissions": map[string]any{"pii_masking": true}}, "permissions"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "key_type": "llm_api"}, "key_type"},
-		{"/team/new", map[string]any{"team_id": "cat-no", "model_tpm_limit": map[string]any{"m": 1}}, "model_tpm_limit"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "password": "secret-pass"}, "password"},
+		{"/user/new", map[string]any{"user_id": "cat-no", "model_rpm_limit": map[string]any{"m": 1}}, "model_rpm_limit"},
+		{"/team/new", map[string]any{"team_id": "cat-no", "team_member_budget": 1}, "team_member_budget"},
+		{"/organization/new", map[string]any{"organization_alias": "cat-no", "model_max_budget": map[string]any{"m": 1}}, "model_max_budget"},
 	} {
 		st, body := a.Do(t, "POST", c.path, c.body)
 		require.Equal(t, 400, st, "%s %v: %s", c.path, c.body, body)
@@ -255,4 +255,65 @@ func TestOrganizationMembersAcrossReplicas(t *testing.T) {
 	require.Equal(t, 400, st, "%s", body)
 	require.Contains(t, string(body), `field \"max_budget_in_organization\" is not supported yet`)
 	require.Len(t, members(a), 1)
+}
+
+// catRefusedWithin reports the first non-200 answer among n calls of key to model on g.
+func catRefusedWithin(t *testing.T, g *Gateway, key, model string, n int) (int, []byte) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		st, _, b := govDo(t, g, key, model, "hi")
+		if st != 200 {
+			return st, b
+		}
+	}
+	return 200, nil
+}
+
+// Issue 19 item 1, honoured limits: a key's and a team's model_rpm_limit is a per-model window
+// held cluster-wide (a key made on A, its window spent on B, refused on A too) that leaves the
+// key's other models alone; a key's enforced_params refuse a call lacking them on the other
+// replica with LiteLLM's text.
+func TestLiteLLMFieldsHonouredLimits(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	catModel(t, a, "cat-real")
+	catModel(t, a, "cat-other")
+
+	key, tok := govKey(t, a, map[string]any{"model_rpm_limit": map[string]int{"cat-real": 1}, "model_tpm_limit": map[string]int{"cat-other": 100000}})
+	Eventually(t, "B serves the key", func() bool { return catServedBy(t, b, key, "cat-other", "cat-other") })
+	// rpm 1: at most two calls pass even across a window edge
+	st, body := catRefusedWithin(t, b, key, "cat-real", 3)
+	require.Equal(t, 429, st, "%s", body)
+	require.Contains(t, string(body), "Rate limit exceeded for model_per_key: "+tok+":cat-real. Limit type: requests.")
+	st, body = catRefusedWithin(t, a, key, "cat-real", 2)
+	require.Equal(t, 429, st, "the window is the cluster's: %s", body)
+	require.True(t, catServedBy(t, a, key, "cat-other", "cat-other"), "another model of the key is not limited")
+
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "cat-lim", "model_rpm_limit": map[string]int{"cat-real": 1}})
+	require.Equal(t, 200, st, "%s", body)
+	tkey, _ := govKey(t, a, map[string]any{"team_id": "cat-lim"})
+	Eventually(t, "B serves the team key", func() bool { return catServedBy(t, b, tkey, "cat-other", "cat-other") })
+	st, body = catRefusedWithin(t, b, tkey, "cat-real", 3)
+	require.Equal(t, 429, st, "%s", body)
+	require.Contains(t, string(body), "Rate limit exceeded for model_per_team: cat-lim:cat-real.")
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "cat-lim2", "model_rpm_limit": map[string]int{"cat-real": -1}})
+	require.Equal(t, 400, st, "%s", body)
+
+	ekey, _ := govKey(t, a, map[string]any{"enforced_params": []string{"user", "metadata.generation_name"}})
+	Eventually(t, "B knows the enforced key", func() bool {
+		st, _, _ := govDo(t, b, ekey, "cat-real", "hi")
+		return st == 401
+	})
+	st, _, body = govDo(t, b, ekey, "cat-real", "hi")
+	require.Equal(t, 401, st, "%s", body)
+	require.Contains(t, string(body), "Authentication Error, BadRequest please pass param=user in request body. This is a required param")
+	req := chatBody("cat-real", "hi", false)
+	req["user"] = "cat-eu"
+	st, body = b.DoKey(t, ekey, "POST", "/v1/chat/completions", req)
+	require.Equal(t, 401, st, "%s", body)
+	require.Contains(t, string(body), "param=[metadata][generation_name] in request body")
+	req["metadata"] = map[string]any{"generation_name": "g"}
+	st, body = b.DoKey(t, ekey, "POST", "/v1/chat/completions", req)
+	require.Equal(t, 200, st, "%s", body)
 }
