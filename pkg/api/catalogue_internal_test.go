@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"lockstep/pkg/catalogue"
@@ -51,6 +53,37 @@ func TestCatalogueMatchesRoutes(t *testing.T) {
 			if f.Treatment != catalogue.Column && declared {
 				t.Errorf("%s.%s: the route declares it, the catalogue says %s", m, n, f.Treatment)
 			}
+		}
+	}
+}
+
+// splitLiteLLM: stored and honoured fields leave the body, a not-yet one passes only with
+// LiteLLM's default value, an undefined name and a declared one stay for checkFields.
+func TestSplitLiteLLM(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	known := func(n string) bool { return n == "models" }
+	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
+		"model_max_budget": raw(`{}`), "permissions": raw(` {} `), "rpm_limt": raw(`1`)}
+	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(extra) != 2 || string(extra["tags"]) != `["a"]` || string(extra["aliases"]) != `{"x":"m"}` {
+		t.Fatalf("extra = %v", extra)
+	}
+	if _, ok := body["models"]; !ok || len(body) != 2 || body["rpm_limt"] == nil {
+		t.Fatalf("body left = %v", body)
+	}
+	for _, c := range []struct{ field, value, want string }{
+		{"model_max_budget", `{"m": 1}`, `field "model_max_budget" is not supported yet`},
+		{"key_type", `"llm_api"`, `field "key_type" is not supported yet`},
+		{"tags", `"a"`, `tags must be an array of strings`},
+		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
+		{"model_rpm_limit", `{"m": -1}`, `model_rpm_limit["m"] must be an integer >= 0`},
+	} {
+		_, err := splitLiteLLM(catalogue.GenerateKey, map[string]json.RawMessage{c.field: raw(c.value)}, known)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: err = %v, want %q", c.field, c.value, err, c.want)
 		}
 	}
 }
