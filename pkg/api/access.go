@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -200,3 +201,75 @@ func (s *Server) endUser(h http.Header, rf *requestFields) (string, *accounts.En
 	}
 	return id, eu, nil
 }
+
+// checkAccess is step 3: a virtual key may call model only if its models name it (or one of
+// the group's access groups), and so must its team's or user's (principal.canUse). A denied
+// key is re-checked once against newer versions of the key and team (and, for a model group,
+// of its deployments; see recheckAccess). For a direct target (an agent with its own
+// upstream) the same rule applies to model with no access groups.
+func (s *Server) checkAccess(ctx context.Context, who principal, model string, t target) (target, error) {
+	if who.canUse(model, t.group) {
+		return t, nil
+	}
+	group, err := s.recheckAccess(ctx, who, model, t.direct == nil)
+	if err != nil {
+		return target{}, err
+	}
+	if t.direct == nil {
+		t.group = group
+	}
+	return t, nil
+}
+
+// recheckAccess runs when a virtual key is denied a model: this replica may hold an older
+// version of the key (models just widened), of its team, or of the group's deployments
+// (access group just tagged) than the writer committed. It re-reads them once through the
+// bounded read-throughs (same budgets, fail closed; the model group only when isGroup); if
+// that does not settle it (budget exhausted), it waits up to accessRecheckWait for the change
+// feed to publish newer versions, then the denial stands: 401 key_model_access_denied (or
+// team_model_access_denied).
+func (s *Server) recheckAccess(ctx context.Context, p principal, model string, isGroup bool) ([]*registry.Entry[*router.Deployment], error) {
+	check := func() ([]*registry.Entry[*router.Deployment], principal, bool) {
+		cur := s.refresh(p)
+		if !isGroup {
+			return nil, cur, cur.canUse(model, nil)
+		}
+		group := s.Router.Lookup(model)
+		return group, cur, len(group) > 0 && cur.canUse(model, group)
+	}
+	_ = s.Keys.Resolve(ctx, p.key.Token)
+	if p.key.TeamID != "" && s.Teams != nil {
+		_ = s.Teams.Resolve(ctx, p.key.TeamID)
+	}
+	var modelsChanged <-chan struct{}
+	if isGroup {
+		_ = s.Router.Models().Resolve(ctx, model)
+	}
+	timer := time.NewTimer(accessRecheckWait)
+	defer timer.Stop()
+	for {
+		keysChanged, teamsChanged := s.Keys.Changed(), s.teamsChanged()
+		if isGroup {
+			modelsChanged = s.Router.Models().Changed()
+		}
+		group, cur, ok := check()
+		if why := cur.key.Usable(time.Now()); why != "" {
+			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
+		}
+		if ok {
+			return group, nil
+		}
+		select {
+		case <-keysChanged:
+		case <-modelsChanged:
+		case <-teamsChanged:
+		case <-timer.C:
+			return nil, cur.accessDenied(model, group)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// accessRecheckWait bounds how long a denied key waits for newer key/model versions.
+const accessRecheckWait = 100 * time.Millisecond

@@ -32,6 +32,7 @@ type govCall struct {
 	limited  bool
 	callType string
 	model    string
+	id       string // the call id (CallInfo.CallID): the spend log's request_id
 	start    time.Time
 	done     atomic.Bool
 	// owners are the call's user, team, organization and end user (owners.go); ownerTickets
@@ -46,7 +47,7 @@ type govCall struct {
 // from Postgres.
 func (g governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 	s := g.s
-	gc := &govCall{s: s, callType: ci.Route, model: ci.Model, start: time.Now()}
+	gc := &govCall{s: s, callType: ci.Route, model: ci.Model, start: time.Now(), id: ci.CallID}
 	h := ci.Header
 	if h == nil {
 		h = http.Header{}
@@ -192,9 +193,16 @@ func (g *govCall) Done(o Outcome) {
 	if g.s.Spend == nil || (g.token == "" && len(g.owners) == 0) {
 		return
 	}
-	l := store.SpendLog{RequestID: g.s.nextSpendID(), APIKey: g.token, CallType: g.callType, Model: g.model,
+	id := g.id
+	if id == "" {
+		id = g.s.nextSpendID()
+	}
+	l := store.SpendLog{RequestID: id, APIKey: g.token, CallType: g.callType, Model: g.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
-		StartTime: g.start, EndTime: time.Now(), ReplicaID: g.s.ReplicaID}
+		StartTime: g.start, EndTime: time.Now(), ReplicaID: g.s.ReplicaID, Status: "success"}
+	if o.Err != nil {
+		l.Status = "failure"
+	}
 	for _, ow := range g.owners {
 		switch ow.kind {
 		case "user":

@@ -89,6 +89,9 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if model == "" {
 			return invalidModel(f, "")
 		}
+		if f.Streams() && !streamIsBool(rf.stream) {
+			return badRequest(errStreamNotBool)
+		}
 		stream := f.Streams() && rf.stream.Type == gjson.True // provider.StreamRequested
 		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
@@ -103,33 +106,32 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 				return err
 			}
 		}
-		ctx, call, err := s.startScannedCall(ctx, spec, &rf)
-		if err != nil {
-			return err
-		}
-		if stream {
-			return s.stream(ctx, c, f, call)
-		}
-		res, err := call.do(ctx)
-		if err != nil {
-			return err
-		}
-		status := res.Status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		if res.ContentType != "" {
-			return c.Blob(status, res.ContentType, res.Body)
-		}
-		// c.Blob(status, "application/json", body) without its Header.Set: the shared value
-		w := c.Response()
-		if h := w.Header(); h.Get(echo.HeaderContentType) == "" {
-			h[echo.HeaderContentType] = jsonContentType
-		}
-		w.WriteHeader(status)
-		_, err = w.Write(res.Body)
+		return s.callWithFallbacks(ctx, c, spec, &rf)
+	}
+}
+
+// answer writes a non-streamed call's answer with LiteLLM's response headers.
+func (s *Server) answer(ctx context.Context, c echo.Context, call *call) error {
+	res, err := call.do(ctx)
+	if err != nil {
 		return err
 	}
+	call.setHeaders(c.Response().Header(), res)
+	status := res.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if res.ContentType != "" {
+		return c.Blob(status, res.ContentType, res.Body)
+	}
+	// c.Blob(status, "application/json", body) without its Header.Set: the shared value
+	w := c.Response()
+	if h := w.Header(); h.Get(echo.HeaderContentType) == "" {
+		h[echo.HeaderContentType] = jsonContentType
+	}
+	w.WriteHeader(status)
+	_, err = w.Write(res.Body)
+	return err
 }
 
 // jsonContentType is the Content-Type of a JSON answer, shared (cap 1: an Add appends to a
@@ -153,6 +155,7 @@ func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, 
 	h["Cache-Control"] = sseNoCache
 	h["Connection"] = sseKeepAlive
 	h["X-Accel-Buffering"] = sseNoBuffering
+	call.setHeaders(h, nil)
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 	for {
@@ -328,6 +331,10 @@ type requestFields struct {
 	// endUser are the endUserFields: user, litellm_metadata.user, metadata.user_id,
 	// safety_identifier
 	endUser [len(endUserFields)]gjson.Result
+	// hooks are the members read by hooks.go (fallbacks, mock_testing_fallbacks,
+	// mock_testing_rate_limit_error, mock_timeout, timeout); anyHook is true when one is there
+	hooks   [len(hookFields)]gjson.Result
+	anyHook bool
 }
 
 // scanRequest reads body's requestFields; none when body is not a valid JSON object (for
@@ -360,6 +367,13 @@ func scanRequestChecked(body []byte) (requestFields, error) {
 			dst = &rf.endUser[3]
 		case "guardrails":
 			dst = &rf.guardrails
+		case hookFields[0], hookFields[1], hookFields[2], hookFields[3], hookFields[4]:
+			for i, h := range hookFields {
+				if h == string(name) {
+					dst = &rf.hooks[i]
+				}
+			}
+			rf.anyHook = true
 		default:
 			return
 		}
@@ -386,6 +400,19 @@ func bodyError(f provider.Format, err error) error {
 		return badRequest("%s", je.Error())
 	}
 	return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
+}
+
+// errStreamNotBool is the 400 of a "stream" member that is not true, false or null (API.md
+// "Request bodies": what is checked is what is sent). The gateway streams only on true, but
+// lenient upstreams (pydantic-based servers such as vLLM, and LiteLLM, which tests truthiness)
+// stream on "true" or 1: the answer would then pass as one non-streamed body that is neither
+// charged nor guarded.
+const errStreamNotBool = "stream must be a boolean"
+
+// streamIsBool reports whether a request's "stream" member is absent, null or a boolean (an
+// absent member reads as gjson.Null).
+func streamIsBool(r gjson.Result) bool {
+	return r.Type == gjson.True || r.Type == gjson.False || r.Type == gjson.Null
 }
 
 // isJSONObject reports whether valid JSON body is an object (first non-space byte), without

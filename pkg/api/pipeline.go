@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/guardrail"
@@ -84,6 +83,8 @@ type CallInfo struct {
 	// gateway.end_users row (nil when none exists: its spend is still tracked).
 	EndUserID string
 	EndUser   *accounts.EndUser
+	// CallID is the call's id (x-litellm-call-id; the spend log's request_id).
+	CallID string
 }
 
 // Outcome is how an admitted call ended.
@@ -123,8 +124,19 @@ type call struct {
 	post   bool   // a post_call guardrail runs
 	body   []byte // the request as sent upstream (pre_call applied)
 	ticket Ticket
+	hdr    provider.Headers   // the client's request header (forwarding) and the answer's
 	during chan error         // during_call result, nil when none runs
 	cancel context.CancelFunc // cancels the upstream call (during_call block); may be nil
+	// the response headers' facts (headers.go): the call id, the deployment that answered and
+	// how many upstream calls were made, the fallbacks tried before this call; mock is a
+	// request hook's failure raised instead of routing (hooks.go), nil without one
+	id        string
+	idHeader  []string // x-litellm-call-id: id
+	d         *router.Deployment
+	attempts  int
+	fallbacks int
+	mock      func(ctx context.Context, c *call) error
+	timeout   []string // x-litellm-timeout when the request set one; nil: the deployment's
 }
 
 // callSpec is what a route gives the pipeline.
@@ -195,7 +207,9 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
-	c := &call{s: s, f: sp.format, target: t, body: sp.body}
+	c := &call{s: s, f: sp.format, target: t, body: sp.body, hdr: provider.Headers{In: sp.reqHeader, Out: sp.header}}
+	c.id, c.idHeader = s.newCallID()
+	ci.CallID = c.id
 	if s.Limits != nil {
 		tk, err := s.Limits.Admit(ctx, ci)
 		if err != nil {
@@ -307,12 +321,17 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	var res *provider.Response
 	var d *router.Deployment
 	var err error
-	if c.target.direct != nil {
+	switch {
+	case c.mock != nil:
+		err = c.mock(ctx, c)
+	case c.target.direct != nil:
 		d = c.target.direct
-		res, err = c.s.Client.Do(ctx, d.Deployment, c.f, c.body)
-	} else {
-		res, d, err = c.s.Router.Do(ctx, c.target.group, c.f, c.body)
+		res, err = c.s.Client.DoWith(ctx, d.Deployment, c.f, c.body, c.hdr)
+		c.attempts = 1
+	default:
+		res, d, c.attempts, err = c.s.Router.DoN(ctx, c.target.group, c.f, c.body, c.hdr)
 	}
+	c.d = d
 	if derr := c.waitDuring(); derr != nil {
 		err = derr
 	}
@@ -347,12 +366,17 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 		up = detachUpstream(ctx)
 		uctx = up.ctx
 	}
-	if c.target.direct != nil {
+	switch {
+	case c.mock != nil:
+		err = c.mock(ctx, c) // the client's context: a hook has no upstream to outlive it
+	case c.target.direct != nil:
 		d = c.target.direct
-		st, err = c.s.Client.Stream(uctx, d.Deployment, c.f, c.body)
-	} else {
-		st, d, err = c.s.Router.Stream(uctx, c.target.group, c.f, c.body)
+		st, err = c.s.Client.StreamWith(uctx, d.Deployment, c.f, c.body, c.hdr)
+		c.attempts = 1
+	default:
+		st, d, c.attempts, err = c.s.Router.StreamN(uctx, c.target.group, c.f, c.body, c.hdr)
 	}
+	c.d = d
 	// during_call: the upstream is already working; hold the first byte until the input check
 	// is done (a block has cancelled ctx, so a failed call reports the block).
 	if derr := c.waitDuring(); derr != nil {
@@ -651,75 +675,3 @@ func sseFrameLen(b []byte) int {
 // post_call re-check covers: far longer than any keyword, PII value or PEM key, while keeping
 // the per-chunk cost bounded on long answers (a full re-scan per chunk is quadratic).
 const postCallWindow = 8 << 10
-
-// checkAccess is step 3: a virtual key may call model only if its models name it (or one of
-// the group's access groups), and so must its team's or user's (principal.canUse). A denied
-// key is re-checked once against newer versions of the key and team (and, for a model group,
-// of its deployments; see recheckAccess). For a direct target (an agent with its own
-// upstream) the same rule applies to model with no access groups.
-func (s *Server) checkAccess(ctx context.Context, who principal, model string, t target) (target, error) {
-	if who.canUse(model, t.group) {
-		return t, nil
-	}
-	group, err := s.recheckAccess(ctx, who, model, t.direct == nil)
-	if err != nil {
-		return target{}, err
-	}
-	if t.direct == nil {
-		t.group = group
-	}
-	return t, nil
-}
-
-// recheckAccess runs when a virtual key is denied a model: this replica may hold an older
-// version of the key (models just widened), of its team, or of the group's deployments
-// (access group just tagged) than the writer committed. It re-reads them once through the
-// bounded read-throughs (same budgets, fail closed; the model group only when isGroup); if
-// that does not settle it (budget exhausted), it waits up to accessRecheckWait for the change
-// feed to publish newer versions, then the denial stands: 401 key_model_access_denied (or
-// team_model_access_denied).
-func (s *Server) recheckAccess(ctx context.Context, p principal, model string, isGroup bool) ([]*registry.Entry[*router.Deployment], error) {
-	check := func() ([]*registry.Entry[*router.Deployment], principal, bool) {
-		cur := s.refresh(p)
-		if !isGroup {
-			return nil, cur, cur.canUse(model, nil)
-		}
-		group := s.Router.Lookup(model)
-		return group, cur, len(group) > 0 && cur.canUse(model, group)
-	}
-	_ = s.Keys.Resolve(ctx, p.key.Token)
-	if p.key.TeamID != "" && s.Teams != nil {
-		_ = s.Teams.Resolve(ctx, p.key.TeamID)
-	}
-	var modelsChanged <-chan struct{}
-	if isGroup {
-		_ = s.Router.Models().Resolve(ctx, model)
-	}
-	timer := time.NewTimer(accessRecheckWait)
-	defer timer.Stop()
-	for {
-		keysChanged, teamsChanged := s.Keys.Changed(), s.teamsChanged()
-		if isGroup {
-			modelsChanged = s.Router.Models().Changed()
-		}
-		group, cur, ok := check()
-		if why := cur.key.Usable(time.Now()); why != "" {
-			return nil, authErr(http.StatusUnauthorized, "Authentication Error, "+why+".")
-		}
-		if ok {
-			return group, nil
-		}
-		select {
-		case <-keysChanged:
-		case <-modelsChanged:
-		case <-teamsChanged:
-		case <-timer.C:
-			return nil, cur.accessDenied(model, group)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// accessRecheckWait bounds how long a denied key waits for newer key/model versions.
-const accessRecheckWait = 100 * time.Millisecond

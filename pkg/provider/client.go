@@ -180,14 +180,13 @@ func (c *Client) roundTrip(req *http.Request, body []byte) (*http.Response, erro
 // CloseIdleConnections closes idle upstream connections (on shutdown).
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
-type clientHeadersKey struct{}
-
-// WithClientHeaders returns a context that carries the client's request headers, so that the
-// few an upstream needs are forwarded: anthropic-beta to Anthropic upstreams (as LiteLLM does
-// on /v1/messages; it turns on beta features such as extended context). Auth and every other
-// client header are never forwarded.
-func WithClientHeaders(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, clientHeadersKey{}, h)
+// Headers is the HTTP side of one call besides its body. In is the client's request header:
+// of it only anthropic-beta reaches the upstream, and only an Anthropic one (as LiteLLM
+// forwards it on /v1/messages; it turns on beta features such as extended context) — auth and
+// every other client header never do. Out is the answer's header: a translated call sets
+// [DroppedHeader] there naming what it left out. Either may be nil.
+type Headers struct {
+	In, Out http.Header
 }
 
 // plan decides how inbound format in is served by d: the upstream format, and whether the body
@@ -224,22 +223,10 @@ func unsupported(d *Deployment, in Format) *UpstreamError {
 }
 
 // upstreamBody builds the body sent upstream.
-func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) ([]byte, error) {
+func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) ([]byte, *xlate, error) {
 	if pass {
-		if in == FormatTranscriptions {
-			return rewriteMultipartModel(body, d.Model)
-		}
-		b, err := RewriteModel(body, d.Model)
-		if err != nil {
-			return nil, badRequest("%v", err)
-		}
-		if in.Streams() && StreamRequested(b) != stream {
-			b = setBool(b, "stream", stream)
-		}
-		if d.vertexAnthropic {
-			return vertexAnthropicBody(b)
-		}
-		return b, nil
+		b, err := passBody(d, in, stream, body)
+		return b, nil, err
 	}
 	var r *request
 	var err error
@@ -251,23 +238,35 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	case FormatMessages:
 		r, err = parseMessagesRequest(body)
 	default:
-		return nil, unsupported(d, in)
+		return nil, nil, unsupported(d, in)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.stream = stream
+	dropCache(r, body, up == FormatMessages)
+	var b []byte
 	switch up {
 	case formatNative:
-		return d.native.request(d, r)
-	case FormatMessages:
-		b := renderMessagesRequest(r, d.Model)
-		if d.vertexAnthropic {
-			return vertexAnthropicBody(b)
+		if err = dropNative(d, r); err == nil {
+			b, err = d.native.request(d, r)
 		}
-		return b, nil
+	case FormatMessages:
+		b = renderMessagesRequest(r, d.Model, !d.vertexAnthropic && anthropicNativeJSON(d.Model))
+		if d.vertexAnthropic {
+			b, err = vertexAnthropicBody(b)
+		}
+	default:
+		b = renderChatRequest(r, d.Model, d.spec.maxCompletionTokens)
 	}
-	return renderChatRequest(r, d.Model, d.spec.maxCompletionTokens), nil
+	if err != nil {
+		return nil, nil, err
+	}
+	var x *xlate
+	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
+		x = &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}
+	}
+	return b, x, nil
 }
 
 func (d *Deployment) url(up Format, stream bool) string {
@@ -280,20 +279,20 @@ func (d *Deployment) url(up Format, stream bool) string {
 // send posts body to the upstream endpoint of format up (its streaming endpoint when stream
 // and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
 // closed.
-func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte) (*http.Response, error) {
-	return c.sendTo(ctx, d, d.url(up, stream), d.endpoint(up, stream), up, body)
+func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte, in http.Header) (*http.Response, error) {
+	return c.sendTo(ctx, d, d.url(up, stream), d.endpoint(up, stream), up, body, in)
 }
 
 // sendTo posts body to u (pu: u parsed once by the deployment, or nil) with the deployment's
 // headers and signer (send; native embeddings call their own endpoints).
-func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.URL, up Format, body []byte) (*http.Response, error) {
+func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.URL, up Format, body []byte, in http.Header) (*http.Response, error) {
 	req, err := newUpstreamRequest(ctx, d, u, pu, body)
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
 	req.Header = d.header // shared and never modified: net/http only reads request headers
-	if ch, ok := ctx.Value(clientHeadersKey{}).(http.Header); ok && d.wire == wireAnthropic {
-		if beta := ch.Values("anthropic-beta"); len(beta) > 0 {
+	if in != nil && d.wire == wireAnthropic {
+		if beta := in.Values("anthropic-beta"); len(beta) > 0 {
 			req.Header = d.header.Clone()
 			req.Header["Anthropic-Beta"] = beta
 		}
@@ -395,7 +394,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 // Anthropic {"error": {"message", "type"}}, {"error": "text"}, vLLM {"message"}, FastAPI
 // {"detail"}; else the trimmed body (at most 500 bytes) when it is text.
 func errorMessage(body []byte) (msg, typ string) {
-	if gjson.ValidBytes(body) {
+	if validJSON(body) {
 		j := gjson.ParseBytes(body)
 		if e := j.Get("error"); e.IsObject() {
 			if m := e.Get("message"); m.Type == gjson.String && m.Str != "" {
@@ -443,11 +442,17 @@ func readAll(resp *http.Response) ([]byte, error) {
 // untranslatable request 400), or ctx's error when ctx ends first. The deployment's secrets
 // (API key, api_base password) are redacted from an error's Message and Body.
 func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
-	res, err := c.do(ctx, d, in, body)
+	return c.DoWith(ctx, d, in, body, Headers{})
+}
+
+// DoWith is Do with the call's [Headers]: the client headers forwarded upstream, and the
+// answer header that gets [DroppedHeader] when translation left something out.
+func (c *Client) DoWith(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (*Response, error) {
+	res, err := c.do(ctx, d, in, body, h)
 	return res, d.redactErr(err)
 }
 
-func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
+func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (*Response, error) {
 	if d.MockResponse != nil {
 		return mockDo(d, in, body)
 	}
@@ -458,20 +463,21 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 	if err != nil {
 		return nil, err
 	}
-	ub, err := upstreamBody(d, in, up, pass, false, body)
+	ub, x, err := upstreamBody(d, in, up, pass, false, body)
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	timeout := CallTimeout(ctx, d.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := c.send(cctx, d, up, false, ub)
+	resp, err := c.send(cctx, d, up, false, ub, h.In)
 	if err != nil {
-		return nil, transportError(ctx, err, d.Timeout, "call")
+		return nil, transportError(ctx, err, timeout, "call")
 	}
 	defer resp.Body.Close()
 	raw, err := readAll(resp)
 	if err != nil {
-		return nil, transportError(ctx, err, d.Timeout, "call")
+		return nil, transportError(ctx, err, timeout, "call")
 	}
 	if pass {
 		out := &Response{Status: resp.StatusCode, Body: raw, Usage: answerUsage(in, raw), lazy: true, format: in}
@@ -497,6 +503,8 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte) 
 	if res.model == "" {
 		res.model = d.Model
 	}
+	x.fixResult(res)
+	x.setHeader(h.Out)
 	return &Response{Status: resp.StatusCode, Body: render(in, res), text: res.text(), Usage: res.usage.public()}, nil
 }
 
@@ -575,11 +583,17 @@ func answerUsage(f Format, body []byte) Usage {
 // next frame. The deployment's secrets are redacted from errors (here and from Next) and from
 // the events' bytes.
 func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
-	st, err := c.stream(ctx, d, in, body)
+	return c.StreamWith(ctx, d, in, body, Headers{})
+}
+
+// StreamWith is Stream with the call's [Headers] (see DoWith); the answer header is set
+// before the first event.
+func (c *Client) StreamWith(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (Stream, error) {
+	st, err := c.stream(ctx, d, in, body, h)
 	return st, d.redactErr(err)
 }
 
-func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
+func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (Stream, error) {
 	if !in.Streams() {
 		return nil, badRequest("%s cannot be streamed", in.RouteName())
 	}
@@ -590,7 +604,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	if err != nil {
 		return nil, err
 	}
-	ub, err := upstreamBody(d, in, up, pass, true, body)
+	ub, x, err := upstreamBody(d, in, up, pass, true, body)
 	if err != nil {
 		return nil, err
 	}
@@ -599,33 +613,35 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 		ub, hide = askUsage(ub) // every call is charged (stream_usage.go)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: d.StreamTimeout, in: in, d: d, hide: hide}
-	s.timer = time.AfterFunc(d.StreamTimeout, func() { cancel(errIdleTimeout) })
-	resp, err := c.send(sctx, d, up, true, ub)
+	idle := CallTimeout(ctx, d.StreamTimeout)
+	s := &httpStream{parent: ctx, ctx: sctx, cancel: cancel, idle: idle, in: in, d: d, hide: hide}
+	s.timer = time.AfterFunc(idle, func() { cancel(errIdleTimeout) })
+	resp, err := c.send(sctx, d, up, true, ub, h.In)
 	if err != nil {
 		s.timer.Stop()
 		cancel(nil)
 		if context.Cause(sctx) == errIdleTimeout {
 			err = errIdleTimeout
 		}
-		return nil, transportError(ctx, err, d.StreamTimeout, "stream")
+		return nil, transportError(ctx, err, idle, "stream")
 	}
 	s.timer.Stop() // Next restarts it around each read
 	s.body = resp.Body
+	x.setHeader(h.Out)
 	ct := resp.Header.Get("Content-Type")
 	if up == formatNative {
-		r := usageTap{newRenderer(in, includeUsage(body)), s}
+		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
 		s.rd = d.native.frames(resp.Body)
 		s.dec = d.native.decoder(r, d.Model)
 		return s, nil
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {
 		// The upstream ignored "stream": replay its whole answer as a stream.
-		return s.replayJSON(in, up, includeUsage(body))
+		return s.replayJSON(in, up, includeUsage(body), x)
 	}
 	s.rd = newSSEReader(resp.Body)
 	if !pass {
-		r := usageTap{newRenderer(in, includeUsage(body)), s}
+		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
 		if up == FormatMessages {
 			s.dec = newMessagesDecoder(r)
 		} else {

@@ -60,6 +60,15 @@ func (d *chatDecoder) frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	var text string
 	choice := j.Get("choices.0")
 	delta := choice.Get("delta")
+	if c := delta.Get("reasoning_content"); c.Type == gjson.String && c.Str != "" {
+		b = streamThinking(d.r, b, strings.Clone(c.Str))
+	}
+	delta.Get("thinking_blocks").ForEach(func(_, tb gjson.Result) bool {
+		if s := tb.Get("signature").Str; s != "" {
+			b = streamSignature(d.r, b, strings.Clone(s))
+		}
+		return true
+	})
 	if c := delta.Get("content"); c.Type == gjson.String && c.Str != "" {
 		text = strings.Clone(c.Str)
 		b = d.r.text(b, text)
@@ -101,6 +110,7 @@ func (d *chatDecoder) eof(b []byte) ([]byte, error) {
 // (https://docs.anthropic.com/en/docs/build-with-claude/streaming).
 type messagesDecoder struct {
 	r       renderer
+	inTool  bool // the open content block is a tool_use (not a server tool's, whose input is Anthropic's own)
 	stopped bool // message_delta seen
 	stop    stopReason
 	stopSeq string
@@ -128,6 +138,7 @@ func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, b
 		b = d.r.start(b, strings.Clone(m.Get("id").Str), strings.Clone(m.Get("model").Str), d.usage)
 	case "content_block_start":
 		cb := j.Get("content_block")
+		d.inTool = cb.Get("type").Str == "tool_use"
 		switch cb.Get("type").Str {
 		case "text":
 			if t := cb.Get("text").Str; t != "" {
@@ -146,8 +157,16 @@ func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, b
 				b = d.r.text(b, text)
 			}
 		case "input_json_delta":
-			if p := delta.Get("partial_json").Str; p != "" {
+			if p := delta.Get("partial_json").Str; p != "" && d.inTool {
 				b = d.r.toolArgs(b, p)
+			}
+		case "thinking_delta":
+			if t := delta.Get("thinking").Str; t != "" {
+				b = streamThinking(d.r, b, strings.Clone(t))
+			}
+		case "signature_delta":
+			if s := delta.Get("signature").Str; s != "" {
+				b = streamSignature(d.r, b, strings.Clone(s))
 			}
 		}
 	case "message_delta":

@@ -90,7 +90,7 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 	vectors := make([]string, 0, len(r.inputs))
 	var tokens int64
 	for _, call := range calls {
-		resp, err := c.sendTo(cctx, d, call.url, nil, formatNative, call.body)
+		resp, err := c.sendTo(cctx, d, call.url, nil, formatNative, call.body, nil)
 		if err != nil {
 			return nil, transportError(ctx, err, d.Timeout, "call")
 		}

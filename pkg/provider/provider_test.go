@@ -770,8 +770,7 @@ func TestAnthropicBetaForwarded(t *testing.T) {
 	h := http.Header{}
 	h.Set("anthropic-beta", "context-1m-2025-08-07")
 	h.Set("Authorization", "Bearer client-key")
-	ctx := provider.WithClientHeaders(context.Background(), h)
-	_, err := c.Do(ctx, deployment(t, s, "anthropic", ""), provider.FormatMessages, []byte(`{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`))
+	_, err := c.DoWith(context.Background(), deployment(t, s, "anthropic", ""), provider.FormatMessages, []byte(`{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), provider.Headers{In: h})
 	require.NoError(t, err)
 	req, _ := s.LastRequest("/v1/messages")
 	require.Equal(t, "context-1m-2025-08-07", req.Header.Get("anthropic-beta"))

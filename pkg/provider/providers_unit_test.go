@@ -30,7 +30,7 @@ func TestAzureDeployment(t *testing.T) {
 	require.True(t, pass, "Azure serves the Responses API itself")
 	require.Equal(t, FormatResponses, up)
 	require.Equal(t, "https://r.openai.azure.com/openai/responses?api-version=2025-01-01-preview", d.urls[FormatResponses])
-	out, err := upstreamBody(d, FormatResponses, up, pass, false, []byte(`{"model":"grp","input":"hi"}`))
+	out, _, err := upstreamBody(d, FormatResponses, up, pass, false, []byte(`{"model":"grp","input":"hi"}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"model":"my dep","input":"hi"}`, string(out), "the deployment goes in the body")
 	_, pass, err = plan(d, FormatMessages)

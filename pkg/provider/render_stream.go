@@ -132,6 +132,24 @@ func (r *chatRenderer) toolArgs(b []byte, delta string) []byte {
 	return append(b, chatChunkTail...)
 }
 
+// thinking streams reasoning as LiteLLM does: delta.reasoning_content.
+func (r *chatRenderer) thinking(b []byte, delta string) []byte {
+	b = append(b, r.prefix...)
+	b = append(b, `{"reasoning_content":`...)
+	b = appendJSONString(b, delta)
+	b = append(b, '}')
+	return append(b, chatChunkTail...)
+}
+
+// signature streams a thinking block's signature as LiteLLM's delta.thinking_blocks.
+func (r *chatRenderer) signature(b []byte, sig string) []byte {
+	b = append(b, r.prefix...)
+	b = append(b, `{"thinking_blocks":[{"type":"thinking","thinking":"","signature":`...)
+	b = appendJSONString(b, sig)
+	b = append(b, `}]}`...)
+	return append(b, chatChunkTail...)
+}
+
 func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{},"logprobs":null,"finish_reason":`...)
@@ -155,6 +173,7 @@ func (r *chatRenderer) fail(b []byte, status int, msg string) []byte {
 type messagesRenderer struct {
 	open    bool // a content block is open
 	openIsT bool // the open block is text
+	openTh  bool // the open block is thinking
 	index   int  // index of the open block (or of the next one when none is open)
 	started bool
 }
@@ -199,7 +218,7 @@ func (r *messagesRenderer) text(b []byte, delta string) []byte {
 		b = append(b, `{"type":"content_block_start","index":`...)
 		b = appendInt(b, int64(r.index))
 		b = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
-		r.open, r.openIsT = true, true
+		r.open, r.openIsT, r.openTh = true, true, false
 	}
 	b = appendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
@@ -219,12 +238,43 @@ func (r *messagesRenderer) toolStart(b []byte, id, name string) []byte {
 	b = append(b, `,"name":`...)
 	b = appendJSONString(b, name)
 	b = append(b, `,"input":{}}}`+"\n\n"...)
-	r.open, r.openIsT = true, false
+	r.open, r.openIsT, r.openTh = true, false, false
 	return b
 }
 
+// thinking streams reasoning as a thinking block (thinking_delta events).
+func (r *messagesRenderer) thinking(b []byte, delta string) []byte {
+	if !r.open || !r.openTh {
+		b = r.closeBlock(b)
+		b = appendEvent(b, "content_block_start")
+		b = append(b, `{"type":"content_block_start","index":`...)
+		b = appendInt(b, int64(r.index))
+		b = append(b, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
+		r.open, r.openIsT, r.openTh = true, false, true
+	}
+	b = appendEvent(b, "content_block_delta")
+	b = append(b, `{"type":"content_block_delta","index":`...)
+	b = appendInt(b, int64(r.index))
+	b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
+	b = appendJSONString(b, delta)
+	return append(b, "}}\n\n"...)
+}
+
+// signature ends the open thinking block's reasoning with its signature_delta.
+func (r *messagesRenderer) signature(b []byte, sig string) []byte {
+	if !r.open || !r.openTh {
+		return b
+	}
+	b = appendEvent(b, "content_block_delta")
+	b = append(b, `{"type":"content_block_delta","index":`...)
+	b = appendInt(b, int64(r.index))
+	b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
+	b = appendJSONString(b, sig)
+	return append(b, "}}\n\n"...)
+}
+
 func (r *messagesRenderer) toolArgs(b []byte, delta string) []byte {
-	if !r.open || r.openIsT {
+	if !r.open || r.openIsT || r.openTh {
 		return b // arguments without a started call: nothing to attach them to
 	}
 	b = appendEvent(b, "content_block_delta")
@@ -292,7 +342,9 @@ func (r *responsesRenderer) event(b []byte, typ string) []byte {
 func (r *responsesRenderer) itemHead(b []byte) []byte {
 	i := len(r.blocks) - 1
 	b = append(b, `,"item_id":`...)
-	if r.blocks[i].tool {
+	if r.blocks[i].think {
+		b = appendJSONString(b, itemID("rs", r.base, i))
+	} else if r.blocks[i].tool {
 		b = appendJSONString(b, itemID("fc", r.base, i))
 	} else {
 		b = appendJSONString(b, itemID("msg", r.base, i))
@@ -322,7 +374,9 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 	r.sb.Reset()
 	i := len(r.blocks) - 1
 	item := responsesItem(blk, r.base, i, "in_progress")
-	if !blk.tool {
+	if blk.think {
+		item.Summary = []respSummary{}
+	} else if !blk.tool {
 		item.Content = []respTextPart{}
 	} else {
 		empty := ""
@@ -334,7 +388,11 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 	b = append(b, `,"item":`...)
 	b = append(b, marshal(item)...)
 	b = append(b, "}\n\n"...)
-	if !blk.tool {
+	if blk.think {
+		b = r.event(b, "response.reasoning_summary_part.added")
+		b = r.itemHead(b)
+		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":""}}`+"\n\n"...)
+	} else if !blk.tool {
 		b = r.event(b, "response.content_part.added")
 		b = r.itemHead(b)
 		b = append(b, `,"content_index":0,"part":{"type":"output_text","text":"","annotations":[],"logprobs":[]}}`+"\n\n"...)
@@ -349,7 +407,19 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 	r.open = false
 	i := len(r.blocks) - 1
 	blk := &r.blocks[i]
-	if blk.tool {
+	if blk.think {
+		blk.text = r.sb.String()
+		b = r.event(b, "response.reasoning_summary_text.done")
+		b = r.itemHead(b)
+		b = append(b, `,"summary_index":0,"text":`...)
+		b = appendJSONString(b, blk.text)
+		b = append(b, "}\n\n"...)
+		b = r.event(b, "response.reasoning_summary_part.done")
+		b = r.itemHead(b)
+		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":`...)
+		b = appendJSONString(b, blk.text)
+		b = append(b, "}}\n\n"...)
+	} else if blk.tool {
 		blk.args = r.sb.String()
 		b = r.event(b, "response.function_call_arguments.done")
 		b = r.itemHead(b)
@@ -378,8 +448,29 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 	return append(b, "}\n\n"...)
 }
 
+// thinking streams reasoning as a reasoning item's summary text.
+func (r *responsesRenderer) thinking(b []byte, delta string) []byte {
+	if !r.open || !r.blocks[len(r.blocks)-1].think {
+		b = r.addItem(b, block{think: true})
+	}
+	r.sb.WriteString(delta)
+	b = r.event(b, "response.reasoning_summary_text.delta")
+	b = r.itemHead(b)
+	b = append(b, `,"summary_index":0,"delta":`...)
+	b = appendJSONString(b, delta)
+	return append(b, "}\n\n"...)
+}
+
+// signature keeps the open reasoning item's signature for its encrypted_content.
+func (r *responsesRenderer) signature(b []byte, sig string) []byte {
+	if r.open && r.blocks[len(r.blocks)-1].think {
+		r.blocks[len(r.blocks)-1].sig += sig
+	}
+	return b
+}
+
 func (r *responsesRenderer) text(b []byte, delta string) []byte {
-	if !r.open || r.blocks[len(r.blocks)-1].tool {
+	if !r.open || r.blocks[len(r.blocks)-1].tool || r.blocks[len(r.blocks)-1].think {
 		b = r.addItem(b, block{})
 	}
 	r.sb.WriteString(delta)
@@ -395,7 +486,7 @@ func (r *responsesRenderer) toolStart(b []byte, id, name string) []byte {
 }
 
 func (r *responsesRenderer) toolArgs(b []byte, delta string) []byte {
-	if !r.open || !r.blocks[len(r.blocks)-1].tool {
+	if !r.open || !r.blocks[len(r.blocks)-1].tool || r.blocks[len(r.blocks)-1].think {
 		return b
 	}
 	r.sb.WriteString(delta)

@@ -23,6 +23,8 @@ const (
 	partImage
 	partToolUse
 	partToolResult
+	partDocument // a file (PDF, text): url is a data: URL or an http(s) URL, name its filename
+	partThinking // an earlier turn's signed Anthropic thinking block: text, id = signature
 )
 
 type part struct {
@@ -33,6 +35,9 @@ type part struct {
 	name string // tool name
 	args string // tool use arguments, JSON text
 	err  bool   // tool result is an error
+	// cache is the part's cache_control object (raw JSON, "" = none): an Anthropic cache
+	// breakpoint, carried from chat as LiteLLM carries it.
+	cache string
 }
 
 type message struct {
@@ -43,6 +48,13 @@ type message struct {
 type tool struct {
 	name, description string
 	schema            string // JSON schema text; "" = none
+	// hosted is a provider-run tool's kind ("web_search"); name, description and schema are
+	// then unused. Only an Anthropic upstream runs web_search (its server tool); elsewhere
+	// the tool is dropped with the x-lockstep-dropped header.
+	hosted string
+	// location is web_search's user_location object (raw JSON, "" = none).
+	location string
+	cache    string // cache_control (raw JSON, "" = none)
 }
 
 type toolChoice struct {
@@ -52,6 +64,8 @@ type toolChoice struct {
 
 type request struct {
 	system      []string
+	systemCache []string // cache_control of system[i] (raw JSON, ""), nil when none has one
+	cached      int      // cache_control objects carried into the neutral form
 	messages    []message
 	maxTokens   int64 // 0 = not given
 	temperature string
@@ -63,6 +77,17 @@ type request struct {
 	choice      toolChoice
 	parallel    string // raw JSON boolean or ""
 	user        string
+	format      outputFormat // structured output; kind "" = free text
+	effort      string       // reasoning effort: "low", "medium", "high" ("" = not asked)
+	// dropped names what translation left out (request fields, tools, content), in body
+	// order: the answer's x-lockstep-dropped header.
+	dropped []string
+	// ns maps a flattened namespace tool's name to its namespace and own name (Responses
+	// "namespace" tools), so that calls are answered under the client's names.
+	ns map[string]nsName
+	// jsonTool is set by renderMessagesRequest when structured output rides on the forced
+	// jsonToolName tool.
+	jsonTool bool
 }
 
 // badRequest is a 400 returned before any upstream call (the client's request cannot be
@@ -119,25 +144,36 @@ func parseChatRequest(body []byte) (*request, error) {
 		return nil, err
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
+	r.dropUnknown(root, chatFields)
 	var perr error
 	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		content := m.Get("content")
+		if m.Get("name").Type == gjson.String {
+			r.drop("messages.name") // participant names: no Anthropic or Responses equivalent
+		}
 		switch role := m.Get("role").Str; role {
 		case "system", "developer":
 			if t := contentText(content); t != "" {
-				r.system = append(r.system, t)
+				r.addSystem(t, r.cacheOf(m, content))
 			}
 		case "user":
 			if content.Type == gjson.String {
-				r.add("user", part{kind: partText, text: content.Str})
+				r.add("user", part{kind: partText, text: content.Str, cache: r.cacheOf(m)})
 				break
 			}
 			content.ForEach(func(_, p gjson.Result) bool {
 				switch p.Get("type").Str {
 				case "text":
-					r.add("user", part{kind: partText, text: p.Get("text").Str})
+					r.add("user", part{kind: partText, text: p.Get("text").Str, cache: r.cacheOf(p)})
 				case "image_url":
-					r.add("user", part{kind: partImage, url: p.Get("image_url.url").Str})
+					r.add("user", part{kind: partImage, url: p.Get("image_url.url").Str, cache: r.cacheOf(p)})
+				case "file":
+					f := p.Get("file")
+					if f.Get("file_data").Str == "" {
+						perr = badRequest("messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data")
+						return false
+					}
+					r.add("user", part{kind: partDocument, url: f.Get("file_data").Str, name: f.Get("filename").Str})
 				default:
 					perr = badRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
 					return false
@@ -145,6 +181,19 @@ func parseChatRequest(body []byte) (*request, error) {
 				return true
 			})
 		case "assistant":
+			// LiteLLM's thinking_blocks: Anthropic reasoning with its signature, sent back
+			// (Anthropic requires it before tool_use blocks while thinking).
+			m.Get("thinking_blocks").ForEach(func(_, tb gjson.Result) bool {
+				if tb.Get("type").Str == "thinking" && tb.Get("signature").Str != "" {
+					r.add("assistant", part{kind: partThinking, text: tb.Get("thinking").Str, id: tb.Get("signature").Str})
+				} else {
+					r.drop("messages.thinking_blocks")
+				}
+				return true
+			})
+			if !m.Get("thinking_blocks").Exists() && m.Get("reasoning_content").Str != "" {
+				r.drop("messages.reasoning_content") // unsigned: Anthropic would refuse it
+			}
 			if t := contentText(content); t != "" {
 				r.add("assistant", part{kind: partText, text: t})
 			}
@@ -153,7 +202,7 @@ func parseChatRequest(body []byte) (*request, error) {
 				return true
 			})
 		case "tool":
-			r.add("user", part{kind: partToolResult, id: m.Get("tool_call_id").Str, text: contentText(content)})
+			r.add("user", part{kind: partToolResult, id: m.Get("tool_call_id").Str, text: contentText(content), cache: r.cacheOf(m, content)})
 		case "function": // legacy function-call result: no call id to link it to
 			r.add("user", part{kind: partText, text: contentText(content)})
 		default:
@@ -172,17 +221,32 @@ func parseChatRequest(body []byte) (*request, error) {
 	r.temperature, r.topP = numRaw(root.Get("temperature")), numRaw(root.Get("top_p"))
 	r.stop = stopList(root.Get("stop"))
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
-		if t.Get("type").Str == "function" {
+		if typ := t.Get("type").Str; typ == "function" {
 			f := t.Get("function")
-			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw})
+			if f.Get("strict").Type == gjson.True {
+				r.drop("tools.strict")
+			}
+			r.tools = append(r.tools, tool{name: f.Get("name").Str, description: f.Get("description").Str, schema: f.Get("parameters").Raw, cache: r.cacheOf(t, f)})
+		} else {
+			r.drop("tools." + typ)
 		}
 		return true
 	})
+	if ws := root.Get("web_search_options"); ws.IsObject() {
+		r.tools = append(r.tools, tool{hosted: "web_search", location: ws.Get("user_location.approximate").Raw})
+	}
+	r.format = chatResponseFormat(root.Get("response_format"))
+	r.effort = effortOf(root.Get("reasoning_effort").Str)
+	if n := root.Get("n"); n.Exists() && n.Type != gjson.Null && n.Int() != 1 {
+		r.drop("n")
+	}
 	switch tc := root.Get("tool_choice"); {
 	case tc.Type == gjson.String:
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
-	case tc.IsObject():
+	case tc.IsObject() && tc.Get("type").Str == "function":
 		r.choice = toolChoice{mode: "tool", name: tc.Get("function.name").Str}
+	case tc.IsObject():
+		r.drop("tool_choice." + tc.Get("type").Str) // allowed_tools, custom: no equivalent
 	}
 	if p := root.Get("parallel_tool_calls"); p.IsBool() {
 		r.parallel = p.Raw
@@ -198,6 +262,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 		return nil, err
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("metadata.user_id").Str}
+	r.dropUnknown(root, messagesFields)
 	if sys := root.Get("system"); sys.Type == gjson.String {
 		if sys.Str != "" {
 			r.system = append(r.system, sys.Str)
@@ -213,11 +278,20 @@ func parseMessagesRequest(body []byte) (*request, error) {
 	var perr error
 	root.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		role := m.Get("role").Str
+		content := m.Get("content")
+		if role == "system" || role == "developer" {
+			// A system turn inside messages (Claude Code sends one) joins the system prompt,
+			// as LiteLLM's translate_system_message folds every system message.
+			if t := contentText(content); t != "" {
+				r.system = append(r.system, t)
+			}
+			r.dropSystemTurnExtras(m)
+			return true
+		}
 		if role != "user" && role != "assistant" {
 			perr = badRequest("messages: unknown role %q", role)
 			return false
 		}
-		content := m.Get("content")
 		if content.Type == gjson.String {
 			r.add(role, part{kind: partText, text: content.Str})
 			return true
@@ -244,8 +318,32 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				r.add(role, part{kind: partToolUse, id: b.Get("id").Str, name: b.Get("name").Str, args: args})
 			case "tool_result":
 				r.add(role, part{kind: partToolResult, id: b.Get("tool_use_id").Str, text: contentText(b.Get("content")), err: b.Get("is_error").Bool()})
+				// Images in a tool result follow it in the user turn (chat tool messages carry
+				// text only).
+				b.Get("content").ForEach(func(_, c gjson.Result) bool {
+					if c.Get("type").Str == "image" {
+						if u := anthropicSourceURL(c.Get("source")); u != "" {
+							r.add(role, part{kind: partImage, url: u})
+						}
+					}
+					return true
+				})
+			case "document":
+				src := b.Get("source")
+				switch src.Get("type").Str {
+				case "base64", "url":
+					r.add(role, part{kind: partDocument, url: anthropicSourceURL(src), name: b.Get("title").Str})
+				case "text":
+					r.add(role, part{kind: partText, text: src.Get("data").Str})
+				default:
+					perr = badRequest("messages: document source type %q cannot be translated for this provider", src.Get("type").Str)
+				}
+			case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result":
+				// an Anthropic server tool's earlier turn: nothing an OpenAI-format model can read
+				r.drop("messages.content." + typ)
 			case "thinking", "redacted_thinking":
 				// Reasoning from an earlier Anthropic turn has no chat equivalent (LiteLLM drops it too).
+				r.drop("messages.content." + typ)
 			default:
 				perr = badRequest("messages: content block type %q cannot be translated for this provider", typ)
 			}
@@ -261,14 +359,26 @@ func parseMessagesRequest(body []byte) (*request, error) {
 	r.stop = stopList(root.Get("stop_sequences"))
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
 		if typ := t.Get("type").Str; typ != "" && typ != "custom" {
-			perr = badRequest("tools: server tool type %q cannot be translated for this provider", typ)
-			return false
+			// A server tool (web_search_20250305, code_execution_…, bash_…, …) runs at
+			// Anthropic only: an OpenAI-format upstream has none (LiteLLM drops it too).
+			r.drop("tools." + typ)
+			return true
 		}
 		r.tools = append(r.tools, tool{name: t.Get("name").Str, description: t.Get("description").Str, schema: t.Get("input_schema").Raw})
 		return true
 	})
-	if perr != nil {
-		return nil, perr
+	r.format = messagesOutputFormat(root)
+	if oc := root.Get("output_config"); oc.IsObject() {
+		oc.ForEach(func(k, _ gjson.Result) bool {
+			if k.Str != "format" && k.Str != "effort" {
+				r.drop("output_config." + k.Str)
+			}
+			return true
+		})
+	}
+	r.effort = effortOfBudget(root.Get("thinking"))
+	if e := root.Get("output_config.effort").Str; r.effort == "" && e != "" {
+		r.effort = effortOfOutputConfig(e)
 	}
 	if tc := root.Get("tool_choice"); tc.IsObject() {
 		r.choice = toolChoice{mode: tc.Get("type").Str, name: tc.Get("name").Str}
@@ -293,6 +403,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 		}
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
+	r.dropUnknown(root, responsesFields)
 	if ins := root.Get("instructions"); ins.Type == gjson.String && ins.Str != "" {
 		r.system = append(r.system, ins.Str)
 	}
@@ -330,6 +441,16 @@ func parseResponsesRequest(body []byte) (*request, error) {
 						r.add(role, part{kind: partText, text: c.Get("text").Str})
 					case "refusal":
 						r.add(role, part{kind: partText, text: c.Get("refusal").Str})
+					case "input_file":
+						u := c.Get("file_data").Str
+						if u == "" {
+							u = c.Get("file_url").Str
+						}
+						if u == "" {
+							perr = badRequest("input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url")
+							return false
+						}
+						r.add(role, part{kind: partDocument, url: u, name: c.Get("filename").Str})
 					case "input_image":
 						u := c.Get("image_url").Str
 						if u == "" {
@@ -344,7 +465,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 					return true
 				})
 			case "function_call":
-				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: it.Get("name").Str, args: it.Get("arguments").Str})
+				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: flatName(it.Get("namespace").Str, it.Get("name").Str), args: it.Get("arguments").Str})
 			case "function_call_output":
 				out := it.Get("output")
 				text := out.Str
@@ -353,7 +474,18 @@ func parseResponsesRequest(body []byte) (*request, error) {
 				}
 				r.add("user", part{kind: partToolResult, id: it.Get("call_id").Str, text: text})
 			case "reasoning":
-				// Reasoning items from an earlier OpenAI turn have no equivalent upstream.
+				// A reasoning item this gateway made from Anthropic thinking goes back as that
+				// signed thinking block; OpenAI's own have no equivalent upstream.
+				if sig, ok := strings.CutPrefix(it.Get("encrypted_content").Str, thinkingSigPrefix); ok && sig != "" {
+					var text strings.Builder
+					it.Get("summary").ForEach(func(_, s gjson.Result) bool {
+						text.WriteString(s.Get("text").Str)
+						return true
+					})
+					r.add("assistant", part{kind: partThinking, text: text.String(), id: sig})
+				} else {
+					r.drop("input.reasoning")
+				}
 			default:
 				perr = badRequest("input: item type %q cannot be translated for this provider", typ)
 			}
@@ -366,392 +498,25 @@ func parseResponsesRequest(body []byte) (*request, error) {
 	r.maxTokens = root.Get("max_output_tokens").Int()
 	r.temperature, r.topP = numRaw(root.Get("temperature")), numRaw(root.Get("top_p"))
 	root.Get("tools").ForEach(func(_, t gjson.Result) bool {
-		if typ := t.Get("type").Str; typ != "function" {
-			perr = badRequest("tools: tool type %q cannot be translated for this provider", typ)
-			return false
-		}
-		r.tools = append(r.tools, tool{name: t.Get("name").Str, description: t.Get("description").Str, schema: t.Get("parameters").Raw})
+		r.responsesTool(t, "")
 		return true
 	})
-	if perr != nil {
-		return nil, perr
-	}
 	switch tc := root.Get("tool_choice"); {
 	case tc.Type == gjson.String:
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
 	case tc.IsObject() && tc.Get("type").Str == "function":
-		r.choice = toolChoice{mode: "tool", name: tc.Get("name").Str}
+		r.choice = toolChoice{mode: "tool", name: flatName(tc.Get("namespace").Str, tc.Get("name").Str)}
+	case tc.IsObject() && strings.HasPrefix(tc.Get("type").Str, "web_search") && r.hasHosted("web_search"):
+		r.choice = toolChoice{mode: "tool", name: "web_search"} // Anthropic's server tool's name
+	case tc.IsObject():
+		r.drop("tool_choice." + tc.Get("type").Str)
 	}
+	r.format = responsesTextFormat(root.Get("text"))
+	r.effort = effortOf(root.Get("reasoning.effort").Str)
+	r.dropMembers("text", root.Get("text"), "format")
+	r.dropMembers("reasoning", root.Get("reasoning"), "effort")
 	if p := root.Get("parallel_tool_calls"); p.IsBool() {
 		r.parallel = p.Raw
 	}
 	return r, nil
-}
-
-// ---- rendering ----
-
-// appendKey appends `,"key":` (or `"key":` right after the opening brace).
-func appendKey(b []byte, key string) []byte {
-	if b[len(b)-1] != '{' && b[len(b)-1] != '[' {
-		b = append(b, ',')
-	}
-	b = append(b, '"')
-	b = append(b, key...)
-	return append(b, '"', ':')
-}
-
-// renderChatRequest renders the neutral request as an OpenAI chat completion request. When
-// streaming it asks for the usage chunk (stream_options.include_usage), which the inbound
-// formats need for their final events.
-func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byte {
-	b := make([]byte, 0, 512)
-	b = append(b, '{')
-	b = appendKey(b, "model")
-	b = appendJSONString(b, model)
-	b = appendKey(b, "messages")
-	b = append(b, '[')
-	first := true
-	sep := func() {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-	}
-	for _, s := range r.system {
-		sep()
-		b = append(b, `{"role":"system","content":`...)
-		b = appendJSONString(b, s)
-		b = append(b, '}')
-	}
-	for _, m := range r.messages {
-		if m.role == "assistant" {
-			var text strings.Builder
-			var calls []part
-			for _, p := range m.parts {
-				switch p.kind {
-				case partText:
-					text.WriteString(p.text)
-				case partToolUse:
-					calls = append(calls, p)
-				}
-			}
-			sep()
-			b = append(b, `{"role":"assistant","content":`...)
-			if text.Len() == 0 && len(calls) > 0 {
-				b = append(b, "null"...)
-			} else {
-				b = appendJSONString(b, text.String())
-			}
-			if len(calls) > 0 {
-				b = append(b, `,"tool_calls":[`...)
-				for i, c := range calls {
-					if i > 0 {
-						b = append(b, ',')
-					}
-					b = append(b, `{"id":`...)
-					b = appendJSONString(b, c.id)
-					b = append(b, `,"type":"function","function":{"name":`...)
-					b = appendJSONString(b, c.name)
-					b = append(b, `,"arguments":`...)
-					b = appendJSONString(b, c.args)
-					b = append(b, `}}`...)
-				}
-				b = append(b, ']')
-			}
-			b = append(b, '}')
-			continue
-		}
-		// user: tool results become role "tool" messages (first, as they answer the previous
-		// assistant turn), the rest one user message.
-		var rest []part
-		for _, p := range m.parts {
-			if p.kind != partToolResult {
-				rest = append(rest, p)
-				continue
-			}
-			sep()
-			b = append(b, `{"role":"tool","tool_call_id":`...)
-			b = appendJSONString(b, p.id)
-			b = append(b, `,"content":`...)
-			b = appendJSONString(b, p.text)
-			b = append(b, '}')
-		}
-		if len(rest) == 0 {
-			continue
-		}
-		sep()
-		b = append(b, `{"role":"user","content":`...)
-		if len(rest) == 1 && rest[0].kind == partText {
-			b = appendJSONString(b, rest[0].text)
-		} else {
-			b = append(b, '[')
-			for i, p := range rest {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				if p.kind == partImage {
-					b = append(b, `{"type":"image_url","image_url":{"url":`...)
-					b = appendJSONString(b, p.url)
-					b = append(b, `}}`...)
-				} else {
-					b = append(b, `{"type":"text","text":`...)
-					b = appendJSONString(b, p.text)
-					b = append(b, '}')
-				}
-			}
-			b = append(b, ']')
-		}
-		b = append(b, '}')
-	}
-	b = append(b, ']')
-	if r.maxTokens > 0 {
-		if maxCompletionTokens {
-			b = appendKey(b, "max_completion_tokens")
-		} else {
-			b = appendKey(b, "max_tokens")
-		}
-		b = appendInt(b, r.maxTokens)
-	}
-	if r.temperature != "" {
-		b = appendKey(b, "temperature")
-		b = append(b, r.temperature...)
-	}
-	if r.topP != "" {
-		b = appendKey(b, "top_p")
-		b = append(b, r.topP...)
-	}
-	if len(r.stop) > 0 {
-		b = appendKey(b, "stop")
-		b = appendStrings(b, r.stop)
-	}
-	if len(r.tools) > 0 {
-		b = appendKey(b, "tools")
-		b = append(b, '[')
-		for i, t := range r.tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"function","function":{"name":`...)
-			b = appendJSONString(b, t.name)
-			if t.description != "" {
-				b = append(b, `,"description":`...)
-				b = appendJSONString(b, t.description)
-			}
-			b = append(b, `,"parameters":`...)
-			b = append(b, schemaOrEmpty(t.schema)...)
-			b = append(b, `}}`...)
-		}
-		b = append(b, ']')
-	}
-	switch r.choice.mode {
-	case "auto", "none":
-		b = appendKey(b, "tool_choice")
-		b = appendJSONString(b, r.choice.mode)
-	case "any":
-		b = appendKey(b, "tool_choice")
-		b = append(b, `"required"`...)
-	case "tool":
-		b = appendKey(b, "tool_choice")
-		b = append(b, `{"type":"function","function":{"name":`...)
-		b = appendJSONString(b, r.choice.name)
-		b = append(b, `}}`...)
-	}
-	if r.parallel != "" && len(r.tools) > 0 {
-		b = appendKey(b, "parallel_tool_calls")
-		b = append(b, r.parallel...)
-	}
-	if r.user != "" {
-		b = appendKey(b, "user")
-		b = appendJSONString(b, r.user)
-	}
-	if r.stream {
-		b = appendKey(b, "stream")
-		b = append(b, `true,"stream_options":{"include_usage":true}`...)
-	}
-	return append(b, '}')
-}
-
-func schemaOrEmpty(s string) string {
-	if s == "" || s == "null" {
-		return `{"type":"object","properties":{}}`
-	}
-	return s
-}
-
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, s)
-	}
-	return append(b, ']')
-}
-
-// renderMessagesRequest renders the neutral request as an Anthropic Messages request.
-// max_tokens defaults to [DefaultAnthropicMaxTokens]; consecutive messages of one role are
-// merged and empty text blocks dropped (Anthropic rejects both).
-func renderMessagesRequest(r *request, model string) []byte {
-	b := make([]byte, 0, 512)
-	b = append(b, '{')
-	b = appendKey(b, "model")
-	b = appendJSONString(b, model)
-	b = appendKey(b, "max_tokens")
-	if r.maxTokens > 0 {
-		b = appendInt(b, r.maxTokens)
-	} else {
-		b = appendInt(b, DefaultAnthropicMaxTokens)
-	}
-	if len(r.system) > 0 {
-		b = appendKey(b, "system")
-		if len(r.system) == 1 {
-			b = appendJSONString(b, r.system[0])
-		} else {
-			b = append(b, '[')
-			for i, s := range r.system {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"type":"text","text":`...)
-				b = appendJSONString(b, s)
-				b = append(b, '}')
-			}
-			b = append(b, ']')
-		}
-	}
-	b = appendKey(b, "messages")
-	b = append(b, '[')
-	firstMsg := true
-	for _, m := range r.messages {
-		start := len(b)
-		if !firstMsg {
-			b = append(b, ',')
-		}
-		b = append(b, `{"role":`...)
-		b = appendJSONString(b, m.role)
-		b = append(b, `,"content":[`...)
-		n := 0
-		for _, p := range m.parts {
-			if p.kind == partText && p.text == "" {
-				continue
-			}
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
-			switch p.kind {
-			case partText:
-				b = append(b, `{"type":"text","text":`...)
-				b = appendJSONString(b, p.text)
-				b = append(b, '}')
-			case partImage:
-				b = appendAnthropicImage(b, p.url)
-			case partToolUse:
-				b = append(b, `{"type":"tool_use","id":`...)
-				b = appendJSONString(b, p.id)
-				b = append(b, `,"name":`...)
-				b = appendJSONString(b, p.name)
-				b = append(b, `,"input":`...)
-				b = append(b, validObject(p.args)...)
-				b = append(b, '}')
-			case partToolResult:
-				b = append(b, `{"type":"tool_result","tool_use_id":`...)
-				b = appendJSONString(b, p.id)
-				b = append(b, `,"content":`...)
-				b = appendJSONString(b, p.text)
-				if p.err {
-					b = append(b, `,"is_error":true`...)
-				}
-				b = append(b, '}')
-			}
-		}
-		if n == 0 { // nothing left to send in this message
-			b = b[:start]
-			continue
-		}
-		firstMsg = false
-		b = append(b, `]}`...)
-	}
-	b = append(b, ']')
-	if r.temperature != "" {
-		b = appendKey(b, "temperature")
-		b = append(b, r.temperature...)
-	}
-	if r.topP != "" {
-		b = appendKey(b, "top_p")
-		b = append(b, r.topP...)
-	}
-	if r.topK != "" {
-		b = appendKey(b, "top_k")
-		b = append(b, r.topK...)
-	}
-	if len(r.stop) > 0 {
-		b = appendKey(b, "stop_sequences")
-		b = appendStrings(b, r.stop)
-	}
-	if len(r.tools) > 0 && r.choice.mode != "none" {
-		b = appendKey(b, "tools")
-		b = append(b, '[')
-		for i, t := range r.tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = appendJSONString(b, t.name)
-			if t.description != "" {
-				b = append(b, `,"description":`...)
-				b = appendJSONString(b, t.description)
-			}
-			b = append(b, `,"input_schema":`...)
-			b = append(b, schemaOrEmpty(t.schema)...)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	if len(r.tools) > 0 && r.choice.mode != "none" && (r.choice.mode != "" || r.parallel == "false") {
-		mode := r.choice.mode
-		if mode == "" {
-			mode = "auto"
-		}
-		b = appendKey(b, "tool_choice")
-		b = append(b, `{"type":`...)
-		b = appendJSONString(b, mode)
-		if mode == "tool" {
-			b = append(b, `,"name":`...)
-			b = appendJSONString(b, r.choice.name)
-		}
-		if r.parallel == "false" {
-			b = append(b, `,"disable_parallel_tool_use":true`...)
-		}
-		b = append(b, '}')
-	}
-	if r.user != "" {
-		b = appendKey(b, "metadata")
-		b = append(b, `{"user_id":`...)
-		b = appendJSONString(b, r.user)
-		b = append(b, '}')
-	}
-	if r.stream {
-		b = appendKey(b, "stream")
-		b = append(b, "true"...)
-	}
-	return append(b, '}')
-}
-
-// appendAnthropicImage renders an image block from a URL: data URLs become base64 sources,
-// others url sources (https://docs.anthropic.com/en/docs/build-with-claude/vision).
-func appendAnthropicImage(b []byte, u string) []byte {
-	if rest, ok := strings.CutPrefix(u, "data:"); ok {
-		if meta, data, ok := strings.Cut(rest, ","); ok && strings.HasSuffix(meta, ";base64") {
-			b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
-			b = appendJSONString(b, strings.TrimSuffix(meta, ";base64"))
-			b = append(b, `,"data":`...)
-			b = appendJSONString(b, data)
-			return append(b, `}}`...)
-		}
-	}
-	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
-	b = appendJSONString(b, u)
-	return append(b, `}}`...)
 }

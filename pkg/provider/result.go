@@ -94,6 +94,11 @@ type block struct {
 	id   string // tool call id
 	name string // tool name
 	args string // tool arguments, JSON text
+	ns   string // the tool's namespace (Responses namespace tools), "" = none
+	// think marks reasoning (Anthropic thinking, chat reasoning_content): text is the
+	// reasoning, sig its signature ("" when the upstream gave none). Not part of text().
+	think bool
+	sig   string
 }
 
 // result is an assistant answer in neutral form.
@@ -106,12 +111,12 @@ type result struct {
 }
 
 func (r *result) text() string {
-	if len(r.blocks) == 1 && !r.blocks[0].tool {
+	if len(r.blocks) == 1 && !r.blocks[0].tool && !r.blocks[0].think {
 		return r.blocks[0].text
 	}
 	var sb strings.Builder
 	for _, b := range r.blocks {
-		if !b.tool {
+		if !b.tool && !b.think {
 			sb.WriteString(b.text)
 		}
 	}
@@ -122,13 +127,23 @@ var errBadUpstreamJSON = errors.New("upstream answer is not a JSON object")
 
 // parseChatResult reads an OpenAI chat.completion (first choice).
 func parseChatResult(body []byte) (*result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	r := &result{id: root.Get("id").Str, model: root.Get("model").Str}
 	choice := root.Get("choices.0")
 	msg := choice.Get("message")
+	if tbs := msg.Get("thinking_blocks"); tbs.IsArray() { // LiteLLM (from Anthropic): signed
+		tbs.ForEach(func(_, tb gjson.Result) bool {
+			if tb.Get("type").Str == "thinking" {
+				r.blocks = append(r.blocks, block{think: true, text: tb.Get("thinking").Str, sig: tb.Get("signature").Str})
+			}
+			return true
+		})
+	} else if t := msg.Get("reasoning_content").Str; t != "" { // DeepSeek, vLLM
+		r.blocks = append(r.blocks, block{think: true, text: t})
+	}
 	if t := contentText(msg.Get("content")); t != "" {
 		r.blocks = append(r.blocks, block{text: t})
 	} else if t := msg.Get("refusal").Str; t != "" {
@@ -146,7 +161,7 @@ func parseChatResult(body []byte) (*result, error) {
 
 // parseMessagesResult reads an Anthropic Message.
 func parseMessagesResult(body []byte) (*result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -161,6 +176,8 @@ func parseMessagesResult(body []byte) (*result, error) {
 				args = "{}"
 			}
 			r.blocks = append(r.blocks, block{tool: true, id: b.Get("id").Str, name: b.Get("name").Str, args: args})
+		case "thinking":
+			r.blocks = append(r.blocks, block{think: true, text: b.Get("thinking").Str, sig: b.Get("signature").Str})
 		}
 		return true
 	})
@@ -216,7 +233,7 @@ func newID(prefix string) string {
 type rawJSON = json.RawMessage
 
 func validObject(s string) rawJSON {
-	if s != "" && gjson.Valid(s) && gjson.Parse(s).IsObject() {
+	if s != "" && validJSONString(s) && gjson.Parse(s).IsObject() {
 		return rawJSON(s)
 	}
 	return rawJSON("{}")
@@ -254,6 +271,10 @@ func renderChat(r *result, created int64) []byte {
 		Content   *string           `json:"content"`
 		Refusal   *string           `json:"refusal"`
 		ToolCalls []chatToolCallOut `json:"tool_calls,omitempty"`
+		// LiteLLM's reasoning fields: the joined reasoning, and Anthropic's thinking blocks
+		// with their signatures (sent back in a later turn, they reach Anthropic again).
+		Reasoning      string          `json:"reasoning_content,omitempty"`
+		ThinkingBlocks []thinkingBlock `json:"thinking_blocks,omitempty"`
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -267,6 +288,10 @@ func renderChat(r *result, created int64) []byte {
 		msg.Content = &text
 	}
 	for _, b := range r.blocks {
+		if b.think {
+			msg.Reasoning += b.text
+			msg.ThinkingBlocks = append(msg.ThinkingBlocks, thinkingBlock{Type: "thinking", Thinking: b.text, Signature: b.sig})
+		}
 		if b.tool {
 			tc := chatToolCallOut{ID: b.id, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.name, b.args
@@ -302,12 +327,21 @@ func renderCompletion(r *result, created int64) []byte {
 	}{r.id, "text_completion", created, r.model, []choice{{Text: r.text(), FinishReason: r.stop.chatFinish()}}, chatUsage(r.usage)})
 }
 
+// thinkingBlock is an Anthropic thinking block (also LiteLLM's chat thinking_blocks item).
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
 type anthropicBlockOut struct {
-	Type  string  `json:"type"`
-	Text  *string `json:"text,omitempty"`
-	ID    string  `json:"id,omitempty"`
-	Name  string  `json:"name,omitempty"`
-	Input rawJSON `json:"input,omitempty"`
+	Type      string  `json:"type"`
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	ID        string  `json:"id,omitempty"`
+	Name      string  `json:"name,omitempty"`
+	Input     rawJSON `json:"input,omitempty"`
 }
 
 type anthropicUsageOut struct {
@@ -325,7 +359,10 @@ func anthropicUsage(u usage) anthropicUsageOut {
 func renderMessages(r *result) []byte {
 	content := make([]anthropicBlockOut, 0, len(r.blocks))
 	for _, b := range r.blocks {
-		if b.tool {
+		if b.think {
+			t, sig := b.text, b.sig
+			content = append(content, anthropicBlockOut{Type: "thinking", Thinking: &t, Signature: &sig})
+		} else if b.tool {
 			content = append(content, anthropicBlockOut{Type: "tool_use", ID: b.id, Name: b.name, Input: validObject(b.args)})
 		} else if b.text != "" {
 			t := b.text
@@ -365,7 +402,16 @@ type respItem struct {
 	Content   any     `json:"content,omitempty"` // []respTextPart for messages (may be empty), nil for calls
 	CallID    string  `json:"call_id,omitempty"`
 	Name      string  `json:"name,omitempty"`
+	Namespace string  `json:"namespace,omitempty"`
 	Arguments *string `json:"arguments,omitempty"`
+	// reasoning items: the thinking as one summary part, its signature in encrypted_content
+	Summary          []respSummary `json:"summary,omitempty"`
+	EncryptedContent string        `json:"encrypted_content,omitempty"`
+}
+
+type respSummary struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type respUsage struct {
@@ -410,9 +456,19 @@ type respObject struct {
 // responsesItem converts output block i into a Responses output item. Item ids derive from
 // base and i so that a stream's events and its final object agree.
 func responsesItem(b block, base string, i int, status string) respItem {
+	if b.think {
+		it := respItem{ID: itemID("rs", base, i), Type: "reasoning", Status: status, Summary: []respSummary{}}
+		if b.text != "" {
+			it.Summary = append(it.Summary, respSummary{Type: "summary_text", Text: b.text})
+		}
+		if b.sig != "" {
+			it.EncryptedContent = thinkingSigPrefix + b.sig
+		}
+		return it
+	}
 	if b.tool {
 		args := b.args
-		return respItem{ID: itemID("fc", base, i), Type: "function_call", Status: status, CallID: b.id, Name: b.name, Arguments: &args}
+		return respItem{ID: itemID("fc", base, i), Type: "function_call", Status: status, CallID: b.id, Name: b.name, Namespace: b.ns, Arguments: &args}
 	}
 	return respItem{ID: itemID("msg", base, i), Type: "message", Status: status, Role: "assistant",
 		Content: []respTextPart{{Type: "output_text", Text: b.text, Annotations: []any{}, Logprobs: []any{}}}}
@@ -484,7 +540,7 @@ func now() int64 { return time.Now().Unix() }
 
 // parseResponsesResult reads an OpenAI Responses API response object.
 func parseResponsesResult(body []byte) (*result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)

@@ -200,8 +200,23 @@ func replayEvents(in Format, res *result, includeUsage bool, chunks int) []Event
 	r := newRenderer(in, includeUsage)
 	events := []Event{{Data: r.start(nil, res.id, res.model, res.usage)}}
 	for _, b := range res.blocks {
+		if b.think {
+			ev := streamThinking(r, nil, b.text)
+			if b.sig != "" {
+				ev = streamSignature(r, ev, b.sig)
+			}
+			if len(ev) > 0 {
+				events = append(events, Event{Data: ev})
+			}
+			continue
+		}
 		if b.tool {
-			ev := r.toolStart(nil, b.id, b.name)
+			var ev []byte
+			if rr, ok := r.(*responsesRenderer); ok && b.ns != "" {
+				ev = rr.addItem(nil, b) // a namespace tool's call keeps its namespace
+			} else {
+				ev = r.toolStart(nil, b.id, b.name)
+			}
 			if b.args != "" {
 				ev = r.toolArgs(ev, b.args)
 			}
@@ -254,7 +269,7 @@ func splitText(s string, n int) []string {
 }
 
 // replayJSON serves an upstream that answered a stream request with a plain JSON body.
-func (s *httpStream) replayJSON(in, up Format, includeUsage bool) (Stream, error) {
+func (s *httpStream) replayJSON(in, up Format, includeUsage bool, x *xlate) (Stream, error) {
 	defer s.Close()
 	raw, err := io.ReadAll(io.LimitReader(s.body, maxResponseBody))
 	if err != nil {
@@ -272,5 +287,6 @@ func (s *httpStream) replayJSON(in, up Format, includeUsage bool) (Stream, error
 	if err != nil {
 		return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
+	x.fixResult(res)
 	return &sliceStream{events: replayEvents(in, res, includeUsage, 1), usage: res.usage.public()}, nil
 }

@@ -21,9 +21,23 @@ import (
 // above. Errors: *Error (its Class for the caller's fallbacks; it unwraps to the last
 // *provider.UpstreamError or a *NoDeploymentsError, HTTP 429), or ctx's error.
 func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, error) {
+	res, d, _, err := r.DoN(ctx, group, in, body, provider.Headers{})
+	return res, d, err
+}
+
+// DoWith is Do with the call's headers (provider.Client.DoWith: the client headers forwarded
+// upstream and the answer's header the call writes to).
+func (r *Router) DoWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, error) {
+	res, d, _, err := r.DoN(ctx, group, in, body, h)
+	return res, d, err
+}
+
+// DoN is DoWith that also returns how many upstream calls were made (1 + retries; for
+// x-litellm-attempted-retries), also on success.
+func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, int, error) {
 	return attempt(r, ctx, group, in, false, func(p *picked) (*provider.Response, error) {
 		start := time.Now()
-		res, err := r.client.Do(ctx, p.d.Deployment, in, body)
+		res, err := r.client.DoWith(ctx, p.d.Deployment, in, body, h)
 		if err != nil {
 			p.release(0)
 			return nil, err
@@ -44,9 +58,21 @@ func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], i
 // returned Stream holds the deployment (in-flight count, caps) until Close, which settles the
 // tokens its usage frames reported.
 func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
+	st, d, _, err := r.StreamN(ctx, group, in, body, provider.Headers{})
+	return st, d, err
+}
+
+// StreamWith is Stream with the call's headers (see DoWith).
+func (r *Router) StreamWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, error) {
+	st, d, _, err := r.StreamN(ctx, group, in, body, h)
+	return st, d, err
+}
+
+// StreamN is StreamWith that also returns how many upstream calls were made (see DoN).
+func (r *Router) StreamN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, int, error) {
 	return attempt(r, ctx, group, in, true, func(p *picked) (provider.Stream, error) {
 		start := time.Now()
-		st, err := r.client.Stream(ctx, p.d.Deployment, in, body)
+		st, err := r.client.StreamWith(ctx, p.d.Deployment, in, body, h)
 		if err != nil {
 			p.release(0)
 			return nil, err
@@ -73,8 +99,8 @@ func (r *Router) retriesFor(c Class, err error) int {
 }
 
 // attempt runs call on picked deployments until one succeeds or the failure's class allows
-// no more retries. call releases p when it fails.
-func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, stream bool, call func(*picked) (T, error)) (T, *Deployment, error) {
+// no more retries. call releases p when it fails. The int is the number of calls made.
+func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, stream bool, call func(*picked) (T, error)) (T, *Deployment, int, error) {
 	var zero T
 	var tried []string
 	var lastErr error
@@ -84,21 +110,21 @@ func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Dep
 		if err != nil {
 			var nd *NoDeploymentsError
 			if lastErr != nil && errors.As(err, &nd) {
-				return zero, last, wrap(lastErr, last, n) // nothing left to retry on: the failure stands
+				return zero, last, n, wrap(lastErr, last, n) // nothing left to retry on: the failure stands
 			}
 			var ue *provider.UpstreamError
 			if errors.As(err, &ue) { // the group cannot serve this format
-				return zero, group[0].Value, err
+				return zero, group[0].Value, n, err
 			}
-			return zero, last, wrap(err, nil, n)
+			return zero, last, n, wrap(err, nil, n)
 		}
 		res, err := call(&p)
 		if err == nil {
-			return res, p.d, nil
+			return res, p.d, n + 1, nil
 		}
 		lastErr, last = err, p.d
 		if ctx.Err() != nil {
-			return zero, p.d, err
+			return zero, p.d, n + 1, err
 		}
 		c := Classify(err)
 		if c == ClassTimeout && r.settings.RoutingStrategy == LatencyBased {
@@ -111,7 +137,7 @@ func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Dep
 		}
 		r.fail(p.d, p.st, len(group), c, err)
 		if n >= r.retriesFor(c, err) {
-			return zero, p.d, wrap(err, p.d, n+1)
+			return zero, p.d, n + 1, wrap(err, p.d, n+1)
 		}
 		tried = append(tried, p.d.ModelID)
 	}

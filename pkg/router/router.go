@@ -33,6 +33,8 @@ type Deployment struct {
 	AccessGroups  []string        // model_info.access_groups
 	DB            bool            // from gateway.models (false: config file)
 	Routing       Params          // order, weight, max_parallel_requests, price (params.go)
+	// Headers are the deployment's response header values, built once (headers.go).
+	Headers *Headers
 	// group is the model group name as registered when it differs from ModelName: the
 	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
 	group string
@@ -107,7 +109,7 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo, Routing: rp}
+	d := &Deployment{Deployment: pd, LitellmParams: litellmParams, ModelInfo: modelInfo, Routing: rp, Headers: newHeaders(pd, litellmParams)}
 	if len(modelInfo) == 0 || string(modelInfo) == "null" {
 		d.ModelInfo = json.RawMessage("{}")
 		return d, nil
@@ -266,7 +268,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, Routing: d.Routing, group: d.ModelName}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out

@@ -70,6 +70,11 @@ type Settings struct {
 	// ModelGroupAlias maps a requested model name to the model group serving it
 	// (model_group_alias; LiteLLM applies it before looking the name up).
 	ModelGroupAlias map[string]string
+	// Fallbacks, ContextWindowFallbacks, ContentPolicyFallbacks and DefaultFallbacks are
+	// router_settings.fallbacks, context_window_fallbacks, content_policy_fallbacks and
+	// default_fallbacks (fallbacks.go; nil: not set).
+	Fallbacks, ContextWindowFallbacks, ContentPolicyFallbacks FallbackList
+	DefaultFallbacks                                          []string
 }
 
 // Config is router_settings as decoded from the config file (YAML), LiteLLM's keys. Unset
@@ -83,6 +88,11 @@ type Config struct {
 	AllowedFailsPolicy  map[string]int `yaml:"allowed_fails_policy"`
 	CooldownTime        *float64       `yaml:"cooldown_time"` // seconds
 	ModelGroupAlias     map[string]any `yaml:"model_group_alias"`
+	// fallbacks.go: lists of {"<group>": ["<fallback>", …]}; default_fallbacks a list of groups
+	Fallbacks              any `yaml:"fallbacks"`
+	ContextWindowFallbacks any `yaml:"context_window_fallbacks"`
+	ContentPolicyFallbacks any `yaml:"content_policy_fallbacks"`
+	DefaultFallbacks       any `yaml:"default_fallbacks"`
 }
 
 // Settings validates c. Errors name the field as router_settings.<key>[.<sub>] and say what
@@ -160,6 +170,20 @@ func (c Config) Settings() (Settings, error) {
 			s.ModelGroupAlias[k] = m
 		default:
 			return s, fmt.Errorf("router_settings.model_group_alias.%s: must be a model group name or {model, hidden}, got %v", k, v)
+		}
+	}
+	if s.Fallbacks, err = fallbackList("fallbacks", c.Fallbacks); err != nil {
+		return s, err
+	}
+	if s.ContextWindowFallbacks, err = fallbackList("context_window_fallbacks", c.ContextWindowFallbacks); err != nil {
+		return s, err
+	}
+	if s.ContentPolicyFallbacks, err = fallbackList("content_policy_fallbacks", c.ContentPolicyFallbacks); err != nil {
+		return s, err
+	}
+	if c.DefaultFallbacks != nil {
+		if s.DefaultFallbacks, err = groupNames("router_settings.default_fallbacks", c.DefaultFallbacks); err != nil {
+			return s, err
 		}
 	}
 	return s, nil

@@ -124,6 +124,9 @@ type SpendLog struct {
 	TeamID         string `json:"team_id"`
 	OrganizationID string `json:"organization_id"`
 	EndUser        string `json:"end_user"`
+	// Status is "success" or "failure" (LiteLLM SpendLogs.status; sql/010); "" is stored as
+	// "success".
+	Status string `json:"status"`
 }
 
 // OwnerToken is the gateway.key_spend (and rate-limit lease) token under which the spend and
@@ -208,9 +211,10 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		// inserted: a retried batch counts nothing twice
 		b.Queue(`WITH ins AS (
 			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
-				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user)
+				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status)
 			SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::text[], $4::text::text[], $5::text::text[], $6::float8[], $7::bigint[],
-				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[])
+				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[],
+				$17::text::text[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING api_key, spend, user_id, team_id, organization_id, end_user),
 			tot AS (
@@ -229,7 +233,12 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 			ts(func(l *SpendLog) time.Time { return l.StartTime }), ts(func(l *SpendLog) time.Time { return l.EndTime }),
 			col(func(l *SpendLog) string { return l.ReplicaID }), col(func(l *SpendLog) string { return l.User }),
 			col(func(l *SpendLog) string { return l.TeamID }), col(func(l *SpendLog) string { return l.OrganizationID }),
-			col(func(l *SpendLog) string { return l.EndUser }))
+			col(func(l *SpendLog) string { return l.EndUser }), col(func(l *SpendLog) string {
+				if l.Status == "" {
+					return "success"
+				}
+				return l.Status
+			}))
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
@@ -326,7 +335,7 @@ func (s *Store) SpendLogs(ctx context.Context, token string, start, end time.Tim
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT request_id, api_key, call_type, model, model_id, spend, prompt_tokens, completion_tokens,
-			total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user FROM gateway.spend_logs
+			total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status FROM gateway.spend_logs
 		WHERE ($1 = '' OR api_key = $1) AND ($2::timestamptz IS NULL OR start_time >= $2) AND ($3::timestamptz IS NULL OR start_time < $3)
 		ORDER BY start_time DESC, request_id LIMIT $4`, token, nullTime(start), nullTime(end), limit)
 	if err != nil {
@@ -337,7 +346,7 @@ func (s *Store) SpendLogs(ctx context.Context, token string, start, end time.Tim
 	for rows.Next() {
 		var l SpendLog
 		if err := rows.Scan(&l.RequestID, &l.APIKey, &l.CallType, &l.Model, &l.ModelID, &l.Spend, &l.PromptTokens, &l.CompletionTokens,
-			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID, &l.User, &l.TeamID, &l.OrganizationID, &l.EndUser); err != nil {
+			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID, &l.User, &l.TeamID, &l.OrganizationID, &l.EndUser, &l.Status); err != nil {
 			return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
 		}
 		out = append(out, l)

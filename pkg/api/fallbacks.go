@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"lockstep/pkg/provider"
+	"lockstep/pkg/router"
+)
+
+// Fallbacks (API.md "Router"; LiteLLM router.py async_function_with_fallbacks): when a call
+// fails in the router (every retry spent: an upstream failure or no deployment available, a
+// *router.Error), the fallback model groups for its class (router.Settings.FallbackGroups:
+// context_window_fallbacks, content_policy_fallbacks, the request's fallbacks, else
+// router_settings.fallbacks and default_fallbacks) are tried in order, each as a whole new
+// run of the call pipeline: model access for the fallback group, limits and budgets, guardrails,
+// routing, spend, exactly as a request naming that group would run. So a fallback is never a
+// way around a guardrail or a budget: a refusal on a fallback's path (401 access, 429 limit,
+// 400 budget, a guardrail BLOCK) is the answer. When every fallback fails in its router too,
+// the first failure is answered (LiteLLM raises the original exception). A fallback group
+// that does not exist is skipped. A streamed call falls back only before its first byte was
+// sent (once the stream has started its failures end it, as without fallbacks). The answer
+// carries x-litellm-attempted-fallbacks: how many fallback groups were called (0 without).
+// A fallback's own fallbacks are not followed.
+func (s *Server) callWithFallbacks(ctx context.Context, c echo.Context, spec callSpec, rf *requestFields) error {
+	var hk hooks
+	if rf.anyHook || len(spec.reqHeader[timeoutHeader]) > 0 {
+		var err error
+		if hk, spec.body, err = s.readHooks(ctx, spec, rf); err != nil {
+			return err
+		}
+		if hk.timeout > 0 {
+			ctx = provider.WithCallTimeout(ctx, hk.timeout)
+		}
+	}
+	var first error
+	var firstCall *call
+	var groups []string
+	called := 0 // fallback runs started (x-litellm-attempted-fallbacks)
+	for tried := 0; ; {
+		cctx, call, err := s.startScannedCall(ctx, spec, rf)
+		if err != nil {
+			return err // a refusal stands, also on a fallback's path
+		}
+		call.fallbacks = called
+		call.timeout = hk.timeoutHdr
+		call.mock = hk.mock(spec.model, called)
+		if spec.stream {
+			err = s.stream(cctx, c, spec.format, call)
+		} else {
+			err = s.answer(cctx, c, call)
+		}
+		if err == nil {
+			return nil
+		}
+		class, ok := routerClass(err)
+		if !ok {
+			call.failed(c)
+			return err
+		}
+		if first == nil {
+			first, firstCall = err, call
+			groups = s.Router.Settings().FallbackGroups(spec.model, class, hk.fallbacks)
+		}
+		for {
+			if tried >= len(groups) {
+				firstCall.failed(c)
+				return first
+			}
+			next := groups[tried]
+			tried++
+			agent := strings.HasPrefix(next, AgentModelPrefix)
+			if _, err := s.Router.Group(ctx, next); !agent && errors.Is(err, router.ErrUnknownModel) {
+				continue
+			}
+			body, err := sjson.SetBytes(spec.body, "model", next)
+			if err != nil {
+				firstCall.failed(c)
+				return first
+			}
+			// the fallback is called as a request naming it would be (llm)
+			spec.model, spec.body, spec.resolve = next, body, nil
+			if !spec.format.Multipart() {
+				spec.guardrails = nil
+			}
+			if agent {
+				if err := s.agentModelSpec(ctx, spec.format, &spec); err != nil {
+					continue // an unknown agent: skipped like an unknown group
+				}
+			}
+			*rf = scanRequest(body)
+			called++
+			break
+		}
+	}
+}
+
+// routerClass is the class of a call that failed in the router (a *router.Error); ok false
+// for any other failure (a refusal, a guardrail block, a client gone).
+func routerClass(err error) (router.Class, bool) {
+	var re *router.Error
+	if !errors.As(err, &re) {
+		return router.ClassOther, false
+	}
+	return re.Class, true
+}
+
+// requestFallbacks reads a request's "fallbacks" (LiteLLM: a list of model group names, or
+// of {"model": "<name>"} objects) — nil when absent or null — and checks that the caller may
+// use each one, before any call is made, as LiteLLM's auth does (user_api_key_auth: every
+// fallback model goes through can_key_call_model): a model the key (or its team) may not
+// call is refused with the same 401 as asking for it directly.
+func (s *Server) requestFallbacks(ctx context.Context, who principal, r gjson.Result) ([]string, error) {
+	if !r.Exists() || r.Type == gjson.Null {
+		return nil, nil
+	}
+	if !r.IsArray() {
+		return nil, badRequest("fallbacks: must be a list of model names, got %s", r.Raw)
+	}
+	var out []string
+	for i, v := range r.Array() {
+		name := v.Str
+		switch {
+		case v.Type == gjson.String:
+		case v.IsObject():
+			var bad string
+			v.ForEach(func(k, _ gjson.Result) bool {
+				if k.Str != "model" {
+					bad = k.Str
+					return false
+				}
+				return true
+			})
+			if bad != "" {
+				return nil, badRequest("fallbacks[%d].%s: not supported (a fallback is a model name or {\"model\": \"<name>\"})", i, bad)
+			}
+			m := v.Get("model")
+			if m.Type != gjson.String {
+				return nil, badRequest("fallbacks[%d].model: must be a model name, got %s", i, orNone(m.Raw))
+			}
+			name = m.Str
+		default:
+			return nil, badRequest("fallbacks[%d]: must be a model name or {\"model\": \"<name>\"}, got %s", i, v.Raw)
+		}
+		if name == "" {
+			return nil, badRequest("fallbacks[%d]: the model name is empty", i)
+		}
+		out = append(out, name)
+	}
+	if who.key != nil {
+		for _, m := range out {
+			group, err := s.Router.Group(ctx, m)
+			if err != nil && !errors.Is(err, router.ErrUnknownModel) {
+				return nil, err
+			}
+			if _, err := s.checkAccess(ctx, who, m, target{group: group}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+// pyRepr renders fallbacks as Python prints them (LiteLLM's messages format the lists with
+// str()): ['a', 'b'] and [{'a': ['b']}].
+func pyRepr(request []string, l router.FallbackList) string {
+	if request != nil {
+		return pyList(request)
+	}
+	if l == nil {
+		return "None"
+	}
+	out := "["
+	for i, e := range l {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("{'%s': %s}", e.Group, pyList(e.Fallbacks))
+	}
+	return out + "]"
+}
