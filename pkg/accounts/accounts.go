@@ -98,7 +98,7 @@ type Team struct {
 	// LiteLLM_TeamMembership with its litellm_budget_table; sql/006). A member without an
 	// entry has none.
 	MemberBudgets map[string]*MemberBudget `json:"team_member_budgets"`
-	// Fields are the LiteLLM fields without a column (sql/010); ModelAliases (LiteLLM's team
+	// Fields are the LiteLLM fields without a column (sql/011); ModelAliases (LiteLLM's team
 	// "model_aliases") map a model name a team key sends to the model group that serves it.
 	Fields struct {
 		ModelAliases map[string]string `json:"model_aliases"`

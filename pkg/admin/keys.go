@@ -54,7 +54,7 @@ type KeyRequest struct {
 	Spend optional `json:"spend"`
 
 	// Extra are the LiteLLM fields without a column (pkg/catalogue: aliases, tags,
-	// send_invite_email, ...), checked by the decoder; merged into litellm_fields (sql/010).
+	// send_invite_email, ...), checked by the decoder; merged into litellm_fields (sql/011).
 	Extra map[string]json.RawMessage `json:"-"`
 }
 

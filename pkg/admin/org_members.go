@@ -2,7 +2,7 @@ package admin
 
 // Organization members (LiteLLM /organization/member_add, PATCH /organization/member_update,
 // DELETE /organization/member_delete; management_endpoints/organization_endpoints.py): the
-// memberships are the organization row's "members" (sql/010), so the change feed carries
+// memberships are the organization row's "members" (sql/011), so the change feed carries
 // them to every replica with the row.
 
 import (

@@ -13,7 +13,7 @@ import (
 // LiteLLM request fields without a lockstep column (pkg/catalogue; API.md "Compatibility
 // policy"): the strict decoders consult the catalogue for a member the route's own decoder
 // does not declare. Honoured and stored fields are taken out of the body and kept in the
-// object's litellm_fields jsonb (sql/010); a not-yet-supported field with a value other than
+// object's litellm_fields jsonb (sql/011); a not-yet-supported field with a value other than
 // LiteLLM's default is a 400 naming it; a name LiteLLM does not define stays for checkFields
 // to refuse as unknown.
 

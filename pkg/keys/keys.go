@@ -38,7 +38,7 @@ type Key struct {
 	// Budget is max_budget (USD) and budget_duration (zero value: none).
 	Budget spend.Budget
 	// Aliases map a model name the caller sends to the model group it is served by (LiteLLM's
-	// key "aliases", applied before routing; nil: none). From litellm_fields (sql/010).
+	// key "aliases", applied before routing; nil: none). From litellm_fields (sql/011).
 	Aliases map[string]string
 	// ModelLimits are the key's per-model rate limits (LiteLLM model_rpm_limit and
 	// model_tpm_limit: model group → requests or tokens per minute), by model group (nil: none).

@@ -30,7 +30,7 @@ type KeyCols struct {
 	BudgetDuration *string
 	TeamID         *string
 	UserID         *string
-	LitellmFields  []byte // jsonb as text (sql/010): LiteLLM fields without a column
+	LitellmFields  []byte // jsonb as text (sql/011): LiteLLM fields without a column
 }
 
 // ModelCols is a gateway.models row as typed columns (sql/001). The jsonb columns are their

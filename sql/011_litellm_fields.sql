@@ -7,7 +7,7 @@
 -- Organization members (LiteLLM's LiteLLM_OrganizationMembership rows, issue 19 item 6):
 -- [{"user_id", "user_email"?, "user_role"}] on the organization's own row, so a member added
 -- through one replica is listed by every other at once (the change feed carries the row).
--- Numbered 010: 009 is replica_status.
+-- Numbered 011: 009 is replica_status, 010 spend_log_status.
 ALTER TABLE gateway.api_keys      ADD COLUMN IF NOT EXISTS litellm_fields jsonb NOT NULL DEFAULT '{}'::jsonb;
 ALTER TABLE gateway.teams         ADD COLUMN IF NOT EXISTS litellm_fields jsonb NOT NULL DEFAULT '{}'::jsonb;
 ALTER TABLE gateway.users         ADD COLUMN IF NOT EXISTS litellm_fields jsonb NOT NULL DEFAULT '{}'::jsonb;
