@@ -154,7 +154,7 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 	}{
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "model_max_budget": map[string]any{"cat-real": 1}}, "model_max_budget"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "allowed_routes": []string{"/chat/completions"}}, "allowed_routes"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "guardrails": []string{"g"}}, "guardrails"},
+		{"/key/generate", map[string]any{"key_alias": "cat-no", "policies": []string{"p"}}, "policies"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "permissions": map[string]any{"pii_masking": true}}, "permissions"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "key_type": "llm_api"}, "key_type"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "password": "secret-pass"}, "password"},
@@ -316,4 +316,35 @@ func TestLiteLLMFieldsHonouredLimits(t *testing.T) {
 	req["metadata"] = map[string]any{"generation_name": "g"}
 	st, body = b.DoKey(t, ekey, "POST", "/v1/chat/completions", req)
 	require.Equal(t, 200, st, "%s", body)
+}
+
+// Issue 19 item 1: a key's and a team's guardrails (made on A) run on every call of the key on
+// B, besides the request's own; another key is not held to them.
+func TestLiteLLMFieldsGuardrails(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	catModel(t, a, "cat-real")
+	st, body := a.Do(t, "POST", "/guardrails", map[string]any{"guardrail": map[string]any{"guardrail_name": "cat-g",
+		"litellm_params": contentFilter("pre_call", map[string]any{"blocked_words": []any{word("zzz", "BLOCK")}})}})
+	require.Equal(t, 200, st, "%s", body)
+	gkey, _ := govKey(t, a, map[string]any{"guardrails": []string{"cat-g"}})
+	plain, _ := govKey(t, a, map[string]any{})
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "cat-gt", "guardrails": []string{"cat-g"}})
+	require.Equal(t, 200, st, "%s", body)
+	tkey, _ := govKey(t, a, map[string]any{"team_id": "cat-gt"})
+	for _, k := range []string{gkey, tkey} {
+		Eventually(t, "B serves the key", func() bool { return catServedBy(t, b, k, "cat-real", "cat-real") })
+		st, _, body := govDo(t, b, k, "cat-real", "say zzz")
+		require.Equal(t, 400, st, "the key's (team's) guardrail blocks on B: %s", body)
+	}
+	Eventually(t, "B serves the plain key", func() bool { return catServedBy(t, b, plain, "cat-real", "cat-real") })
+	st, _, body = govDo(t, b, plain, "cat-real", "say zzz")
+	require.Equal(t, 200, st, "%s", body)
+	// a key naming a guardrail that does not exist fails closed
+	nkey, _ := govKey(t, a, map[string]any{"guardrails": []string{"cat-none"}})
+	Eventually(t, "B refuses the key's missing guardrail", func() bool {
+		st, _, _ := govDo(t, b, nkey, "cat-real", "hi")
+		return st == 404
+	})
 }

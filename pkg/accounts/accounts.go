@@ -106,6 +106,8 @@ type Team struct {
 		// group → per minute), read by ModelLimits.
 		ModelRPM map[string]int64 `json:"model_rpm_limit"`
 		ModelTPM map[string]int64 `json:"model_tpm_limit"`
+		// Guardrails run on every call of the team's keys (LiteLLM team "guardrails").
+		Guardrails []string `json:"guardrails"`
 	} `json:"litellm_fields"`
 	Limits
 }

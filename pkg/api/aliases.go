@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/guardrail"
 )
 
 // aliased maps the model name a call sends to the model group that serves it: the caller's
@@ -67,4 +70,34 @@ func gjsonEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// callerGuardrails adds the guardrails of the caller's key and of its team (LiteLLM key and
+// team "guardrails", which its proxy adds to every request of the key:
+// _add_guardrails_from_key_or_team_metadata) to gs, each once. A name no guardrail has is
+// the request's 404 "Guardrail '<name>' not found. ..." (fails closed: a key's guardrail is
+// never skipped).
+func (s *Server) callerGuardrails(ctx context.Context, p principal, gs []*guardrail.Guardrail) ([]*guardrail.Guardrail, error) {
+	names := p.key.Guardrails
+	if p.team != nil {
+		names = append(names[:len(names):len(names)], p.team.Fields.Guardrails...)
+	}
+	for _, n := range names {
+		have := false
+		for _, g := range gs {
+			if g.Name == n {
+				have = true
+				break
+			}
+		}
+		if have {
+			continue
+		}
+		g, err := s.guardrailByName(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
 }

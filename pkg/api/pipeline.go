@@ -226,6 +226,9 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	} else {
 		c.gs, c.body, err = s.requestGuardrailsOf(ctx, c.body, rf)
 	}
+	if err == nil && sp.who.key != nil && (len(sp.who.key.Guardrails) > 0 || (sp.who.team != nil && len(sp.who.team.Fields.Guardrails) > 0)) {
+		c.gs, err = s.callerGuardrails(ctx, sp.who, c.gs)
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -130,7 +130,7 @@ var generateRequestBase = fieldSet{
 var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": honoured(Strings),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
-	"allowed_routes": notYet, "allowed_passthrough_routes": notYet,
+	"guardrails": honoured(Strings), "allowed_routes": notYet, "allowed_passthrough_routes": notYet,
 	"allowed_vector_store_indexes": notYet, "rpm_limit_type": notYet, "tpm_limit_type": notYet,
 	"router_settings": notYet, "access_group_ids": notYet,
 })
@@ -153,7 +153,7 @@ var teamBase = fieldSet{
 
 // teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
 var teamExtra = fieldSet{
-	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": notYet,
+	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
 	"policies": notYet, "prompts": notYet, "object_permission": notYet,
 	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": notYet,

@@ -46,6 +46,9 @@ type Key struct {
 	// EnforcedParams are the request-body params every call with the key must carry (LiteLLM
 	// enforced_params: "user", or "metadata.generation_name" one level down; nil: none).
 	EnforcedParams []string
+	// Guardrails run on every call with the key, besides the request's own and the default_on
+	// ones (LiteLLM key "guardrails"; nil: none).
+	Guardrails []string
 }
 
 type row struct {
@@ -138,6 +141,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			ModelRPM       map[string]int64  `json:"model_rpm_limit"`
 			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
 			EnforcedParams []string          `json:"enforced_params"`
+			Guardrails     []string          `json:"guardrails"`
 		}
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
@@ -152,6 +156,9 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		k.ModelLimits = ml
 		if len(lf.EnforcedParams) > 0 {
 			k.EnforcedParams = lf.EnforcedParams
+		}
+		if len(lf.Guardrails) > 0 {
+			k.Guardrails = lf.Guardrails
 		}
 	}
 	return k, nil
