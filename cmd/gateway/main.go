@@ -37,6 +37,7 @@ import (
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
+	"lockstep/pkg/telemetry"
 )
 
 const usage = `usage:
@@ -247,6 +248,23 @@ func serve(ctx context.Context, args []string) error {
 	}
 	log := newLogger(f.logFormat, lvl).With().Str("replica_id", replicaID).Logger()
 
+	// OpenTelemetry (OTEL_* env, litellm_settings callbacks "otel"): on before the change feed
+	// and the server start, flushed on exit
+	tcfg, stopTelemetry, err := telemetry.Setup(ctx, telemetry.Options{Callbacks: cfg.LiteLLMSettings.callbacks(), InstanceID: replicaID, Version: buildVersion()})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTelemetry(sctx); err != nil {
+			log.Warn().Err(err).Msg("telemetry: flush on exit failed")
+		}
+	}()
+	if tcfg.Traces || tcfg.Logs {
+		log.Info().Bool("traces", tcfg.Traces).Str("traces_protocol", tcfg.TracesProtocol).Bool("logs", tcfg.Logs).Str("logs_protocol", tcfg.LogsProtocol).Msg("telemetry: OTLP export on")
+	}
+
 	if len(cfg.notImplemented) > 0 {
 		log.Info().Strs("keys", cfg.notImplemented).Msg("config: LiteLLM settings lockstep does not implement, accepted and ignored")
 	}
@@ -341,7 +359,7 @@ func serve(ctx context.Context, args []string) error {
 		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
-		Limiter: limiter, Spend: tracker,
+		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines,
 	})
 	if master == "" {
 		log.Warn().Str("addr", addr).Msg("no master key set: every caller is admin, so only loopback addresses are served (set --master-key or GATEWAY_MASTER_KEY)")

@@ -221,6 +221,7 @@ func (g *govCall) Done(o Outcome) {
 		l.Spend = spend.Cost(d.ModelInfo, o.Usage.PromptTokens, o.Usage.CompletionTokens)
 	}
 	g.s.Spend.Record(l)
+	g.s.exportSpendLog(&l) // structured log line, OTLP log record (tracing.go)
 }
 
 // nextSpendID is a spend log's request_id: unique across replicas and restarts.

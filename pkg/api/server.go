@@ -73,6 +73,9 @@ type Deps struct {
 	Limiter *limits.Limiter
 	// Spend records spend logs and checks key budgets; nil without a database.
 	Spend *spend.Tracker
+	// SpendLogLines also writes each spend-log row as a structured log line ("spend_log";
+	// general_settings.spend_log_lines).
+	SpendLogLines bool
 }
 
 // Server is one replica's HTTP API.
@@ -485,7 +488,9 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 		if level == admin {
 			next = s.issuesSyncToken(next) // a management write answers with a sync token
 		}
+		next = authPassed(next) // ends the auth span (tracing.go)
 		return func(c echo.Context) error {
+			startAuthSpan(c)
 			if s.MasterKey == "" {
 				setCaller(c, principal{admin: true})
 				return next(c)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"lockstep/pkg/telemetry"
 )
 
 // Values are column values for a write: column name → value. JSON columns take []byte or
@@ -139,6 +141,9 @@ func queryRow(ctx context.Context, q querier, typ ObjectType, op, sql string, ar
 		return Row{}, fmt.Errorf("%s %s: %w", op, typ, mapErr(err))
 	}
 	r.Type = typ
+	if op != "get" {
+		telemetry.RecordChange(ctx, string(typ), op, r.ID, r.Version) // on the write's span, when tracing
+	}
 	return r, nil
 }
 
@@ -156,6 +161,7 @@ func (s *Store) Delete(ctx context.Context, typ ObjectType, id string) (int64, e
 	if err != nil {
 		return 0, fmt.Errorf("delete %s %q: %w", typ, id, mapErr(err))
 	}
+	telemetry.RecordChange(ctx, string(typ), "delete", id, v)
 	return v, nil
 }
 
