@@ -63,7 +63,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		ctx := req.Context()
 		body, err := readBody(req)
 		if err != nil {
-			if strings.Contains(err.Error(), "too large") {
+			if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
 			}
 			return badRequest("read body: %v", err)
