@@ -14,6 +14,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	mgmt "lockstep/pkg/admin"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -229,7 +230,7 @@ func (s *Server) agentRPC(c echo.Context) error {
 	who := caller(c)
 	h := c.Response().Header()
 	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
-		setRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
+		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
 	ctx := withPrincipal(req.Context(), who)
 	ctx = a2a.WithOwner(ctx, taskOwner(who))
@@ -431,8 +432,9 @@ func a2aError(err error, agent *a2a.Agent) error {
 			code = a2a.CodeUnauthorized
 		}
 		return &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
-	case errors.As(err, &ae) && (ae.Status == http.StatusTooManyRequests || ae.Type == "budget_exceeded" || ae.Status == http.StatusServiceUnavailable):
+	case admitError(err) != nil:
 		// the limits step refused the call: its message, and the status the LLM routes answer
+		ae = admitError(err)
 		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
 	}
 	return err

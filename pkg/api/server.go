@@ -123,7 +123,7 @@ func New(d Deps) *Server {
 	}
 	s.mgmt = newAdmin(d)
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
-		s.Limits = governance{s}
+		s.Limits = s.governance()
 	}
 	s.spendPrefix = fmt.Sprintf("%s-%s-", d.ReplicaID, strconv.FormatInt(time.Now().UnixNano(), 36))
 	s.e.HideBanner, s.e.HidePort = true, true
@@ -317,6 +317,8 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	switch {
 	case bodyTooLarge(err):
 		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
+	case admitError(err) != nil: // the limits step's refusals (pkg/call)
+		ae = admitError(err)
 	case errors.As(err, &ae):
 		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, Code: ae.Code, style: ae.style}
 	case adminError(err) != nil:
