@@ -418,23 +418,26 @@ func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, s
 // a2aError maps a pipeline error to what the A2A caller sees (see agentCompleter).
 func a2aError(err error, agent *a2a.Agent) error {
 	var ae *Error
+	var ad *pipeline.AccessDenied
 	var gb *guardrailBlock
 	switch {
 	case errors.As(err, &gb):
 		code := a2a.CodeInvalidParams
-		if !gb.input {
+		if !gb.Input {
 			code = a2a.CodeInternalError
 		}
 		return &a2a.Error{Code: code, Message: gb.Message, Data: map[string]any{"guardrail": gb.Guardrail}}
-	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
-		code := a2a.CodeUnauthenticated
-		if ae.Type == "key_model_access_denied" || ae.Type == "team_model_access_denied" {
-			code = a2a.CodeUnauthorized
+	case errors.As(err, &ad):
+		code := a2a.CodeUnauthorized
+		if ad.Scope == "user" { // as before the typed error: only key and team denials are -31403
+			code = a2a.CodeUnauthenticated
 		}
-		return &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
-	case admitError(err) != nil:
+		return &a2a.Error{Code: code, Message: ad.Error(), Data: map[string]any{"type": ad.Type(), "model": agent.Model}}
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized: // the key blocked or expired meanwhile
+		return &a2a.Error{Code: a2a.CodeUnauthenticated, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
+	case callError(err) != nil:
 		// the limits step refused the call: its message, and the status the LLM routes answer
-		ae = admitError(err)
+		ae = callError(err)
 		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
 	}
 	return err

@@ -53,15 +53,8 @@ type target struct {
 	direct *router.Deployment
 }
 
-// guardrailBlock is a guardrail's BLOCK in the pipeline; input is true for pre_call and
-// during_call, false for post_call. LLM routes answer it 400 invalid_request_error with the
-// content filter's message; A2A with -32602 (input) or -32603 (output).
-type guardrailBlock struct {
-	*guardrail.BlockedError
-	input bool
-}
-
-func (b *guardrailBlock) Unwrap() error { return b.BlockedError }
+// guardrailBlock is a guardrail's BLOCK in the pipeline (pipeline.Blocked).
+type guardrailBlock = pipeline.Blocked
 
 // call is one request going through the pipeline; build it with Server.startCall.
 type call struct {
@@ -225,7 +218,7 @@ func (c *call) apply(m guardrail.Mode, text string, input bool) (string, error) 
 		if err != nil {
 			var be *guardrail.BlockedError
 			if errors.As(err, &be) {
-				return "", &guardrailBlock{BlockedError: be, input: input}
+				return "", &guardrailBlock{BlockedError: be, Input: input}
 			}
 			return "", err
 		}

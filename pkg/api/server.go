@@ -317,8 +317,8 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	switch {
 	case bodyTooLarge(err):
 		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
-	case admitError(err) != nil: // the limits step's refusals (pkg/call)
-		ae = admitError(err)
+	case callError(err) != nil: // model access, the limits step (pkg/call)
+		ae = callError(err)
 	case errors.As(err, &ae):
 		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, Code: ae.Code, style: ae.style}
 	case adminError(err) != nil:

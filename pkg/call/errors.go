@@ -2,8 +2,10 @@ package call
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"lockstep/pkg/guardrail"
 	"lockstep/pkg/spend"
 )
 
@@ -52,3 +54,47 @@ type Unavailable struct{ Err error }
 func (e *Unavailable) Error() string { return "database unavailable: " + e.Err.Error() }
 
 func (e *Unavailable) Unwrap() error { return e.Err }
+
+// AccessDenied is a call refused because the caller may not use the model (HTTP 401, type
+// <Scope>_model_access_denied, param "model"). Error is LiteLLM's text (can_key_call_model,
+// can_team_access_model): `<Scope> not allowed to access model. This <Scope> can only access
+// models=[<Allowed>]. Tried to access <Model>`.
+type AccessDenied struct {
+	// Scope is the list that refused: "key", "team" or "user".
+	Scope string
+	// Allowed is that list's models (a Python list in the text).
+	Allowed []string
+	Model   string
+}
+
+func (e *AccessDenied) Error() string {
+	return fmt.Sprintf("%s not allowed to access model. This %s can only access models=%s. Tried to access %s", e.Scope, e.Scope, pyList(e.Allowed), e.Model)
+}
+
+// Type is the error type: key_model_access_denied, team_model_access_denied or
+// user_model_access_denied.
+func (e *AccessDenied) Type() string { return e.Scope + "_model_access_denied" }
+
+// Blocked is a guardrail's BLOCK in the pipeline; Input is true for pre_call and during_call,
+// false for post_call. LLM routes answer it 400 invalid_request_error with the content
+// filter's message; A2A with -32602 (input) or -32603 (output).
+type Blocked struct {
+	*guardrail.BlockedError
+	Input bool
+}
+
+func (b *Blocked) Unwrap() error { return b.BlockedError }
+
+// pyList renders items as Python prints a list of strings: ['a', 'b'].
+func pyList(items []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + s + "'")
+	}
+	b.WriteByte(']')
+	return b.String()
+}

@@ -291,3 +291,12 @@ func TestAdmitOwnerLimitWithoutDatabaseGivesBack(t *testing.T) {
 	var un *call.Unavailable
 	require.ErrorAs(t, err, &un)
 }
+
+func TestAccessDeniedText(t *testing.T) {
+	e := &call.AccessDenied{Scope: "key", Allowed: []string{"a", "b"}, Model: "gpt"}
+	require.Equal(t, "key not allowed to access model. This key can only access models=['a', 'b']. Tried to access gpt", e.Error())
+	require.Equal(t, "key_model_access_denied", e.Type())
+	e = &call.AccessDenied{Scope: "team", Model: "gpt"}
+	require.Equal(t, "team not allowed to access model. This team can only access models=[]. Tried to access gpt", e.Error())
+	require.Equal(t, "team_model_access_denied", e.Type())
+}
