@@ -89,6 +89,9 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if model == "" {
 			return invalidModel(f, "")
 		}
+		if f.Streams() && !streamIsBool(rf.stream) {
+			return badRequest(errStreamNotBool)
+		}
 		stream := f.Streams() && rf.stream.Type == gjson.True // provider.StreamRequested
 		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
@@ -397,6 +400,19 @@ func bodyError(f provider.Format, err error) error {
 		return badRequest("%s", je.Error())
 	}
 	return badRequest("%s: malformed JSON body: expected a JSON object", f.RouteName())
+}
+
+// errStreamNotBool is the 400 of a "stream" member that is not true, false or null (API.md
+// "Request bodies": what is checked is what is sent). The gateway streams only on true, but
+// lenient upstreams (pydantic-based servers such as vLLM, and LiteLLM, which tests truthiness)
+// stream on "true" or 1: the answer would then pass as one non-streamed body that is neither
+// charged nor guarded.
+const errStreamNotBool = "stream must be a boolean"
+
+// streamIsBool reports whether a request's "stream" member is absent, null or a boolean (an
+// absent member reads as gjson.Null).
+func streamIsBool(r gjson.Result) bool {
+	return r.Type == gjson.True || r.Type == gjson.False || r.Type == gjson.Null
 }
 
 // isJSONObject reports whether valid JSON body is an object (first non-space byte), without

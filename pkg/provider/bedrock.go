@@ -332,7 +332,7 @@ func bedrockUsage(u gjson.Result) usage {
 }
 
 func (bedrockAPI) result(raw []byte) (*result, error) {
-	if !gjson.ValidBytes(raw) {
+	if !validJSON(raw) {
 		return nil, errBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)

@@ -394,7 +394,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 // Anthropic {"error": {"message", "type"}}, {"error": "text"}, vLLM {"message"}, FastAPI
 // {"detail"}; else the trimmed body (at most 500 bytes) when it is text.
 func errorMessage(body []byte) (msg, typ string) {
-	if gjson.ValidBytes(body) {
+	if validJSON(body) {
 		j := gjson.ParseBytes(body)
 		if e := j.Get("error"); e.IsObject() {
 			if m := e.Get("message"); m.Type == gjson.String && m.Str != "" {

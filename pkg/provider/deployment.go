@@ -203,7 +203,7 @@ func NewConfigDeployment(modelID, modelName string, litellmParams []byte) (*Depl
 }
 
 func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
-	if !gjson.ValidBytes(litellmParams) {
+	if !validJSON(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
 	p := gjson.ParseBytes(litellmParams)

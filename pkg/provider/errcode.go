@@ -11,7 +11,7 @@ import (
 // "rate_limit_exceeded" | ...}} (a string; a number, as some OpenAI-compatible servers send,
 // is kept as its decimal text). Anthropic's errors carry no code (their error.type says it).
 func errorCode(body []byte) string {
-	if len(body) == 0 || !gjson.ValidBytes(body) {
+	if len(body) == 0 || !validJSON(body) {
 		return ""
 	}
 	c := gjson.GetBytes(body, "error.code")

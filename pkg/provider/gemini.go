@@ -130,7 +130,7 @@ func (geminiAPI) request(d *Deployment, r *request) ([]byte, error) {
 					name = p.id
 				}
 				resp := marshal(map[string]string{"content": p.text})
-				if gjson.Valid(p.text) && gjson.Parse(p.text).IsObject() {
+				if validJSONString(p.text) && gjson.Parse(p.text).IsObject() {
 					resp = []byte(p.text)
 				}
 				c.Parts = append(c.Parts, geminiPart{FunctionResponse: &geminiFuncResp{Name: name, Response: resp}})
@@ -203,7 +203,7 @@ func geminiUsage(u gjson.Result) usage {
 }
 
 func (geminiAPI) result(raw []byte) (*result, error) {
-	if !gjson.ValidBytes(raw) {
+	if !validJSON(raw) {
 		return nil, errBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)

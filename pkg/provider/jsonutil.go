@@ -8,11 +8,25 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/jsonscan"
 )
 
 // bytesView returns b as a string without copying. The string must not outlive b or see it
 // mutated; use it only for read-only gjson look-ups whose results are copied out.
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// validJSON reports whether b is one JSON value (RFC 8259) nested at most jsonscan.MaxDepth
+// deep, with UTF-8 strings: jsonscan.CheckNesting, an iterative pass. It replaces
+// gjson.ValidBytes, which recurses once per nesting level, so that 12 MiB of "[" in text the
+// gateway checks (tool-call arguments or a tool result inside a client's body, an upstream's
+// answer) is a fatal stack overflow of the whole replica, which recover cannot catch.
+func validJSON(b []byte) bool { return jsonscan.CheckNesting(b) == nil }
+
+// validJSONString is validJSON of s, without copying it.
+func validJSONString(s string) bool {
+	return validJSON(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
 
 const hexDigits = "0123456789abcdef"
 

@@ -153,7 +153,7 @@ func ollamaUsage(j gjson.Result) usage {
 }
 
 func (ollamaAPI) result(raw []byte) (*result, error) {
-	if !gjson.ValidBytes(raw) {
+	if !validJSON(raw) {
 		return nil, errBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)

@@ -127,7 +127,7 @@ var errBadUpstreamJSON = errors.New("upstream answer is not a JSON object")
 
 // parseChatResult reads an OpenAI chat.completion (first choice).
 func parseChatResult(body []byte) (*result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -161,7 +161,7 @@ func parseChatResult(body []byte) (*result, error) {
 
 // parseMessagesResult reads an Anthropic Message.
 func parseMessagesResult(body []byte) (*result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -233,7 +233,7 @@ func newID(prefix string) string {
 type rawJSON = json.RawMessage
 
 func validObject(s string) rawJSON {
-	if s != "" && gjson.Valid(s) && gjson.Parse(s).IsObject() {
+	if s != "" && validJSONString(s) && gjson.Parse(s).IsObject() {
 		return rawJSON(s)
 	}
 	return rawJSON("{}")
@@ -540,7 +540,7 @@ func now() int64 { return time.Now().Unix() }
 
 // parseResponsesResult reads an OpenAI Responses API response object.
 func parseResponsesResult(body []byte) (*result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)

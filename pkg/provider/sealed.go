@@ -84,7 +84,7 @@ func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
 // Without a salt key, or for invalid JSON, params is returned as is.
 func SealParams(params []byte) []byte {
 	ap := sealAEAD.Load()
-	if ap == nil || !gjson.ValidBytes(params) {
+	if ap == nil || !validJSON(params) {
 		return params
 	}
 	aead := *ap

@@ -32,7 +32,7 @@ func MaskParams(litellmParams []byte) []byte {
 // for params whose own fields only look like secrets, such as a content filter's
 // blocked_words[].keyword.
 func MaskParamsExcept(params []byte, keep ...string) []byte {
-	if !gjson.ValidBytes(params) {
+	if !validJSON(params) {
 		return []byte("{}")
 	}
 	var edits []edit
@@ -68,7 +68,7 @@ func MaskParamsExcept(params []byte, keep ...string) []byte {
 // value, a changed secret included, is taken as sent. incoming is returned as is when nothing
 // is restored or either input is not valid JSON; otherwise only the restored values change.
 func RestoreMaskedSecrets(incoming, stored []byte, keep ...string) []byte {
-	if len(stored) == 0 || !gjson.ValidBytes(incoming) || !gjson.ValidBytes(stored) {
+	if len(stored) == 0 || !validJSON(incoming) || !validJSON(stored) {
 		return incoming
 	}
 	masked := MaskParamsExcept(stored, keep...)
@@ -166,9 +166,11 @@ func urlPassword(s string) (start, end int, ok bool) {
 const minRedactLen = 6
 
 // collectSecrets lists what must never reach a client from d: the API key, the provider's
-// other credentials, the api_base URL password (as written and decoded), and every value of
-// extra_headers, whatever its name (with the credential after a scheme such as "Bearer " on
-// its own, and each cookie value of a Cookie-like "a=b; c=d"). Values shorter than
+// other credentials, the api_base URL password (as written and decoded, and as the Basic
+// credential net/http sends for it: basicCredential), and every value of extra_headers,
+// whatever its name (with the credential after a scheme such as "Bearer " on its own, and each
+// cookie value of a Cookie-like "a=b; c=d"); each also in its JSON-escaped forms
+// (jsonEscapedForms). Values shorter than
 // minRedactLen are left (placeholders). Longest first, so a secret containing another is
 // replaced whole.
 func (d *Deployment) collectSecrets() {
@@ -189,6 +191,7 @@ func (d *Deployment) collectSecrets() {
 			add(pw) // decoded, as an error text may quote it
 		}
 	}
+	add(basicCredential(d.APIBase)) // sent as "Authorization: Basic ..." when no key header is
 	for _, v := range d.ExtraHeaders {
 		add(v)
 		if _, cred, ok := strings.Cut(v, " "); ok {
@@ -198,6 +201,11 @@ func (d *Deployment) collectSecrets() {
 			if _, val, ok := strings.Cut(part, "="); ok {
 				add(strings.Trim(strings.TrimSpace(val), `"`))
 			}
+		}
+	}
+	for _, s := range slices.Clone(out) { // as echoed inside a JSON string
+		for _, e := range jsonEscapedForms(s) {
+			add(e)
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })

@@ -51,7 +51,9 @@ func (s *sliceStream) StreamUsage() (Usage, bool) { return s.usage, true }
 // other byte kept. A stream_options that is not an object (nor null) is left for the upstream
 // to refuse.
 func askUsage(body []byte) (out []byte, hide bool) {
-	if !bytes.Contains(body, streamOptionsKey) { // the usual case: no member look-up
+	// the usual case, no member look-up: no "stream_options", nor a \u escape that could
+	// spell its name ("stream_optio\u006es", one member to jsonscan and to the upstream)
+	if !bytes.Contains(body, streamOptionsKey) && !bytes.Contains(body, unicodeEscape) {
 		return appendMember(body, `"stream_options":{"include_usage":true}`), true
 	}
 	so := gjson.Get(bytesView(body), "stream_options")
@@ -200,6 +202,7 @@ func (s *httpStream) passthroughUsage(raw, event, data []byte) (out []byte, drop
 var (
 	usageKey         = []byte(`"usage"`)
 	streamOptionsKey = []byte(`"stream_options"`)
+	unicodeEscape    = []byte(`\u`)
 )
 
 // removeMember appends to dst the JSON object obj without its top-level member key, whose

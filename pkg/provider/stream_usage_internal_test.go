@@ -17,7 +17,11 @@ func TestAskUsage(t *testing.T) {
 		{`{"model":"m","stream":true}`, `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`, true},
 		{` { } `, ` {"stream_options":{"include_usage":true} } `, true},
 		{"{\"a\":[1] \n}\n", "{\"a\":[1],\"stream_options\":{\"include_usage\":true} \n}\n", true},
-		{`{"stream\u005foptions":{"include_usage":false}}`, `{"stream\u005foptions":{"include_usage":false},"stream_options":{"include_usage":true}}`, true},
+		// an escaped name is the same member (jsonscan, the upstream): edited in place, never
+		// sent twice; asked for with escapes, it is asked for
+		{`{"stream\u005foptions":{"include_usage":false}}`, `{"stream\u005foptions":{"include_usage":true}}`, true},
+		{`{"stream_optio\u006es":{"include_u\u0073age":true}}`, `{"stream_optio\u006es":{"include_u\u0073age":true}}`, false},
+		{`{"content":"caf\u00e9"}`, `{"content":"caf\u00e9","stream_options":{"include_usage":true}}`, true},
 		{`{"stream_options":null,"x":1}`, `{"stream_options":{"include_usage":true},"x":1}`, true},
 		{`{"stream_options":{"include_usage":false},"x":1}`, `{"stream_options":{"include_usage":true},"x":1}`, true},
 		{`{"stream_options": {"include_obfuscation": false}}`, `{"stream_options": {"include_usage":true,"include_obfuscation": false}}`, true},

@@ -181,7 +181,7 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 // JSON — response_format text, srt or vtt — is one text); an error from fn is returned as is.
 // Used by post_call guardrails.
 func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
-	if f == FormatTranscriptions && len(body) > 0 && (!gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject()) {
+	if f == FormatTranscriptions && len(body) > 0 && (!validJSON(body) || !gjson.ParseBytes(body).IsObject()) {
 		out, err := fn(Text{Value: string(body), Answer: true})
 		if err != nil {
 			return nil, err
@@ -191,7 +191,7 @@ func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
 		}
 		return []byte(out), nil
 	}
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return body, nil
 	}
 	w := walker{fn: fn}
@@ -281,7 +281,7 @@ func mapFrame(f Format, frame []byte, fn TextFunc) ([]byte, error) {
 			lines++
 		}
 	}
-	if len(data) == 0 || data[0] != '{' || !gjson.ValidBytes(data) {
+	if len(data) == 0 || data[0] != '{' || !validJSON(data) {
 		return nil, nil
 	}
 	root := gjson.Parse(bytesView(data))
