@@ -486,30 +486,8 @@ func hasOwnUpstream(agent *a2a.Agent) bool { return agent.OwnUpstream() }
 // agentDeploymentID names the ad-hoc deployment of an agent with its own upstream.
 func agentDeploymentID(agent *a2a.Agent) string { return agent.DeploymentID() }
 
-// agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's.
+// agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's
+// (namedGuardrails, the resolver of every call).
 func (s *Server) agentGuardrails(ctx context.Context, agent *a2a.Agent) ([]*guardrail.Guardrail, error) {
-	if s.Guardrails == nil {
-		if len(agent.Guardrails) > 0 {
-			return nil, guardrailNotFound(agent.Guardrails[0])
-		}
-		return nil, nil
-	}
-	var gs []*guardrail.Guardrail
-	seen := map[string]bool{}
-	for _, e := range s.Guardrails.Load().ByName(DefaultOnName) {
-		gs = append(gs, e.Value)
-		seen[e.Value.Name] = true
-	}
-	for _, name := range agent.Guardrails {
-		if seen[name] {
-			continue
-		}
-		g, err := s.guardrailByName(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		seen[name] = true
-		gs = append(gs, g)
-	}
-	return gs, nil
+	return s.namedGuardrails(ctx, agent.Guardrails)
 }

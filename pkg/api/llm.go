@@ -268,8 +268,15 @@ func (s *Server) multipartGuardrails(ctx context.Context, body []byte) ([]*guard
 }
 
 // namedGuardrails is every default_on guardrail plus the named ones (read-through on a miss;
-// an unknown name is a 404), each once.
+// an unknown name is a 404), each once: the one resolver of requests, multipart forms and
+// agents. Without a guardrails registry any name is unknown.
 func (s *Server) namedGuardrails(ctx context.Context, names []string) ([]*guardrail.Guardrail, error) {
+	if s.Guardrails == nil {
+		if len(names) > 0 {
+			return nil, guardrailNotFound(names[0])
+		}
+		return nil, nil
+	}
 	var gs []*guardrail.Guardrail
 	seen := map[string]bool{}
 	for _, e := range s.Guardrails.Load().ByName(DefaultOnName) {
