@@ -215,9 +215,9 @@ func (s *Server) agentCard(c echo.Context) error {
 }
 
 // agentRPC: POST /a2a/{id_or_name}, one JSON-RPC 2.0 request (see a2a.Handler.RPC).
-// The caller travels in the request context to the completer, which checks the key's model
-// access on the agent's model (agentCall.authorize), together with the request's header (the
-// end user may be named there) and the response's.
+// The caller goes to the completer as the a2a.Call parameter (a2a.Call.Caller, a principal),
+// which checks the key's model access on the agent's model, together with the request's
+// header (the end user may be named there) and the response's.
 //
 // Rate-limit headers (API.md: every response to a limited key carries them): the response
 // first gets x-ratelimit-limit-requests / -remaining-requests (and -tokens with a tpm_limit)
@@ -232,10 +232,8 @@ func (s *Server) agentRPC(c echo.Context) error {
 	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
 		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
-	ctx := withPrincipal(req.Context(), who)
-	ctx = a2a.WithOwner(ctx, taskOwner(who))
-	ctx = context.WithValue(ctx, a2aHeadersKey{}, a2aHeaders{req: req.Header, resp: h})
-	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c))
+	ctx := a2a.WithOwner(req.Context(), taskOwner(who))
+	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c), a2a.Call{Caller: who, Header: req.Header, RespHeader: h})
 	return nil
 }
 
@@ -248,11 +246,6 @@ func taskOwner(who principal) a2a.Owner {
 	}
 	return o
 }
-
-// a2aHeaders are an A2A request's header and its response's, carried to the completer.
-type a2aHeaders struct{ req, resp http.Header }
-
-type a2aHeadersKey struct{}
 
 // agentParam is the {id_or_name} path segment, percent-decoded (unescapeParams).
 func agentParam(c echo.Context) string { return c.Param("agent") }
@@ -346,8 +339,8 @@ type agentCompleter struct{ s *Server }
 
 var _ a2a.Completer = agentCompleter{}
 
-func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text string) (string, error) {
-	ctx, call, err := c.s.agentCall(ctx, agent, text, false)
+func (c agentCompleter) Complete(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string) (string, error) {
+	ctx, call, err := c.s.agentCall(ctx, ac, agent, text, false)
 	if err != nil {
 		return "", a2aError(err, agent)
 	}
@@ -358,8 +351,8 @@ func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text str
 	return res.Text(), nil
 }
 
-func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text string, onDelta func(string) error) error {
-	ctx, call, err := c.s.agentCall(ctx, agent, text, true)
+func (c agentCompleter) Stream(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, onDelta func(string) error) error {
+	ctx, call, err := c.s.agentCall(ctx, ac, agent, text, true)
 	if err != nil {
 		return a2aError(err, agent)
 	}
@@ -385,9 +378,10 @@ func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text strin
 	}
 }
 
-// agentCall starts the pipeline for one agent message.
-func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, stream bool) (context.Context, *call, error) {
-	who, ok := principalFrom(ctx)
+// agentCall starts the pipeline for one agent message of the A2A request ac (its caller and
+// headers).
+func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, stream bool) (context.Context, *call, error) {
+	who, ok := ac.Caller.(principal)
 	if !ok {
 		return ctx, nil, errors.New("agent call without a caller") // every A2A route sets one
 	}
@@ -397,16 +391,15 @@ func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, s
 		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
 		body, _ = sjson.SetBytes(body, "stream", true)
 	}
-	hs, _ := ctx.Value(a2aHeadersKey{}).(a2aHeaders)
 	// message/send answers after the call: the limits step sets the response's rate-limit
 	// headers; a stream's header went out with its first event already
-	respHeader := hs.resp
+	respHeader := ac.RespHeader
 	if stream {
 		respHeader = nil
 	}
 	return s.startCall(ctx, callSpec{
 		format: provider.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
-		header: respHeader, reqHeader: hs.req,
+		header: respHeader, reqHeader: ac.Header,
 		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
 		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
 			gs, err := s.agentGuardrails(ctx, agent)

@@ -574,19 +574,6 @@ func caller(c echo.Context) principal {
 	return principal{}
 }
 
-type principalCtxKey struct{}
-
-// withPrincipal carries the caller into code that only sees a context (the A2A completer).
-func withPrincipal(ctx context.Context, p principal) context.Context {
-	return context.WithValue(ctx, principalCtxKey{}, p)
-}
-
-// principalFrom returns the caller carried by ctx; ok is false when there is none.
-func principalFrom(ctx context.Context) (principal, bool) {
-	p, ok := ctx.Value(principalCtxKey{}).(principal)
-	return p, ok
-}
-
 // requireDB refuses a management call on typ unless it is stored in Postgres here (admin.RequireDB).
 func (s *Server) requireDB(typ store.ObjectType, what string) error {
 	return s.mgmt.RequireDB(typ, what)
