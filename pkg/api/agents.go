@@ -428,9 +428,9 @@ func a2aError(err error, agent *a2a.Agent) error {
 		return &a2a.Error{Code: code, Message: ad.Error(), Data: map[string]any{"type": ad.Type(), "model": agent.Model}}
 	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized: // the key blocked or expired meanwhile
 		return &a2a.Error{Code: a2a.CodeUnauthenticated, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
-	case callError(err) != nil:
+	case admitError(err) != nil:
 		// the limits step refused the call: its message, and the status the LLM routes answer
-		ae = callError(err)
+		ae = admitError(err)
 		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
 	}
 	return err

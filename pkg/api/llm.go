@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/jsonscan"
 	"lockstep/pkg/provider"
@@ -32,12 +33,10 @@ func GuardrailNames(e *registry.Entry[*guardrail.Guardrail]) []string {
 	return []string{e.Value.Name}
 }
 
-func invalidModel(f provider.Format, model string) *Error {
-	if model == "" {
-		model = "None"
-	}
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
-		Message: fmt.Sprintf("%s: Invalid model name passed in model=%s. Call /v1/models to view available models for your key.", f.RouteName(), model)}
+// invalidModel is the route's refusal of a model it does not serve (pipeline.UnknownModel;
+// answered 400 invalid_request_error, param model).
+func invalidModel(f provider.Format, model string) error {
+	return &pipeline.UnknownModel{Route: f.RouteName(), Model: model}
 }
 
 func pyList(items []string) string {

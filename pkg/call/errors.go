@@ -55,6 +55,25 @@ func (e *Unavailable) Error() string { return "database unavailable: " + e.Err.E
 
 func (e *Unavailable) Unwrap() error { return e.Err }
 
+// UnknownModel is a call naming no model group (or agent) this gateway serves (HTTP 400
+// invalid_request_error, param "model"). Error is LiteLLM's text: `<Route>: Invalid model name
+// passed in model=<Model>. Call /v1/models to view available models for your key.`, with
+// Model "None" when the request named none.
+type UnknownModel struct {
+	// Route is the route's LiteLLM name (provider.Format.RouteName: "chat_completion",
+	// "anthropic_messages", ...).
+	Route string
+	Model string
+}
+
+func (e *UnknownModel) Error() string {
+	m := e.Model
+	if m == "" {
+		m = "None"
+	}
+	return fmt.Sprintf("%s: Invalid model name passed in model=%s. Call /v1/models to view available models for your key.", e.Route, m)
+}
+
 // AccessDenied is a call refused because the caller may not use the model (HTTP 401, type
 // <Scope>_model_access_denied, param "model"). Error is LiteLLM's text (can_key_call_model,
 // can_team_access_model): `<Scope> not allowed to access model. This <Scope> can only access
