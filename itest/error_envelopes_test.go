@@ -47,7 +47,7 @@ func TestErrorEnvelopesOfManagementAndMessagesRoutes(t *testing.T) {
 		require.Equal(t, "Authentication Error, Invalid proxy server token passed. Received API key does not exist or was deleted.", agDetail(t, b), what)
 		st, b = g.DoKey(t, key, r.method, r.path, r.body)
 		require.Equal(t, 403, st, "%s: %s", what, b)
-		require.Equal(t, "Authentication Error, only the proxy admin (master key) can call "+what+". Virtual keys may call LLM and A2A routes only.", agDetail(t, b), what)
+		require.Equal(t, "Only proxy admin can be used to generate, delete, update info for new keys/users/teams. Route="+r.path+". Your role=unknown. Your user_id=unknown", agDetail(t, b), what)
 	}
 	// nothing changed through the refused calls
 	st, b = g.Do(t, "GET", "/access_group/ee-team/info", nil)

@@ -140,3 +140,41 @@ func TestGuardrailStreamTextlessFrameKeepsHold(t *testing.T) {
 		require.Contains(t, deltas[3], "done", name)
 	}
 }
+
+// A translated stream (a /v1/messages client on an OpenAI chat deployment) whose upstream puts
+// a tool call between two pieces of a card number: the Anthropic stream opens a new text block
+// after the tool_use block, and each block used to be matched on its own, so the card went out
+// in clear (the same stream on /v1/chat/completions was masked). The text blocks of one answer
+// are one text for the post_call MASK.
+func TestGuardrailTranslatedStreamToolCallBetweenPieces(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	up := fakeupstream.Start(t, fakeupstream.WithChatStreamDeltas(
+		map[string]any{"content": "card 4111"},
+		map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_1", "type": "function",
+			"function": map[string]any{"name": "lookup", "arguments": ""}}}},
+		map[string]any{"content": " 1111"},
+		map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": "{}"}}}},
+		map[string]any{"content": " 1111 1111 done"}))
+	addModelNamed(t, p.A, "m-xlate-split", up)
+	createGuardrail(t, p.A, "out-mask-x", contentFilter("post_call", map[string]any{"patterns": []any{prebuilt("credit_card", "MASK")}}))
+	var st int
+	var b []byte
+	Eventually(t, "model served on B", func() bool {
+		st, b = p.B.Do(t, "POST", "/v1/messages", map[string]any{"model": "m-xlate-split", "stream": true, "max_tokens": 64,
+			"guardrails": []string{"out-mask-x"}, "messages": []any{map[string]any{"role": "user", "content": "card?"}}})
+		return st != 404 && st != 400
+	})
+	require.Equal(t, 200, st, "%s", b)
+	var text strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			if d := gjson.Get(data, "delta"); d.Get("type").Str == "text_delta" {
+				text.WriteString(d.Get("text").Str)
+			}
+		}
+	}
+	require.NotContains(t, string(b), "4111", "%s", b)
+	require.Contains(t, text.String(), "[CREDIT_CARD_REDACTED]", "%s", b)
+	require.Contains(t, text.String(), "done", "%s", b)
+}

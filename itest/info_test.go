@@ -32,7 +32,7 @@ func TestVirtualKeyInfoRoutes(t *testing.T) {
 	require.Equal(t, keyTestHash(key), info["token"])
 	require.Equal(t, []string{"info-a", "info-grp"}, agStrs(info["models"]))
 	st, b = p.B.DoKey(t, key, "GET", "/key/info?key="+other, nil)
-	require.Equal(t, 403, st, "another key's info: %s", b)
+	require.Equal(t, 404, st, "another key's info answers as an absent one: %s", b)
 
 	names := func(path string) []string {
 		st, b := p.B.DoKey(t, key, "GET", path, nil)

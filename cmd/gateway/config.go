@@ -25,6 +25,10 @@ type FileConfig struct {
 	Agents          []AgentConfig     `yaml:"agents"`
 	GeneralSettings GeneralSettings   `yaml:"general_settings"`
 	RouterSettings  RouterSettings    `yaml:"router_settings"`
+	// LiteLLMSettings: of LiteLLM's litellm_settings, lockstep reads callbacks and
+	// success_callback ("otel" turns OpenTelemetry on; docs/configuration.md); the rest is
+	// accepted and ignored.
+	LiteLLMSettings LiteLLMSettings `yaml:"litellm_settings"`
 
 	// notImplemented are the keys present that LiteLLM defines and lockstep accepts without
 	// reading (its other top-level sections, general_settings keys), as "section" or
@@ -56,8 +60,11 @@ type AgentConfig struct {
 
 // GeneralSettings mirrors LiteLLM's general_settings (the subset lockstep reads).
 type GeneralSettings struct {
-	MasterKey   string `yaml:"master_key"`
-	DatabaseURL string `yaml:"database_url"`
+	// SpendLogLines (default false) also writes each call's spend-log row as a structured log
+	// line, message "spend_log" (docs/operations.md "Request log export").
+	SpendLogLines bool   `yaml:"spend_log_lines"`
+	MasterKey     string `yaml:"master_key"`
+	DatabaseURL   string `yaml:"database_url"`
 	// StoreModelInDB (default true) loads and writes models in Postgres; false keeps models
 	// config-only, as in LiteLLM.
 	StoreModelInDB *bool `yaml:"store_model_in_db"`
@@ -403,4 +410,34 @@ func toJSON(field string, v any) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return b, nil
+}
+
+// LiteLLMSettings is what lockstep reads of litellm_settings: the callback lists of LiteLLM's
+// logging integrations (litellm_settings.callbacks, success_callback). "otel" turns on the
+// OpenTelemetry export (pkg/telemetry); other integrations are not implemented and ignored.
+type LiteLLMSettings struct {
+	Callbacks       callbackList `yaml:"callbacks"`
+	SuccessCallback callbackList `yaml:"success_callback"`
+}
+
+// callbacks is every callback named, both lists.
+func (l LiteLLMSettings) callbacks() []string {
+	return append(append([]string(nil), l.Callbacks...), l.SuccessCallback...)
+}
+
+// callbackList is a list of callback names; LiteLLM also accepts one name as a string.
+type callbackList []string
+
+// UnmarshalYAML takes a string or a list of strings.
+func (c *callbackList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*c = callbackList{n.Value}
+		return nil
+	}
+	var l []string
+	if err := n.Decode(&l); err != nil {
+		return fmt.Errorf("litellm_settings callbacks (line %d): a list of callback names: %w", n.Line, err)
+	}
+	*c = l
+	return nil
 }

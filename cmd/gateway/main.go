@@ -32,11 +32,16 @@ import (
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
 	"lockstep/pkg/provider"
+	"lockstep/pkg/provider/bedrock"
+	"lockstep/pkg/provider/gemini"
+	"lockstep/pkg/provider/ollama"
+	"lockstep/pkg/provider/vertex"
 	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
+	"lockstep/pkg/telemetry"
 )
 
 const usage = `usage:
@@ -201,6 +206,10 @@ func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }
 
+// vendors are the upstream APIs served beyond the built-in OpenAI-compatible and Anthropic
+// providers (provider.Vendor): registered here, and nowhere else.
+var vendors = []provider.Vendor{ollama.Vendor, gemini.Vendor, vertex.Vendor, bedrock.Vendor}
+
 func serve(ctx context.Context, args []string) error {
 	f, err := parseServe(args)
 	if err != nil {
@@ -216,14 +225,18 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	// the secrets policy of database objects, in force before any row is built
-	if err := provider.SetAllowedEnvSecrets(cfg.GeneralSettings.AllowedEnvSecrets); err != nil {
+	// the secrets policy of database objects, which every row is built under
+	policy := provider.Policy{AllowedEnvSecrets: cfg.GeneralSettings.AllowedEnvSecrets}
+	if _, err := provider.NewBuilder(policy); err != nil {
 		return fmt.Errorf("config %s: general_settings.%w", f.config, err)
 	}
-	// credentials at rest (LiteLLM's LITELLM_SALT_KEY), in force before any row is built or written
-	if err := provider.SetSaltKey(firstNonEmpty(os.Getenv("GATEWAY_SALT_KEY"), os.Getenv("LITELLM_SALT_KEY"))); err != nil {
+	// credentials at rest (LiteLLM's LITELLM_SALT_KEY), with which every row is built or written
+	policy.SaltKey = firstNonEmpty(os.Getenv("GATEWAY_SALT_KEY"), os.Getenv("LITELLM_SALT_KEY"))
+	deployments, err := provider.NewBuilder(policy, vendors...)
+	if err != nil {
 		return fmt.Errorf("salt key: %w", err)
 	}
+	models := router.Builder{Deployments: deployments}
 	dbURL := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"), cfg.GeneralSettings.DatabaseURL)
 	master := firstNonEmpty(f.masterKey, os.Getenv("GATEWAY_MASTER_KEY"), os.Getenv("LITELLM_MASTER_KEY"), cfg.GeneralSettings.MasterKey)
 	addrFrom, rawAddr := "--addr", f.addr
@@ -247,10 +260,27 @@ func serve(ctx context.Context, args []string) error {
 	}
 	log := newLogger(f.logFormat, lvl).With().Str("replica_id", replicaID).Logger()
 
+	// OpenTelemetry (OTEL_* env, litellm_settings callbacks "otel"): on before the change feed
+	// and the server start, flushed on exit
+	tcfg, stopTelemetry, err := telemetry.Setup(ctx, telemetry.Options{Callbacks: cfg.LiteLLMSettings.callbacks(), InstanceID: replicaID, Version: buildVersion()})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTelemetry(sctx); err != nil {
+			log.Warn().Err(err).Msg("telemetry: flush on exit failed")
+		}
+	}()
+	if tcfg.Traces || tcfg.Logs {
+		log.Info().Bool("traces", tcfg.Traces).Str("traces_protocol", tcfg.TracesProtocol).Bool("logs", tcfg.Logs).Str("logs_protocol", tcfg.LogsProtocol).Msg("telemetry: OTLP export on")
+	}
+
 	if len(cfg.notImplemented) > 0 {
 		log.Info().Strs("keys", cfg.notImplemented).Msg("config: LiteLLM settings lockstep does not implement, accepted and ignored")
 	}
-	objects, err := buildConfigObjects(cfg)
+	objects, err := buildConfigObjects(cfg, models)
 	if err != nil {
 		return err
 	}
@@ -281,7 +311,7 @@ func serve(ctx context.Context, args []string) error {
 			rto.Budget = -1 // none: every miss is decided by the barrier
 		}
 	}
-	regs := newRegistries(st, supported, rto, log)
+	regs := newRegistries(st, supported, rto, log, models)
 	objects.install(regs)
 	client := provider.NewClient()
 	rs, _ := cfg.RouterSettings.Settings() // validated by loadConfig
@@ -341,7 +371,7 @@ func serve(ctx context.Context, args []string) error {
 		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
-		Limiter: limiter, Spend: tracker,
+		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 	})
 	if master == "" {
 		log.Warn().Str("addr", addr).Msg("no master key set: every caller is admin, so only loopback addresses are served (set --master-key or GATEWAY_MASTER_KEY)")
@@ -413,9 +443,9 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 	return reg
 }
 
-func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger) *registries {
+func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger, models router.Builder) *registries {
 	r := &registries{st: st, supported: supported, rto: rto, log: log}
-	r.models = add(r, store.Model, router.BuildRow, router.Names)
+	r.models = add(r, store.Model, models.BuildRow, router.Names)
 	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, api.GuardrailNames)
 	r.agents = add(r, store.Agent, a2a.BuildRow, api.AgentNames)
 	r.keys = add(r, store.Key, keys.BuildRow, nil)
@@ -443,7 +473,7 @@ type configObjects struct {
 	agents     map[string]*a2a.Agent
 }
 
-func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
+func buildConfigObjects(cfg *FileConfig, models router.Builder) (*configObjects, error) {
 	co := &configObjects{models: map[string]*router.Deployment{}, guardrails: map[string]*guardrail.Guardrail{}, agents: map[string]*a2a.Agent{}}
 	for i, m := range cfg.ModelList {
 		field := fmt.Sprintf("config: model_list[%d]", i)
@@ -456,7 +486,7 @@ func buildConfigObjects(cfg *FileConfig) (*configObjects, error) {
 			return nil, err
 		}
 		id := configModelID(i, m, params)
-		d, err := router.BuildConfig(id, m.ModelName, params, info)
+		d, err := models.BuildConfig(id, m.ModelName, params, info)
 		if err != nil {
 			return nil, fmt.Errorf("config: model_list[%d] (%s): %w", i, m.ModelName, err)
 		}

@@ -280,8 +280,8 @@ func (a *Admin) writeAccessGroup(ctx context.Context, op agOp, group string, sel
 			}
 			// An invalid new version never replaces a serving one: refuse a tag that would
 			// make a buildable deployment unbuildable (nothing is written).
-			if _, oldErr := router.BuildRow(m.row); oldErr == nil {
-				if _, newErr := router.BuildRow(nr); newErr != nil {
+			if _, oldErr := (router.Builder{Deployments: a.build}).BuildRow(m.row); oldErr == nil {
+				if _, newErr := (router.Builder{Deployments: a.build}).BuildRow(nr); newErr != nil {
 					return invalidf("Can't change the access groups of model %s: the result is not a valid model: %v", m.id, newErr)
 				}
 			}

@@ -18,6 +18,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/guardrail"
+	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
@@ -34,6 +35,8 @@ type Tx interface {
 	Delete(ctx context.Context, typ store.ObjectType, id string) (int64, error)
 	// LockTable takes a SHARE ROW EXCLUSIVE lock on typ's table for the transaction.
 	LockTable(ctx context.Context, typ store.ObjectType) error
+	// LockName takes a transaction-scoped advisory lock named name.
+	LockName(ctx context.Context, name string) error
 	// SetBudgetReset schedules (every > 0) or clears the budget reset of a key_spend token and
 	// returns the next reset time (nil: none).
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
@@ -80,7 +83,8 @@ type Admin struct {
 	guardrails *registry.Registry[*guardrail.Guardrail]
 	agents     *registry.Registry[*a2a.Agent]
 	supported  map[store.ObjectType]bool
-	hasDB      bool // false: st is noDB
+	hasDB      bool              // false: st is noDB
+	build      *provider.Builder // the secrets policy and salt key models and agents are built and sealed with
 }
 
 // Deps is what the use-cases run on.
@@ -94,6 +98,10 @@ type Deps struct {
 	Agents     *registry.Registry[*a2a.Agent]
 	// Supported is supported_db_objects: the types read from and written to Postgres.
 	Supported map[store.ObjectType]bool
+	// Deployments builds deployments under the configured secrets policy and salt key
+	// (provider.Policy): models and agents are validated and their litellm_params sealed with
+	// it. nil: the default policy.
+	Deployments *provider.Builder
 	// Registries are the registries a write is applied to, one per object type: the one list
 	// of registries (the wiring's Deps.Registries). A type without one here is written but
 	// applied nowhere.
@@ -102,7 +110,7 @@ type Deps struct {
 
 // New builds the use-cases.
 func New(d Deps) *Admin {
-	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, hasDB: d.Store != nil, sinks: map[store.ObjectType]Sink{}}
+	a := &Admin{st: d.Store, router: d.Router, guardrails: d.Guardrails, agents: d.Agents, supported: d.Supported, hasDB: d.Store != nil, build: d.Deployments, sinks: map[store.ObjectType]Sink{}}
 	if !a.hasDB {
 		a.st = noDB{}
 	}
@@ -202,6 +210,11 @@ func (w *Writer) Get(ctx context.Context, typ store.ObjectType, id string) (stor
 // List reads a whole table inside the transaction.
 func (w *Writer) List(ctx context.Context, typ store.ObjectType) ([]store.Row, error) {
 	return w.tx.List(ctx, typ)
+}
+
+// LockName takes the advisory lock name for the transaction (Tx.LockName).
+func (w *Writer) LockName(ctx context.Context, name string) error {
+	return w.tx.LockName(ctx, name)
 }
 
 // LockTable locks typ's table for the transaction (Tx.LockTable).

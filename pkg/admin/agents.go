@@ -52,7 +52,7 @@ func agentNameTaken(name string) error {
 // definition is refused (Invalid "Invalid agent: ...", naming every bad field) before anything
 // is written. An agent with its own upstream (a2a.Agent.OwnUpstream) must also make a valid
 // deployment.
-func validateAgent(id, name string, card, params []byte) error {
+func validateAgent(b *provider.Builder, id, name string, card, params []byte) error {
 	agent, err := a2a.NewAgent(id, name, card, params)
 	var ve *a2a.ValidationError
 	if errors.As(err, &ve) {
@@ -62,7 +62,7 @@ func validateAgent(id, name string, card, params []byte) error {
 		return invalidf("Invalid agent: %v", err)
 	}
 	if agent.OwnUpstream() {
-		if _, err := provider.NewDeployment(agent.DeploymentID(), agent.Name, agent.LitellmParams); err != nil {
+		if _, err := b.NewDeployment(agent.DeploymentID(), agent.Name, agent.LitellmParams); err != nil {
 			return invalidf("Invalid agent: %v", err)
 		}
 	}
@@ -110,7 +110,7 @@ func (a *Admin) CreateAgent(ctx context.Context, req AgentRequest) (store.Row, e
 		name = *req.AgentName
 	}
 	id := uuid.NewString()
-	if err := validateAgent(id, name, req.AgentCardParams, req.LitellmParams); err != nil {
+	if err := validateAgent(a.build, id, name, req.AgentCardParams, req.LitellmParams); err != nil {
 		return store.Row{}, err
 	}
 	if a.configAgentNamed(name) {
@@ -121,7 +121,7 @@ func (a *Admin) CreateAgent(ctx context.Context, req AgentRequest) (store.Row, e
 		var err error
 		row, err = w.Insert(ctx, store.Agent, store.Values{
 			"agent_id": id, "agent_name": name,
-			"agent_card_params": []byte(req.AgentCardParams), "litellm_params": provider.SealParams(req.LitellmParams),
+			"agent_card_params": []byte(req.AgentCardParams), "litellm_params": a.build.SealParams(req.LitellmParams),
 		})
 		return err
 	})
@@ -204,7 +204,7 @@ func (a *Admin) PatchAgent(ctx context.Context, id string, req AgentRequest) (st
 
 // updateAgent validates and writes the edited agent.
 func (a *Admin) updateAgent(ctx context.Context, id, name string, card, params []byte) (store.Row, error) {
-	if err := validateAgent(id, name, card, params); err != nil {
+	if err := validateAgent(a.build, id, name, card, params); err != nil {
 		return store.Row{}, err
 	}
 	if a.configAgentNamed(name) {
@@ -214,7 +214,7 @@ func (a *Admin) updateAgent(ctx context.Context, id, name string, card, params [
 	err := a.Write(ctx, func(w *Writer) error {
 		var err error
 		row, err = w.Update(ctx, store.Agent, id, store.Values{
-			"agent_name": name, "agent_card_params": card, "litellm_params": provider.SealParams(params),
+			"agent_name": name, "agent_card_params": card, "litellm_params": a.build.SealParams(params),
 		})
 		return err
 	})

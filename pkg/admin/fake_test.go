@@ -200,6 +200,8 @@ func (t *fakeTx) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 	return r["version"].(int64) + 1, nil
 }
 
+func (t *fakeTx) LockName(ctx context.Context, name string) error { return nil }
+
 func (t *fakeTx) LockTable(ctx context.Context, typ store.ObjectType) error {
 	return t.fail("lock", typ)
 }

@@ -63,15 +63,28 @@ func (a *Admin) CreateTeam(ctx context.Context, id string, vals store.Values) (s
 	return row, nil
 }
 
+// memberUsersLock is the advisory lock under which ensureUsers creates users.
+const memberUsersLock = "gateway.users: members created"
+
 // ensureUsers makes every member a user, as LiteLLM's add_new_member does: a member named by
 // user_id whose user does not exist is created (role internal_user, with its user_email); a
 // member named only by user_email gets the user_id of the user with that email, or of a new
 // user created with a generated id. Returns the members with their user_id filled in and the
 // users created.
+//
+// Concurrent writes naming the same new member (fifty /team/new at once) must not both create
+// it (a 409 on the user_id, or two users for one email): before the first user it creates,
+// the transaction takes the advisory lock memberUsersLock (held to commit) and looks again, so
+// the second writer waits and then finds the first one's user (Postgres "Explicit Locking":
+// under READ COMMITTED each statement sees what committed before it began). The lock is taken
+// after any team row lock the write holds and no row lock is taken under it but the write's
+// own team's, so it cannot deadlock with another member write.
 func ensureUsers(ctx context.Context, w *Writer, members []accounts.Member) ([]accounts.Member, []store.Row, error) {
 	out := append([]accounts.Member(nil), members...)
 	var created []store.Row
-	for i, m := range out {
+	locked := false
+	for i := 0; i < len(out); i++ {
+		m := out[i]
 		if m.UserID == "" {
 			if m.UserEmail == "" {
 				continue
@@ -84,11 +97,26 @@ func ensureUsers(ctx context.Context, w *Writer, members []accounts.Member) ([]a
 				out[i].UserID = found[0].ID
 				continue
 			}
+			if !locked {
+				if err := w.LockName(ctx, memberUsersLock); err != nil {
+					return nil, nil, err
+				}
+				locked = true
+				i-- // look again under the lock
+				continue
+			}
 			out[i].UserID = uuid.NewString()
 		} else if _, err := w.Get(ctx, store.User, m.UserID); err == nil {
 			continue
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, nil, err
+		} else if !locked {
+			if err := w.LockName(ctx, memberUsersLock); err != nil {
+				return nil, nil, err
+			}
+			locked = true
+			i-- // look again under the lock
+			continue
 		}
 		vals := store.Values{"user_id": out[i].UserID, "user_role": "internal_user"}
 		if m.UserEmail != "" {

@@ -52,8 +52,8 @@ func objectOf(b json.RawMessage, field string) (map[string]any, error) {
 
 // validateModel builds the deployment exactly as the registry will, so an invalid model is
 // refused (Invalid "Invalid model: <reason>") before anything is written.
-func validateModel(id, name string, params, info []byte) error {
-	if _, err := router.Build(id, name, params, info); err != nil {
+func validateModel(b *provider.Builder, id, name string, params, info []byte) error {
+	if _, err := (router.Builder{Deployments: b}).Build(id, name, params, info); err != nil {
 		return invalid("litellm_params", "Invalid model: %v", err)
 	}
 	return nil
@@ -86,7 +86,7 @@ func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, err
 	info["id"] = id
 	delete(info, "db_model")
 	infoJSON, _ := json.Marshal(info)
-	if err := validateModel(id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
+	if err := validateModel(a.build, id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
 		return store.Row{}, err
 	}
 	if a.configModel(id) {
@@ -96,7 +96,7 @@ func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, err
 	err := a.Write(ctx, func(w *Writer) error {
 		var err error
 		row, err = w.Insert(ctx, store.Model, store.Values{
-			"model_id": id, "model_name": *req.ModelName, "litellm_params": provider.SealParams(req.LitellmParams), "model_info": infoJSON,
+			"model_id": id, "model_name": *req.ModelName, "litellm_params": a.build.SealParams(req.LitellmParams), "model_info": infoJSON,
 		})
 		return err
 	})
@@ -134,15 +134,15 @@ func mergeObjects(base, patch map[string]any) map[string]any {
 }
 
 // updateModel validates and writes the edited model inside the transaction.
-func updateModel(ctx context.Context, w *Writer, id, name string, params, info map[string]any) (store.Row, error) {
+func updateModel(ctx context.Context, b *provider.Builder, w *Writer, id, name string, params, info map[string]any) (store.Row, error) {
 	delete(info, "db_model")
 	info["id"] = id
 	pj, _ := json.Marshal(params)
 	ij, _ := json.Marshal(info)
-	if err := validateModel(id, name, pj, ij); err != nil {
+	if err := validateModel(b, id, name, pj, ij); err != nil {
 		return store.Row{}, err
 	}
-	row, err := w.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": provider.SealParams(pj), "model_info": ij})
+	row, err := w.Update(ctx, store.Model, id, store.Values{"model_name": name, "litellm_params": b.SealParams(pj), "model_info": ij})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Row{}, modelNotFound(id)
 	}
@@ -188,7 +188,7 @@ func (a *Admin) EditModel(ctx context.Context, id string, req ModelInput) (store
 			}
 			name = *req.ModelName
 		}
-		row, err = updateModel(ctx, w, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
+		row, err = updateModel(ctx, a.build, w, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
 		return err
 	})
 	return row, err

@@ -300,7 +300,11 @@ func (s *Server) teamList(c echo.Context) error {
 		return err
 	}
 	uid, org := c.QueryParam("user_id"), c.QueryParam("organization_id")
+	who := mgmtCaller(caller(c))
 	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
+		if !who.SeesTeam(t) { // ScopeOwn: the caller's teams only
+			return false
+		}
 		if uid != "" {
 			if _, ok := t.Member(uid); !ok {
 				return false
@@ -332,7 +336,11 @@ func (s *Server) teamListV2(c echo.Context) error {
 	}
 	uid, org, tid := c.QueryParam("user_id"), c.QueryParam("organization_id"), c.QueryParam("team_id")
 	alias := strings.ToLower(c.QueryParam("team_alias"))
+	who := mgmtCaller(caller(c))
 	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
+		if !who.SeesTeam(t) { // ScopeOwn: the caller's teams only
+			return false
+		}
 		if uid != "" {
 			if _, ok := t.Member(uid); !ok {
 				return false
@@ -474,7 +482,10 @@ func (s *Server) keysOf(ctx context.Context, column, id string) ([]map[string]an
 // teamInfo: GET /team/info?team_id= → {"team_id", "team_info", "keys", "team_memberships"
 // (teamMemberships)}.
 func (s *Server) teamInfo(c echo.Context) error {
-	row, err := s.getAccount(c, teamKind)
+	if err := s.requireDB(store.Team, "teams"); err != nil {
+		return err
+	}
+	row, err := s.mgmt.TeamAs(c.Request().Context(), mgmtCaller(caller(c)), c.QueryParam("team_id"))
 	if err != nil {
 		return err
 	}
@@ -497,7 +508,10 @@ func (s *Server) teamInfo(c echo.Context) error {
 // userInfo: GET /user/info?user_id= → {"user_id", "user_info", "keys", "teams"} (the teams
 // the user is a member of, each with the user's "team_memberships" in it, as LiteLLM answers).
 func (s *Server) userInfo(c echo.Context) error {
-	row, err := s.getAccount(c, userKind)
+	if err := s.requireDB(store.User, "users"); err != nil {
+		return err
+	}
+	row, err := s.mgmt.UserAs(c.Request().Context(), mgmtCaller(caller(c)), c.QueryParam("user_id"))
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ func newAdmin(d Deps) *mgmt.Admin {
 	for _, r := range d.Registries {
 		sinks = append(sinks, r)
 	}
-	return mgmt.New(mgmt.Deps{Store: mgmt.PG(d.Store), Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Supported: d.Supported, Registries: sinks})
+	return mgmt.New(mgmt.Deps{Store: mgmt.PG(d.Store), Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Supported: d.Supported, Registries: sinks, Deployments: d.Deployments})
 }
 
 var _ mgmt.Sink = registry.Info(nil)

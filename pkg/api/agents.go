@@ -445,9 +445,9 @@ func a2aError(err error, agent *a2a.Agent) error {
 //   - failing that, a "provider/model" is called at the provider's default endpoint with its
 //     environment key (OPENAI_API_KEY, ...), as LiteLLM would.
 func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, error) {
-	newDeployment := provider.NewDeployment // a database agent: the secrets policy applies
+	newDeployment := s.Deployments.NewDeployment // a database agent: the secrets policy applies
 	if agent.FromConfig {
-		newDeployment = provider.NewConfigDeployment
+		newDeployment = s.Deployments.NewConfigDeployment
 	}
 	direct := func() (target, error) {
 		d, err := newDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)

@@ -70,7 +70,7 @@ func TestDetailRoutesAnswerAuthErrorsInDetailEnvelope(t *testing.T) {
 		w = b.do(t, "sk-nope", r.method, r.path, `{}`)
 		requireDetail(t, w, 401, "Authentication Error, Invalid proxy server token passed. Received API key does not exist or was deleted.", what+" unknown key")
 		w = b.do(t, "sk-virtual", r.method, r.path, `{}`)
-		requireDetail(t, w, 403, "Authentication Error, only the proxy admin (master key) can call "+what+". Virtual keys may call LLM and A2A routes only.", what+" virtual key")
+		requireDetail(t, w, 403, "Only proxy admin can be used to generate, delete, update info for new keys/users/teams. Route="+r.path+". Your role=unknown. Your user_id=unknown", what+" virtual key")
 	}
 	// the master key passes auth; the handler's own errors stay in the detail envelope
 	w := b.do(t, "sk-master", "GET", "/guardrails/ghost", "")
@@ -97,8 +97,10 @@ func TestDetailRoutesAnswerAuthErrorsInDetailEnvelope(t *testing.T) {
 	// a virtual key reads /model/info (filtered to what it may use) and its own /key/info
 	w = b.do(t, "sk-virtual", "GET", "/model/info", "")
 	require.Equal(t, 200, w.Code, w.Body.String())
+	// another key's /key/info answers as an absent one would: here, without a database, 503
+	// (itest/roles_test.go pins the 404 on replica processes)
 	w = b.do(t, "sk-virtual", "GET", "/key/info?key=sk-other", "")
-	require.Equal(t, 403, w.Code, w.Body.String())
+	require.Equal(t, 503, w.Code, w.Body.String())
 	// Anthropic envelope on /v1/messages
 	w = b.doHeaders(t, nil, "POST", "/v1/messages", `{}`)
 	require.Equal(t, 401, w.Code)
@@ -123,7 +125,7 @@ func TestAdminRouteForbiddenShowsRequestPath(t *testing.T) {
 		w := b.do(t, "sk-virtual", tc.method, tc.path, `{}`)
 		require.Equal(t, 403, w.Code, tc.path)
 		path, _, _ := strings.Cut(tc.path, "?")
-		want := "Authentication Error, only the proxy admin (master key) can call " + tc.method + " " + path + ". Virtual keys may call LLM and A2A routes only."
+		want := "Only proxy admin can be used to generate, delete, update info for new keys/users/teams. Route=" + path + ". Your role=unknown. Your user_id=unknown"
 		msg := gjson.Get(w.Body.String(), "detail.error").String()
 		if msg == "" {
 			msg = gjson.Get(w.Body.String(), "error.message").String()

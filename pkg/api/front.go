@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"lockstep/pkg/keys"
+	"lockstep/pkg/telemetry"
 )
 
 // front is the one middleware every request passes (registered first with e.Use). It does,
@@ -28,6 +29,8 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 		start := time.Now()
 		req := c.Request()
 		rc := &requestContext{Context: req.Context(), base: &s.Log}
+		var span *telemetry.Span // the request's server span; nil: tracing off
+		rc.Context, span = startServerSpan(rc.Context, req, c.Path())
 		rid := req.Header.Get(echo.HeaderXRequestID)
 		if rid == "" {
 			// the id's bytes live in rc (allocated anyway) and are never changed: the string
@@ -38,7 +41,9 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 		rc.rid[0] = rid
 		c.Response().Header()[echo.HeaderXRequestID] = rc.rid[:]
 		c.SetRequest(req.WithContext(rc))
-		if err := s.serveRecovering(c, next); err != nil {
+		err := s.serveRecovering(c, next)
+		rc.endAuthSpan(err)
+		if err != nil {
 			c.Error(err)
 		}
 		status := c.Response().Status
@@ -48,6 +53,7 @@ func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 			status = StatusClientClosedRequest
 		}
 		s.metrics.observe(c.Path(), metricMethod(req.Method), status, time.Since(start))
+		span.EndServer(status)
 		ev := s.Log.Info()
 		if status >= 500 {
 			ev = s.Log.Warn()
@@ -158,7 +164,9 @@ type requestContext struct {
 	// who is the caller, recorded by auth (setCaller) when hasWho
 	who    principal
 	hasWho bool
-	log    atomic.Pointer[zerolog.Logger]
+	// authSpan is the open "auth" span (tracing.go); nil when tracing is off
+	authSpan *telemetry.Span
+	log      atomic.Pointer[zerolog.Logger]
 }
 
 // zerologKey is the key zerolog.Ctx looks its logger up under (zerolog's unexported

@@ -17,7 +17,7 @@ func (s *Server) keyRoutes() {
 	s.e.POST("/key/generate", s.keyGenerate, s.auth(admin))
 	s.e.POST("/key/update", s.keyUpdate, s.auth(admin))
 	s.e.POST("/key/delete", s.keyDelete, s.auth(admin))
-	s.e.GET("/key/info", s.keyInfo, s.auth(anyKey))
+	s.e.GET("/key/info", s.keyInfo, s.auth(admin))
 	s.e.GET("/key/list", s.keyList, s.auth(admin))
 	s.e.POST("/key/regenerate", s.keyRegenerate, s.auth(admin))
 	s.e.POST("/key/:key/regenerate", s.keyRegenerate, s.auth(admin))
@@ -78,7 +78,7 @@ func (s *Server) keyGenerate(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	res, err := s.mgmt.GenerateKey(c.Request().Context(), req)
+	res, err := s.mgmt.GenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (s *Server) keyUpdate(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	res, err := s.mgmt.UpdateKey(c.Request().Context(), req)
+	res, err := s.mgmt.UpdateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) keyRegenerate(c echo.Context) error {
 	if p := c.Param("key"); p != "" {
 		req.Key = p
 	}
-	res, err := s.mgmt.RegenerateKey(c.Request().Context(), req.Key, req.NewKey)
+	res, err := s.mgmt.RegenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req.Key, req.NewKey)
 	if err != nil {
 		return err
 	}
@@ -170,24 +170,19 @@ func (s *Server) keyDelete(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	if err := s.mgmt.DeleteKeys(c.Request().Context(), req.Keys); err != nil {
+	if err := s.mgmt.DeleteKeysAs(c.Request().Context(), mgmtCaller(caller(c)), req.Keys); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"deleted_keys": req.Keys})
 }
 
 // keyInfo: GET /key/info?key= — the key's settings, spend (cluster total as flushed, plus this
-// replica's unflushed spend) and budget_reset_at.
+// replica's unflushed spend) and budget_reset_at. A virtual key without ?key= reads itself; a
+// key it may not see (admin.KeyAs) is 404 "Key not found", as an absent one.
 func (s *Server) keyInfo(c echo.Context) error {
 	k := c.QueryParam("key")
-	if p := caller(c); p.key != nil {
-		// a virtual key sees its own info only (LiteLLM: /key/info without ?key= is the caller's)
-		if k == "" {
-			k = bearer(c)
-		}
-		if mgmt.TokenOf(k) != p.key.Token {
-			return authErr(http.StatusForbidden, "Authentication Error, a virtual key may only read its own info: call /key/info without ?key= or with the key itself.")
-		}
+	if p := caller(c); p.key != nil && k == "" {
+		k = bearer(c) // LiteLLM: /key/info without ?key= is the caller's own
 	}
 	if k == "" {
 		return badRequest("key query parameter is required")
@@ -195,7 +190,7 @@ func (s *Server) keyInfo(c echo.Context) error {
 	if err := s.requireDB(store.Key, "keys"); err != nil {
 		return err
 	}
-	row, ks, err := s.mgmt.Key(c.Request().Context(), k)
+	row, ks, err := s.mgmt.KeyAs(c.Request().Context(), mgmtCaller(caller(c)), k)
 	if err != nil {
 		return err
 	}
@@ -221,7 +216,7 @@ func (s *Server) keyList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, total, spends, err := s.mgmt.Keys(c.Request().Context(), page, size)
+	rows, total, spends, err := s.mgmt.KeysAs(c.Request().Context(), mgmtCaller(caller(c)), page, size)
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (s *Server) modelNew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	row, err := s.mgmt.CreateModel(c.Request().Context(), req)
+	row, err := s.mgmt.CreateModelAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (s *Server) modelUpdate(c echo.Context) error {
 
 // applyModelEdit runs mgmt.EditModel and answers with the row.
 func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest) error {
-	row, err := s.mgmt.EditModel(c.Request().Context(), id, req)
+	row, err := s.mgmt.EditModelAs(c.Request().Context(), mgmtCaller(caller(c)), id, req)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Server) modelDelete(c echo.Context) error {
 	if err := decodeStrict(c, &req); err != nil {
 		return err
 	}
-	if err := s.mgmt.DeleteModel(c.Request().Context(), req.ID); err != nil {
+	if err := s.mgmt.DeleteModelAs(c.Request().Context(), mgmtCaller(caller(c)), req.ID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]string{"message": "Model: " + req.ID + " deleted successfully"})

@@ -13,6 +13,7 @@ import (
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
+	"lockstep/pkg/telemetry"
 )
 
 // The call pipeline (DESIGN.md "One call pipeline"). Every route that spends upstream money —
@@ -77,7 +78,8 @@ type call struct {
 	attempts  int
 	fallbacks int
 	mock      func(ctx context.Context, c *call) error
-	timeout   []string // x-litellm-timeout when the request set one; nil: the deployment's
+	timeout   []string        // x-litellm-timeout when the request set one; nil: the deployment's
+	span      *telemetry.Span // the call's span (tracing.go); nil when tracing is off
 }
 
 // callSpec is what a route gives the pipeline.
@@ -116,21 +118,25 @@ func (s *Server) startCall(ctx context.Context, sp callSpec) (context.Context, *
 	return s.startScannedCall(ctx, sp, nil)
 }
 
-// startScannedCall is startCall with the members of sp.body it reads already scanned (rf; nil:
-// scanned here). rf is a parameter, not a callSpec field, so that it can stay on the caller's
-// stack.
-func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestFields) (context.Context, *call, error) {
+// startSteps is startScannedCall's steps 2–5 (startScannedCall, tracing.go: the call's span
+// around them); span is the call's (each step a child span).
+func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields, span *telemetry.Span) (context.Context, *call, error) {
 	var t target
 	var err error
+	step := span.Child("resolve")
 	if sp.resolve != nil {
 		t, err = sp.resolve(ctx)
 	} else {
 		t, err = s.resolveGroup(ctx, sp.format, sp.model)
 	}
+	step.EndErr(err)
 	if err != nil {
 		return ctx, nil, err
 	}
-	if t, err = s.checkAccess(ctx, sp.who, sp.model, t); err != nil {
+	step = span.Child("access")
+	t, err = s.checkAccess(ctx, sp.who, sp.model, t)
+	step.EndErr(err)
+	if err != nil {
 		return ctx, nil, err
 	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
@@ -146,7 +152,9 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	c.id, c.idHeader = s.newCallID()
 	ci.CallID = c.id
 	if s.Limits != nil {
+		step = span.Child("limits")
 		tk, err := s.Limits.Admit(ctx, ci)
+		step.EndErr(err)
 		if err != nil {
 			return ctx, nil, err
 		}
@@ -169,7 +177,10 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 	}
 	c.post = hasMode(c.gs, guardrail.PostCall)
 	if hasMode(c.gs, guardrail.PreCall) {
-		if c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true)); err != nil {
+		step = span.Child("guardrails.pre_call")
+		c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
+		step.EndErr(err)
+		if err != nil {
 			return fail(inputErr(err))
 		}
 	}
@@ -178,8 +189,10 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 		ctx, c.cancel = context.WithCancel(ctx)
 		c.during = make(chan error, 1)
 		in, cancel := c.body, c.cancel
+		ds := span.Child("guardrails.during_call")
 		go func() {
 			_, err := provider.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
+			ds.EndErr(err)
 			if err != nil {
 				cancel()
 			}
@@ -245,9 +258,12 @@ func (c *call) done(d *router.Deployment, u provider.Usage, err error) {
 		c.cancel()
 	}
 	if c.ticket != nil {
+		step := c.span.Child("spend")
 		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err})
+		step.End()
 		c.ticket = nil
 	}
+	c.endSpan(d, u, err)
 }
 
 // do runs steps 6–8 for a non-streamed call: the answer in the call's format, post_call
@@ -276,7 +292,9 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	}
 	usage := res.Usage
 	if c.post {
+		step := c.span.Child("guardrails.post_call")
 		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
+		step.EndErr(err)
 		if err != nil {
 			c.done(d, usage, err)
 			return nil, err

@@ -41,16 +41,19 @@ import (
 // Deps is everything a Server serves from. Store and Syncer are nil when no database is
 // configured (config-file only): management writes then answer 503.
 type Deps struct {
-	ReplicaID  string
-	MasterKey  string // empty: no auth (every caller is admin), as LiteLLM without a master key
-	Store      *store.Store
-	Syncer     *notify.Syncer
-	Cluster    *cluster.Reporter // nil without a database
-	Router     *router.Router
-	Client     *provider.Client
-	Guardrails *registry.Registry[*guardrail.Guardrail]
-	Agents     *registry.Registry[*a2a.Agent]
-	Keys       *registry.Registry[*keys.Key]
+	ReplicaID string
+	MasterKey string // empty: no auth (every caller is admin), as LiteLLM without a master key
+	Store     *store.Store
+	Syncer    *notify.Syncer
+	Cluster   *cluster.Reporter // nil without a database
+	Router    *router.Router
+	Client    *provider.Client
+	// Deployments builds deployments under the configured secrets policy and salt key
+	// (provider.Policy; nil: the default policy).
+	Deployments *provider.Builder
+	Guardrails  *registry.Registry[*guardrail.Guardrail]
+	Agents      *registry.Registry[*a2a.Agent]
+	Keys        *registry.Registry[*keys.Key]
 	// LiteLLM's teams, internal users, organizations and end users (nil: none).
 	Teams         *registry.Registry[*accounts.Team]
 	Users         *registry.Registry[*accounts.User]
@@ -73,6 +76,9 @@ type Deps struct {
 	Limiter *limits.Limiter
 	// Spend records spend logs and checks key budgets; nil without a database.
 	Spend *spend.Tracker
+	// SpendLogLines also writes each spend-log row as a structured log line ("spend_log";
+	// general_settings.spend_log_lines).
+	SpendLogLines bool
 }
 
 // Server is one replica's HTTP API.
@@ -450,6 +456,18 @@ type principal struct {
 	team *accounts.Team
 	user *accounts.User
 	org  *accounts.Organization
+	// scope is the roles table's decision on a management route (mgmt.Authorize; ScopeAll for
+	// the admin, ScopeNone on other routes).
+	scope mgmt.Scope
+}
+
+// mgmtCaller is the caller as the management use-cases take it (admin.Caller).
+func mgmtCaller(p principal) mgmt.Caller {
+	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope}
+	if p.key != nil {
+		c.Token = p.key.Token
+	}
+	return c
 }
 
 const principalKey = "lockstep.principal"
@@ -481,15 +499,19 @@ func authErr(status int, msg string) *Error {
 }
 
 // auth checks the caller's key: the master key is the admin; a virtual key (sha256 looked up
-// in the keys registry, with read-through) may call LLM and A2A routes only.
+// in the keys registry, with read-through) may call the LLM and A2A routes, and a management
+// route (level admin) as the roles table decides (admin.Authorize: its user's role and its
+// team membership), the decision's scope recorded in the caller for the use-case.
 func (s *Server) auth(level int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if level == admin {
 			next = s.issuesSyncToken(next) // a management write answers with a sync token
 		}
+		next = authPassed(next) // ends the auth span (tracing.go)
 		return func(c echo.Context) error {
+			startAuthSpan(c)
 			if s.MasterKey == "" {
-				setCaller(c, principal{admin: true})
+				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			k := bearer(c)
@@ -497,21 +519,26 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
 			if s.isMasterKey(k) {
-				setCaller(c, principal{admin: true})
+				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			vk, err := s.lookupKey(c.Request().Context(), k)
 			if err != nil {
 				return err
 			}
-			if level == admin {
-				return authErr(http.StatusForbidden, fmt.Sprintf("Authentication Error, only the proxy admin (master key) can call %s %s. Virtual keys may call LLM and A2A routes only.", c.Request().Method, c.Request().URL.EscapedPath()))
-			}
 			p := principal{key: vk}
 			if vk.TeamID != "" || vk.UserID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
+			}
+			if level == admin {
+				// the one decision for every management route: the roles table (admin/authz.go)
+				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mgmtCaller(p))
+				if err != nil {
+					return err
+				}
+				p.scope = scope
 			}
 			if level == viewer && !viewerOK(p) {
 				return viewerRefused(c, p)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"lockstep/pkg/telemetry"
 )
 
 // SyncTokenHeader carries a read-your-writes token (API.md "Health, sync and metrics"): every
@@ -45,6 +47,7 @@ func (s *Server) issuesSyncToken(next echo.HandlerFunc) echo.HandlerFunc {
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
+			telemetry.MarkWrite(c.Request().Context()) // the request's span is the write's
 			res := c.Response()
 			res.Before(func() {
 				if res.Status < 400 {

@@ -41,7 +41,7 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 	if hasBudget {
 		budget = &inTeam
 	}
-	res, err := s.mgmt.AddTeamMembers(c.Request().Context(), str(body, "team_id"), add, budget)
+	res, err := s.mgmt.AddTeamMembersAs(c.Request().Context(), mgmtCaller(caller(c)), str(body, "team_id"), add, budget)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Server) teamMemberDelete(c echo.Context) error {
 		return err
 	}
 	who := accounts.Member{UserID: str(body, "user_id"), UserEmail: str(body, "user_email")}
-	row, err := s.mgmt.DeleteTeamMember(c.Request().Context(), str(body, "team_id"), who)
+	row, err := s.mgmt.DeleteTeamMemberAs(c.Request().Context(), mgmtCaller(caller(c)), str(body, "team_id"), who)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *Server) teamMemberUpdate(c echo.Context) error {
 			}
 		})
 	}
-	got, budget, err := s.mgmt.UpdateTeamMember(c.Request().Context(), str(body, "team_id"), who, role, edits)
+	got, budget, err := s.mgmt.UpdateTeamMemberAs(c.Request().Context(), mgmtCaller(caller(c)), str(body, "team_id"), who, role, edits)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ type Governance struct {
 	NewID func() string
 	// Rejected counts a budget refusal (lockstep_budget_rejections_total); nil: not counted.
 	Rejected func()
+	// Export is told every spend log after it is recorded (the structured log line and OTLP
+	// log record); nil: none.
+	Export func(*store.SpendLog)
 }
 
 var _ Admitter = (*Governance)(nil)
@@ -240,4 +243,7 @@ func (gc *govCall) Done(o Outcome) {
 		l.Spend = spend.Cost(d.ModelInfo, o.Usage.PromptTokens, o.Usage.CompletionTokens)
 	}
 	g.Spend.Record(l)
+	if g.Export != nil {
+		g.Export(&l) // structured log line, OTLP log record (pkg/api tracing.go)
+	}
 }

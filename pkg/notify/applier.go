@@ -52,6 +52,7 @@ func (s *Syncer) apply(ctx context.Context) {
 // applyEvents coalesces a batch of notifications per type and id (highest version wins),
 // re-reads the ids in one query per type and applies the result.
 func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
+	start := time.Now()
 	want := map[store.ObjectType]map[string]change{}
 	var maxSeq int64
 	for _, ev := range batch {
@@ -79,6 +80,7 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 		}
 	}
 	s.eventsApp.Add(int64(len(batch)))
+	traceApplied(start, batch) // one change.apply span per change, when tracing (tracing.go)
 	if maxSeq > s.appliedSeq.Load() {
 		s.appliedSeq.Store(maxSeq)
 	}

@@ -42,7 +42,7 @@ func azureResponsesURL(base, version string) string {
 // translated to chat; moderations are not served (400).
 func setupAzure(d *Deployment, p gjson.Result) error {
 	var err error
-	if d.APIVersion, err = paramOrEnv(p, "api_version", "AZURE_API_VERSION"); err != nil {
+	if d.APIVersion, err = d.paramOrEnv(p, "api_version", "AZURE_API_VERSION"); err != nil {
 		return err
 	}
 	responsesVersion := d.APIVersion
@@ -52,7 +52,7 @@ func setupAzure(d *Deployment, p gjson.Result) error {
 	if d.APIVersion == "" {
 		d.APIVersion = DefaultAzureAPIVersion
 	}
-	adToken, err := paramStr(p, "azure_ad_token")
+	adToken, err := d.paramStr(p, "azure_ad_token")
 	if err != nil {
 		return err
 	}

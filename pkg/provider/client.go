@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/telemetry"
 )
 
 // Response is a non-streaming answer.
@@ -249,7 +251,7 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	switch up {
 	case formatNative:
 		if err = dropNative(d, r); err == nil {
-			b, err = d.native.request(d, r)
+			b, err = d.native.Request(d, r)
 		}
 	case FormatMessages:
 		b = renderMessagesRequest(r, d.Model, !d.vertexAnthropic && anthropicNativeJSON(d.Model))
@@ -297,6 +299,9 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 			req.Header["Anthropic-Beta"] = beta
 		}
 	}
+	if h := telemetry.UpstreamHeader(ctx, req.Header); h != nil {
+		req.Header = h // tracing on: the attempt's traceparent goes upstream
+	}
 	if up == FormatTranscriptions {
 		req.Header = req.Header.Clone()
 		req.Header.Set("Content-Type", multipartContentType(body))
@@ -305,7 +310,7 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 		if len(req.Header) == len(d.header) {
 			req.Header = req.Header.Clone()
 		}
-		if err := d.signer.sign(ctx, req, body); err != nil {
+		if err := d.signer.Sign(ctx, req, body); err != nil {
 			return nil, err
 		}
 	}
@@ -448,8 +453,11 @@ func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) 
 // DoWith is Do with the call's [Headers]: the client headers forwarded upstream, and the
 // answer header that gets [DroppedHeader] when translation left something out.
 func (c *Client) DoWith(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (*Response, error) {
+	ctx, span := startAttempt(ctx, d) // one span per upstream attempt; nil when tracing is off
 	res, err := c.do(ctx, d, in, body, h)
-	return res, d.redactErr(err)
+	err = d.redactErr(err)
+	endAttempt(span, res, err)
+	return res, err
 }
 
 func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (*Response, error) {
@@ -491,7 +499,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, 
 	var res *result
 	switch up {
 	case formatNative:
-		res, err = d.native.result(raw)
+		res, err = d.native.Result(raw)
 	case FormatMessages:
 		res, err = parseMessagesResult(raw)
 	default:
@@ -589,8 +597,11 @@ func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []by
 // StreamWith is Stream with the call's [Headers] (see DoWith); the answer header is set
 // before the first event.
 func (c *Client) StreamWith(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (Stream, error) {
+	ctx, span := startAttempt(ctx, d) // ends when the upstream accepted (or refused) the stream
 	st, err := c.stream(ctx, d, in, body, h)
-	return st, d.redactErr(err)
+	err = d.redactErr(err)
+	endAttempt(span, nil, err)
+	return st, err
 }
 
 func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (Stream, error) {
@@ -631,8 +642,8 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	ct := resp.Header.Get("Content-Type")
 	if up == formatNative {
 		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
-		s.rd = d.native.frames(resp.Body)
-		s.dec = d.native.decoder(r, d.Model)
+		s.rd = d.native.Frames(resp.Body)
+		s.dec = decoderAdapter{d.native.Decoder(Renderer{r}, d.Model)}
 		return s, nil
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {

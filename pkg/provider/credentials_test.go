@@ -16,6 +16,9 @@ import (
 
 	"lockstep/itest/fakeupstream"
 	"lockstep/pkg/provider"
+	"lockstep/pkg/provider/bedrock"
+	"lockstep/pkg/provider/gemini"
+	"lockstep/pkg/provider/vertex"
 )
 
 // Credential failures are not cached, successes are (until shortly before they expire): a
@@ -36,7 +39,7 @@ func TestVertexTokenFailureNotCached(t *testing.T) {
 	t.Parallel()
 	vx := fakeupstream.StartVertex(t, "proj-cred")
 	params, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
-	d, err := provider.NewDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	vx.FailTokens(1, http.StatusServiceUnavailable)
@@ -61,7 +64,7 @@ func TestVertexADCFailureNotCached(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "adc.json")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
 	params, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_project": "proj-adc"})
-	d, err := provider.NewConfigDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -99,7 +102,7 @@ func TestBedrockChainLoadFailureNotCached(t *testing.T) {
 	awsEnv(t, dir)
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL,
 		"aws_region_name": brc.Region, "aws_profile_name": "lockstep-test"})
-	d, err := provider.NewConfigDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -137,7 +140,7 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	awsEnv(t, t.TempDir())
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", ep.URL+"/creds")
 	params, _ := json.Marshal(map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": br.URL, "aws_region_name": brc.Region})
-	d, err := provider.NewConfigDeployment("id", "grp", params)
+	d, err := mustBuilder(t, provider.Policy{}).NewConfigDeployment("id", "grp", params)
 	require.NoError(t, err)
 
 	err = credCall(t, d)
@@ -162,18 +165,27 @@ func TestVertexCredentialsFileIsAnImplicitCredential(t *testing.T) {
 	vx := fakeupstream.StartVertex(t, "proj-file")
 	path := filepath.Join(t.TempDir(), "sa.json")
 	require.NoError(t, os.WriteFile(path, []byte(vx.ServiceAccountJSON()), 0o600))
-	t.Cleanup(func() { require.NoError(t, provider.SetAllowedEnvSecrets(nil)) })
+	b := mustBuilder(t, provider.Policy{}) // the default policy, with the vendors
 	file, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": path})
 	inline, _ := json.Marshal(map[string]any{"model": "vertex_ai/gemini-2.5-pro", "api_base": vx.URL, "vertex_credentials": vx.ServiceAccountJSON()})
 
-	_, err := provider.NewDeployment("id", "grp", file)
+	_, err := b.NewDeployment("id", "grp", file)
 	require.EqualError(t, err, "litellm_params.vertex_credentials: environment variable GOOGLE_APPLICATION_CREDENTIALS is not allowed for database objects (a vertex_credentials file path reads the gateway's own files)")
-	_, err = provider.NewDeployment("id", "grp", inline)
+	_, err = b.NewDeployment("id", "grp", inline)
 	require.NoError(t, err)
-	d, err := provider.NewConfigDeployment("id", "grp", file)
+	d, err := b.NewConfigDeployment("id", "grp", file)
 	require.NoError(t, err)
 	require.NoError(t, credCall(t, d))
-	require.NoError(t, provider.SetAllowedEnvSecrets([]string{"GOOGLE_APPLICATION_CREDENTIALS"}))
-	_, err = provider.NewDeployment("id", "grp", file)
+	b = mustBuilder(t, provider.Policy{AllowedEnvSecrets: []string{"GOOGLE_APPLICATION_CREDENTIALS"}})
+	_, err = b.NewDeployment("id", "grp", file)
 	require.NoError(t, err)
+}
+
+// mustBuilder is provider.NewBuilder for a policy the test knows is valid, with the vendors
+// (gemini, vertex, bedrock).
+func mustBuilder(t *testing.T, p provider.Policy) *provider.Builder {
+	t.Helper()
+	b, err := provider.NewBuilder(p, gemini.Vendor, vertex.Vendor, bedrock.Vendor)
+	require.NoError(t, err)
+	return b
 }

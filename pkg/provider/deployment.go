@@ -33,7 +33,7 @@ const (
 	wireOpenAI wire = iota + 1
 	wireAnthropic
 	// wireNative: the provider's own API (Gemini, Bedrock Converse, Ollama), always translated
-	// through the spec's nativeAPI.
+	// through the deployment's Wire.
 	wireNative
 )
 
@@ -61,8 +61,8 @@ type providerSpec struct {
 	setup func(d *Deployment, p gjson.Result) error
 }
 
-// providers are the litellm_params.model prefixes this gateway serves. All but anthropic speak
-// the OpenAI API; their default bases are the ones LiteLLM uses
+// providers are the built-in litellm_params.model prefixes, served by every [Builder] (the
+// others are the [Vendor]s given to it). All but anthropic speak the OpenAI API; their default bases are the ones LiteLLM uses
 // (litellm/llms/*/chat/transformation.py, get_llm_provider_logic.py).
 var providers = map[string]providerSpec{
 	"openai":        {wire: wireOpenAI, apiBase: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", baseEnv: "OPENAI_BASE_URL", responses: true, maxCompletionTokens: true, passthrough: true},
@@ -83,19 +83,14 @@ var providers = map[string]providerSpec{
 	"perplexity":    {wire: wireOpenAI, apiBase: "https://api.perplexity.ai", keyEnv: "PERPLEXITYAI_API_KEY", baseEnv: "PERPLEXITY_API_BASE", passthrough: true},
 }
 
-func init() {
-	// Registered here, not in the literal, because their setup functions refer back to
-	// providers (initialization cycle).
-	providers["ollama"] = providerSpec{wire: wireNative, apiBase: "http://localhost:11434", baseEnv: "OLLAMA_API_BASE", setup: setupOllama}
-	providers["ollama_chat"] = providers["ollama"]
-	providers["gemini"] = providerSpec{wire: wireNative, apiBase: DefaultGeminiAPIBase, keyEnv: "GEMINI_API_KEY", baseEnv: "GEMINI_API_BASE", setup: setupGemini}
-	providers["vertex_ai"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupVertex}
-	providers["bedrock"] = providerSpec{wire: wireNative, derivedBase: true, setup: setupBedrock}
-}
+// SupportedProviders lists the litellm_params.model prefixes the default builder accepts
+// (the built-in ones and the vendors of this package), sorted (openai and anthropic first).
+func SupportedProviders() []string { return defaultBuilder.SupportedProviders() }
 
-// SupportedProviders lists the accepted litellm_params.model prefixes, sorted (openai and
-// anthropic first).
-func SupportedProviders() []string {
+// SupportedProviders lists the accepted litellm_params.model prefixes: the built-in ones and
+// b's vendors, sorted (openai and anthropic first).
+func (b *Builder) SupportedProviders() []string {
+	providers := b.or().providers
 	out := make([]string, 0, len(providers))
 	for name := range providers {
 		if name != "openai" && name != "anthropic" {
@@ -159,9 +154,9 @@ type Deployment struct {
 	// parsed and parsedStream are urls and streamURL parsed (parseEndpoints; nil: not parsed)
 	parsed       [numFormats]*url.URL
 	parsedStream *url.URL
-	native       nativeAPI      // wireNative: the request/answer/stream translation
-	embedder     nativeEmbedder // wireNative: its embeddings API, nil when it has none
-	signer       signer         // nil: the static header is all the authentication
+	native       Wire     // wireNative: the request/answer/stream translation
+	embedder     Embedder // wireNative: its embeddings API, nil when it has none
+	signer       Signer   // nil: the static header is all the authentication
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
 	vertexAnthropic bool
@@ -171,6 +166,8 @@ type Deployment struct {
 	// config: built from a config-file object (NewConfigDeployment), whose implicit
 	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
 	config bool
+	// builder: the policy the deployment was built under (resolveEnv, implicitEnv, Derive)
+	builder *Builder
 }
 
 // NewDeployment validates litellm_params (a JSON object) and builds the deployment for model
@@ -189,20 +186,40 @@ type Deployment struct {
 //
 //	litellm_params.api_key: environment variable OPENAI_API_KEY is not allowed for database objects
 //
-// Values sealed with the salt key (SealParams) are decrypted; one that cannot be is an error
+// Values sealed with the salt key (Builder.SealParams) are decrypted; one that cannot be is an error
 // naming the field ([ErrSealedNoKey], [ErrSealedWrongKey]).
+//
+// The policy is b's ([Policy]; a nil b is the default policy's).
+func (b *Builder) NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	return b.or().newDeployment(modelID, modelName, litellmParams, false)
+}
+
+// NewDeployment is [Builder.NewDeployment] under the default [Policy] (DefaultAllowedEnvSecrets,
+// no salt key): for tests and tools; the gateway builds through its configured Builder.
 func NewDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
-	return newDeployment(modelID, modelName, litellmParams, false)
+	return defaultBuilder.newDeployment(modelID, modelName, litellmParams, false)
 }
 
-// NewConfigDeployment is [NewDeployment] for an object of the config file: the provider's
-// implicit environment credentials are read whatever allowed_env_secrets says, as LiteLLM
-// reads them (API.md "Security rules": config-file objects may name any variable).
+// NewConfigDeployment is [Builder.NewDeployment] for an object of the config file: the
+// provider's implicit environment credentials are read whatever allowed_env_secrets says, as
+// LiteLLM reads them (API.md "Security rules": config-file objects may name any variable).
+func (b *Builder) NewConfigDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
+	return b.or().newDeployment(modelID, modelName, litellmParams, true)
+}
+
+// NewConfigDeployment is [Builder.NewConfigDeployment] under the default [Policy] (tests, tools).
 func NewConfigDeployment(modelID, modelName string, litellmParams []byte) (*Deployment, error) {
-	return newDeployment(modelID, modelName, litellmParams, true)
+	return defaultBuilder.newDeployment(modelID, modelName, litellmParams, true)
 }
 
-func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
+// Derive builds a deployment like d (same policy, same config-file or database origin) from
+// other litellm_params, for model group modelName: a wildcard group's deployment for the
+// model a client asked (router). Errors as for [Builder.NewDeployment].
+func (d *Deployment) Derive(modelName string, litellmParams []byte) (*Deployment, error) {
+	return d.builder.or().newDeployment(d.ModelID, modelName, litellmParams, d.config)
+}
+
+func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
 	if !validJSON(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
@@ -210,9 +227,9 @@ func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig b
 	if !p.IsObject() {
 		return nil, errors.New("litellm_params: must be a JSON object")
 	}
-	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1, config: fromConfig}
+	d := &Deployment{ModelID: modelID, ModelName: modelName, MaxRetries: -1, config: fromConfig, builder: b}
 
-	str := func(field string) (string, error) { return paramStr(p, field) }
+	str := func(field string) (string, error) { return d.paramStr(p, field) }
 
 	model, err := str("model")
 	if err != nil {
@@ -273,10 +290,10 @@ func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig b
 		return nil, fmt.Errorf("litellm_params.mock_response: must be a string, got %s", mr.Raw)
 	}
 
-	if d.Timeout, err = seconds(p, "timeout", DefaultTimeout); err != nil {
+	if d.Timeout, err = d.seconds(p, "timeout", DefaultTimeout); err != nil {
 		return nil, err
 	}
-	if d.StreamTimeout, err = seconds(p, "stream_timeout", d.Timeout); err != nil {
+	if d.StreamTimeout, err = d.seconds(p, "stream_timeout", d.Timeout); err != nil {
 		return nil, err
 	}
 	if v := p.Get("max_retries"); v.Exists() && v.Type != gjson.Null {
@@ -304,7 +321,7 @@ func newDeployment(modelID, modelName string, litellmParams []byte, fromConfig b
 				herr = fmt.Errorf("litellm_params.extra_headers.%s: must be a string", k.Str)
 				return false
 			}
-			val, err := resolveEnv("extra_headers."+k.Str, v.Str)
+			val, err := d.builder.resolveEnv("extra_headers."+k.Str, v.Str)
 			if err != nil {
 				herr = err
 				return false
@@ -364,13 +381,13 @@ func (d *Deployment) endpoint(up Format, stream bool) *url.URL {
 
 // paramStr reads an optional string member of litellm_params ("" when absent or null),
 // resolving "os.environ/NAME". Errors name the field.
-func paramStr(p gjson.Result, field string) (string, error) {
+func (d *Deployment) paramStr(p gjson.Result, field string) (string, error) {
 	v := p.Get(gjson.Escape(field))
 	switch v.Type {
 	case gjson.Null:
 		return "", nil
 	case gjson.String:
-		return resolveEnv(field, v.Str)
+		return d.builder.resolveEnv(field, v.Str)
 	}
 	return "", fmt.Errorf("litellm_params.%s: must be a string, got %s", field, v.Raw)
 }
@@ -383,7 +400,7 @@ func paramStr(p gjson.Result, field string) (string, error) {
 // one reads as "" (no credential is taken, nothing to refuse).
 func (d *Deployment) implicitEnv(field, env string) (string, error) {
 	v := os.Getenv(env)
-	if v == "" || d.config || EnvSecretAllowed(env) {
+	if v == "" || d.config || d.builder.EnvSecretAllowed(env) {
 		return v, nil
 	}
 	return "", envNotAllowed(field, env)
@@ -397,7 +414,7 @@ func (d *Deployment) implicitEnv(field, env string) (string, error) {
 // GOOGLE_APPLICATION_CREDENTIALS), whether set or not: the chain reaches beyond the
 // environment. Config-file objects always may.
 func (d *Deployment) implicitChain(field, env string) error {
-	if d.config || EnvSecretAllowed(env) {
+	if d.config || d.builder.EnvSecretAllowed(env) {
 		return nil
 	}
 	return envNotAllowed(field, env)
@@ -405,8 +422,8 @@ func (d *Deployment) implicitChain(field, env string) error {
 
 // paramOrEnv is paramStr falling back to the environment variable env when the field is
 // absent or empty.
-func paramOrEnv(p gjson.Result, field, env string) (string, error) {
-	v, err := paramStr(p, field)
+func (d *Deployment) paramOrEnv(p gjson.Result, field, env string) (string, error) {
+	v, err := d.paramStr(p, field)
 	if v == "" && err == nil && env != "" {
 		v = os.Getenv(env)
 	}
@@ -419,9 +436,9 @@ func paramOrEnv(p gjson.Result, field, env string) (string, error) {
 // chatgpt-*, text-embedding-*).
 func (d *Deployment) setProvider(model, custom string) error {
 	if custom != "" {
-		spec, ok := providers[custom]
+		spec, ok := d.builder.providers[custom]
 		if !ok {
-			return fmt.Errorf("litellm_params.custom_llm_provider: unknown provider %q (supported: %s)", custom, strings.Join(SupportedProviders(), ", "))
+			return fmt.Errorf("litellm_params.custom_llm_provider: unknown provider %q (supported: %s)", custom, strings.Join(d.builder.SupportedProviders(), ", "))
 		}
 		d.Provider, d.spec, d.wire = custom, spec, spec.wire
 		d.Model = strings.TrimPrefix(model, custom+"/")
@@ -436,12 +453,12 @@ func (d *Deployment) setProvider(model, custom string) error {
 			strings.HasPrefix(model, "o4"), strings.HasPrefix(model, "chatgpt-"), strings.HasPrefix(model, "text-embedding-"):
 			prefix, rest = "openai", model
 		default:
-			return fmt.Errorf("litellm_params.model: %q has no provider prefix (want provider/model, e.g. openai/gpt-4o-mini; supported: %s)", model, strings.Join(SupportedProviders(), ", "))
+			return fmt.Errorf("litellm_params.model: %q has no provider prefix (want provider/model, e.g. openai/gpt-4o-mini; supported: %s)", model, strings.Join(d.builder.SupportedProviders(), ", "))
 		}
 	}
-	spec, known := providers[prefix]
+	spec, known := d.builder.providers[prefix]
 	if !known {
-		return fmt.Errorf("litellm_params.model: unknown provider %q in %q (supported: %s)", prefix, model, strings.Join(SupportedProviders(), ", "))
+		return fmt.Errorf("litellm_params.model: unknown provider %q in %q (supported: %s)", prefix, model, strings.Join(d.builder.SupportedProviders(), ", "))
 	}
 	if rest == "" {
 		return fmt.Errorf("litellm_params.model: %q has no model name after the provider prefix", model)
@@ -515,7 +532,7 @@ func (d *Deployment) Supports(f Format) bool {
 }
 
 // seconds reads a timeout in seconds: a number or numeric string, > 0.
-func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, error) {
+func (d *Deployment) seconds(p gjson.Result, field string, def time.Duration) (time.Duration, error) {
 	v := p.Get(field)
 	var f float64
 	switch v.Type {
@@ -524,7 +541,7 @@ func seconds(p gjson.Result, field string, def time.Duration) (time.Duration, er
 	case gjson.Number:
 		f = v.Num
 	case gjson.String:
-		s, err := resolveEnv(field, v.Str)
+		s, err := d.builder.resolveEnv(field, v.Str)
 		if err != nil {
 			return 0, err
 		}

@@ -1,12 +1,12 @@
 package provider
 
 import (
+	"crypto/cipher"
 	"fmt"
 	"os"
 	"path"
 	"slices"
 	"strings"
-	"sync/atomic"
 )
 
 // DefaultAllowedEnvSecrets is general_settings.allowed_env_secrets when the config file does not
@@ -19,40 +19,92 @@ var DefaultAllowedEnvSecrets = []string{"*_API_KEY", "*_API_BASE"}
 // key would otherwise be sent to any api_base a database writer chooses.
 var gatewaySettings = []string{"DATABASE_URL", "GATEWAY_*", "*_MASTER_KEY", "*_SALT_KEY"}
 
-// allowedEnvSecrets holds the patterns in force (SetAllowedEnvSecrets).
-var allowedEnvSecrets atomic.Pointer[[]string]
+// Policy is the secrets policy of objects stored in the database and the key credentials are
+// sealed with at rest, as the gateway's configuration gives them (general_settings.
+// allowed_env_secrets, LITELLM_SALT_KEY / GATEWAY_SALT_KEY). Its zero value is the default:
+// [DefaultAllowedEnvSecrets] and no sealing.
+type Policy struct {
+	// AllowedEnvSecrets are general_settings.allowed_env_secrets: glob patterns (path.Match
+	// syntax: *, ?, [a-z]) of the environment variables objects stored in the database may
+	// name as "os.environ/NAME"; nil means [DefaultAllowedEnvSecrets], an empty list allows
+	// none. The gateway's own settings (DATABASE_URL, GATEWAY_*, *_MASTER_KEY, *_SALT_KEY)
+	// are never allowed.
+	AllowedEnvSecrets []string
+	// SaltKey is the key credentials are sealed with (see [Builder.SealParams]); "" turns
+	// sealing off (values already sealed then fail to build with [ErrSealedNoKey]).
+	SaltKey string
+}
 
-func init() { allowedEnvSecrets.Store(&DefaultAllowedEnvSecrets) }
+// Builder builds deployments ([Builder.NewDeployment]) under one [Policy]: it is the value the
+// secrets policy and the salt key travel in, from cmd to every place a row's litellm_params
+// are read or sealed. Immutable once built and safe for concurrent use. A nil *Builder is the
+// default policy's.
+type Builder struct {
+	allowed   []string
+	aead      cipher.AEAD             // nil: no salt key
+	providers map[string]providerSpec // the built-in providers and the vendors
+}
 
-// SetAllowedEnvSecrets sets general_settings.allowed_env_secrets: glob patterns (path.Match
-// syntax: *, ?, [a-z]) of the environment variables objects stored in the database may name
-// as "os.environ/NAME"; nil restores [DefaultAllowedEnvSecrets], an empty list allows none.
-// The gateway's own settings (DATABASE_URL, GATEWAY_*, *_MASTER_KEY, *_SALT_KEY) are never
-// allowed.
-// Set once at startup, before any deployment is built. Errors: a malformed pattern, named.
-func SetAllowedEnvSecrets(patterns []string) error {
-	if patterns == nil {
-		allowedEnvSecrets.Store(&DefaultAllowedEnvSecrets)
-		return nil
+// defaultBuilder is the zero Policy's builder, without vendors (package-level NewDeployment;
+// a nil *Builder).
+var defaultBuilder = func() *Builder {
+	b, err := NewBuilder(Policy{})
+	if err != nil {
+		panic(err)
 	}
-	for i, p := range patterns {
-		if _, err := path.Match(p, ""); err != nil {
-			return fmt.Errorf("allowed_env_secrets[%d]: %q is not a glob pattern: %w", i, p, err)
+	return b
+}()
+
+// NewBuilder checks p and returns the builder of deployments under it, serving the built-in
+// providers (openai, anthropic, azure and the OpenAI-compatible ones) and vendors (each a
+// [Vendor], e.g. ollama.Vendor; registered here, never by themselves). Errors: a malformed
+// allowed_env_secrets pattern, named ("allowed_env_secrets[1]: \"[A-\" is not a glob
+// pattern: …"), a salt key that yields no cipher, a provider name given twice.
+func NewBuilder(p Policy, vendors ...Vendor) (*Builder, error) {
+	specs, err := withVendors(vendors)
+	if err != nil {
+		return nil, err
+	}
+	b := &Builder{allowed: DefaultAllowedEnvSecrets, providers: specs}
+	if p.AllowedEnvSecrets != nil {
+		for i, pat := range p.AllowedEnvSecrets {
+			if _, err := path.Match(pat, ""); err != nil {
+				return nil, fmt.Errorf("allowed_env_secrets[%d]: %q is not a glob pattern: %w", i, pat, err)
+			}
 		}
+		b.allowed = slices.Clone(p.AllowedEnvSecrets)
 	}
-	cp := slices.Clone(patterns)
-	allowedEnvSecrets.Store(&cp)
-	return nil
+	if p.SaltKey != "" {
+		aead, err := newSealAEAD(p.SaltKey)
+		if err != nil {
+			return nil, err
+		}
+		b.aead = aead
+	}
+	return b, nil
+}
+
+// or returns b, or the default builder when b is nil. (The policy's own methods read a nil
+// b as the default policy without it: defaultBuilder's initialization reaches them.)
+func (b *Builder) or() *Builder {
+	if b == nil {
+		return defaultBuilder
+	}
+	return b
 }
 
 // EnvSecretAllowed reports whether an object stored in the database may read environment
 // variable name: it matches an allowed_env_secrets pattern and is not one of the gateway's own
 // settings.
-func EnvSecretAllowed(name string) bool {
+func (b *Builder) EnvSecretAllowed(name string) bool {
 	if name == "" || matchAny(gatewaySettings, name) {
 		return false
 	}
-	return matchAny(*allowedEnvSecrets.Load(), name)
+	allowed := DefaultAllowedEnvSecrets // a nil b: the default policy
+	if b != nil {
+		allowed = b.allowed
+	}
+	return matchAny(allowed, name)
 }
 
 func matchAny(patterns []string, name string) bool {
@@ -72,15 +124,15 @@ func matchAny(patterns []string, name string) bool {
 //
 //	litellm_params.api_key: environment variable DATABASE_URL is not allowed for database objects
 //	litellm_params.api_key: environment variable OPENAI_API_KEY is not set
-func resolveEnv(field, v string) (string, error) {
+func (b *Builder) resolveEnv(field, v string) (string, error) {
 	if strings.HasPrefix(v, sealPrefix) {
-		return unseal(field, v)
+		return b.unseal(field, v)
 	}
 	name, ok := strings.CutPrefix(v, "os.environ/")
 	if !ok {
 		return v, nil
 	}
-	if !EnvSecretAllowed(name) {
+	if !b.EnvSecretAllowed(name) {
 		return "", envNotAllowed(field, name)
 	}
 	val, set := os.LookupEnv(name)

@@ -181,7 +181,7 @@ func FuzzSSETranslators(f *testing.F) {
 			}
 		}
 		for {
-			if err := rd.next(); err != nil {
+			if err := rd.Next(); err != nil {
 				b, err := dec.eof(out[:0])
 				if err == nil {
 					check(b, "")

@@ -1,86 +1,24 @@
 package provider
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"mime/multipart"
-	"net/http"
 	"strings"
 
 	"github.com/tidwall/sjson"
 )
 
-// nativeAPI is an upstream API that is neither OpenAI's nor Anthropic's (Gemini generateContent,
-// Bedrock Converse, Ollama /api/chat). Every inbound format is translated through the neutral
-// request and result, as for the two built-in families; only the wire shapes live here.
-type nativeAPI interface {
-	// request renders the neutral request as the upstream's body (r.stream tells which
-	// endpoint it is for).
-	request(d *Deployment, r *request) ([]byte, error)
-	// result parses a non-streaming answer.
-	result(raw []byte) (*result, error)
-	// frames splits a streamed answer into frames (SSE, NDJSON lines, AWS event-stream
-	// messages).
-	frames(body io.Reader) frameReader
-	// decoder translates the frames into renderer calls; model names the answer when the
-	// upstream does not.
-	decoder(r renderer, model string) decoder
-}
-
-// frameReader reads one frame of a streamed answer at a time. The slices returned by current
-// are valid until the next call to next.
+// frameReader reads one frame of a streamed answer at a time. The slices returned by Current
+// are valid until the next call to Next.
 type frameReader interface {
-	// next reads the next frame; io.EOF when the body ended cleanly.
-	next() error
-	// current returns the frame's raw bytes, its event name (SSE event, event-stream
+	// Next reads the next frame; io.EOF when the body ended cleanly.
+	Next() error
+	// Current returns the frame's raw bytes, its event name (SSE event, event-stream
 	// :event-type; nil for NDJSON) and its payload.
-	current() (raw, event, data []byte)
+	Current() (raw, event, data []byte)
 }
-
-// signer authenticates one upstream request after its body is final: an OAuth2 bearer token
-// (Vertex AI) or an AWS Signature Version 4 (Bedrock). It may set headers on req (its Header is
-// a private copy). Errors are *UpstreamError.
-type signer interface {
-	sign(ctx context.Context, req *http.Request, body []byte) error
-}
-
-// ndjsonReader splits a body of newline-delimited JSON objects (Ollama's stream), skipping
-// blank lines.
-type ndjsonReader struct {
-	br   *bufio.Reader
-	line []byte
-}
-
-func newNDJSONReader(r io.Reader) *ndjsonReader {
-	return &ndjsonReader{br: bufio.NewReaderSize(r, 32<<10)}
-}
-
-func (n *ndjsonReader) next() error {
-	for {
-		n.line = n.line[:0]
-		var err error
-		for {
-			var chunk []byte
-			chunk, err = n.br.ReadSlice('\n')
-			n.line = append(n.line, chunk...)
-			if err != bufio.ErrBufferFull {
-				break
-			}
-		}
-		if t := bytes.TrimSpace(n.line); len(t) > 0 {
-			n.line = t
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func (n *ndjsonReader) current() (raw, event, data []byte) { return n.line, nil, n.line }
 
 // multipartBoundary returns the boundary of a multipart/form-data body, read from its first
 // line ("--<boundary>", RFC 2046 §5.1.1), or "" when the body does not start with one.

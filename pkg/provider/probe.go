@@ -47,7 +47,7 @@ func (c *Client) Probe(ctx context.Context, d *Deployment) error {
 	req.Header = d.header.Clone()
 	req.Header.Del("Content-Type")
 	if d.signer != nil {
-		if err := d.signer.sign(ctx, req, nil); err != nil {
+		if err := d.signer.Sign(ctx, req, nil); err != nil {
 			return d.redactAny(err)
 		}
 	}

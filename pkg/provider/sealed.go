@@ -10,13 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 )
 
 // Credentials at rest (API.md "Security rules"; LiteLLM encrypts litellm_params with
-// LITELLM_SALT_KEY in its encrypt_value_helper). With a salt key set (SetSaltKey, from
+// LITELLM_SALT_KEY in its encrypt_value_helper). With a salt key set (Policy.SaltKey, from
 // LITELLM_SALT_KEY or GATEWAY_SALT_KEY), the credential fields of a litellm_params written
 // through the API are stored sealed:
 //
@@ -46,34 +45,29 @@ var ErrSealedNoKey = errors.New("is encrypted at rest but neither LITELLM_SALT_K
 // another key, or altered).
 var ErrSealedWrongKey = errors.New("cannot be decrypted with the configured salt key (LITELLM_SALT_KEY / GATEWAY_SALT_KEY): it was encrypted with another key or altered")
 
-var sealAEAD atomic.Pointer[cipher.AEAD]
-
-// SetSaltKey sets the key credentials are sealed with (see SealParams); "" turns sealing off
-// (values already sealed then fail to build with [ErrSealedNoKey]). Set once at startup,
-// before any row is built.
-func SetSaltKey(key string) error {
-	if key == "" {
-		sealAEAD.Store(nil)
-		return nil
-	}
+// newSealAEAD derives the AES-256-GCM cipher of a salt key (HKDF-SHA256, see above).
+func newSealAEAD(key string) (cipher.AEAD, error) {
 	k, err := hkdf.Key(sha256.New, []byte(key), nil, "lockstep litellm_params v1", 32)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	block, err := aes.NewCipher(k)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return err
-	}
-	sealAEAD.Store(&aead)
-	return nil
+	return cipher.NewGCM(block)
 }
 
 // SealingEnabled reports whether a salt key is set.
-func SealingEnabled() bool { return sealAEAD.Load() != nil }
+func (b *Builder) SealingEnabled() bool { return b.sealAEAD() != nil }
+
+// sealAEAD is the salt key's cipher, nil when none (a nil b: the default policy, none).
+func (b *Builder) sealAEAD() cipher.AEAD {
+	if b == nil {
+		return nil
+	}
+	return b.aead
+}
 
 // IsSealed reports whether v is a sealed value (see SealParams).
 func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
@@ -82,12 +76,11 @@ func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
 // ([SealedFields], every extra_headers value) that is a non-empty string, not yet sealed and
 // not an "os.environ/NAME" reference, replaced by its sealed form. Every other byte is kept.
 // Without a salt key, or for invalid JSON, params is returned as is.
-func SealParams(params []byte) []byte {
-	ap := sealAEAD.Load()
-	if ap == nil || !validJSON(params) {
+func (b *Builder) SealParams(params []byte) []byte {
+	aead := b.sealAEAD()
+	if aead == nil || !validJSON(params) {
 		return params
 	}
-	aead := *ap
 	var edits []edit
 	add := func(field string, v gjson.Result) {
 		if v.Type != gjson.String || v.Str == "" || IsSealed(v.Str) || strings.HasPrefix(v.Str, "os.environ/") {
@@ -127,12 +120,11 @@ func seal(aead cipher.AEAD, field, v string) string {
 // [ErrSealedNoKey] or [ErrSealedWrongKey]:
 //
 //	litellm_params.api_key cannot be decrypted with the configured salt key (...)
-func unseal(field, v string) (string, error) {
-	ap := sealAEAD.Load()
-	if ap == nil {
+func (b *Builder) unseal(field, v string) (string, error) {
+	aead := b.sealAEAD()
+	if aead == nil {
 		return "", fmt.Errorf("litellm_params.%s %w", field, ErrSealedNoKey)
 	}
-	aead := *ap
 	raw, err := base64.RawURLEncoding.DecodeString(v[len(sealPrefix):])
 	if err != nil || len(raw) < aead.NonceSize()+aead.Overhead() {
 		return "", fmt.Errorf("litellm_params.%s %w", field, ErrSealedWrongKey)

@@ -48,7 +48,7 @@ func (s *sseReader) release() {
 // frame cut by the end of the body is returned (with a blank line appended) before that.
 // Frames holding only blank lines are skipped; comment-only frames are returned (their
 // event and data are empty).
-func (s *sseReader) next() error {
+func (s *sseReader) Next() error {
 	s.frame, s.event, s.data, s.ndata = s.frame[:0], s.event[:0], s.data[:0], 0
 	fields := false // saw a non-blank line in this frame
 	for {
@@ -97,7 +97,7 @@ func (s *sseReader) next() error {
 	}
 }
 
-func (s *sseReader) current() (raw, event, data []byte) { return s.frame, s.event, s.data }
+func (s *sseReader) Current() (raw, event, data []byte) { return s.frame, s.event, s.data }
 
 func (s *sseReader) field(line []byte) {
 	if line[0] == ':' {

@@ -62,7 +62,7 @@ func (s *httpStream) next() (Event, error) {
 		// The idle timer runs only while waiting for the upstream, not while the caller writes
 		// the previous event to a slow client.
 		s.timer.Reset(s.idle)
-		err := s.rd.next()
+		err := s.rd.Next()
 		s.timer.Stop()
 		if err == io.EOF {
 			s.done = true
@@ -88,7 +88,7 @@ func (s *httpStream) next() (Event, error) {
 			_ = s.Close()
 			return Event{}, err
 		}
-		raw, event, data := s.rd.current()
+		raw, event, data := s.rd.Current()
 		if s.dec == nil {
 			s.done = passthroughDone(s.in, event, data)
 			out, drop := s.passthroughUsage(raw, event, data)

@@ -75,6 +75,12 @@ import (
 // Not texts: thinking and redacted_thinking blocks (signed by the upstream: any change makes
 // the next turn fail), images, audio, files, ids, names.
 
+// messagesTextChannel is the one Channel of every text block of a messages stream: the text
+// blocks of one answer are matched as one text, so a card number split by a tool_use block
+// (a translated chat stream opens a new text block after each tool call) is still one match.
+// A tool_use block's input keeps a channel of its own ("block N").
+const messagesTextChannel = "text"
+
 // Text is one text location handed to a [TextFunc].
 type Text struct {
 	// Value is the text. It may alias the walked bytes: clone it to keep it after fn returns.
@@ -85,7 +91,7 @@ type Text struct {
 	Delta bool
 	// Channel names the streamed text a delta belongs to, unique within one stream, e.g.
 	// "choice 1" (chat content of choice 1), "choice 0 tool 2" (its third tool call's
-	// arguments), "block 3" (messages content block 3), "item 0 part 0", "item 1 arguments"
+	// arguments), "block 3" (messages tool_use block 3's input; every text block is "text"), "item 0 part 0", "item 1 arguments"
 	// (responses). "" when Delta is false.
 	Channel string
 	// JSON marks a fragment of JSON source (a streamed tool-call arguments delta): a
@@ -510,10 +516,9 @@ func (w *walker) frame(f Format, ev string, root gjson.Result) {
 			w.content(root.Get("message.content"), false)
 		case "content_block_start":
 			cb := root.Get("content_block")
-			ch := "block " + strconv.FormatInt(root.Get("index").Int(), 10)
 			switch cb.Get("type").Str {
 			case "text":
-				w.delta(cb.Get("text"), ch, false, true)
+				w.delta(cb.Get("text"), messagesTextChannel, false, true)
 			default:
 				w.part(cb, false)
 			}
@@ -522,7 +527,7 @@ func (w *walker) frame(f Format, ev string, root gjson.Result) {
 			ch := "block " + strconv.FormatInt(root.Get("index").Int(), 10)
 			switch d.Get("type").Str {
 			case "text_delta":
-				w.delta(d.Get("text"), ch, false, true)
+				w.delta(d.Get("text"), messagesTextChannel, false, true)
 			case "input_json_delta":
 				w.delta(d.Get("partial_json"), ch, true, false)
 			}

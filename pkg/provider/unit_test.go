@@ -66,7 +66,7 @@ func TestSSEReader(t *testing.T) {
 	type frame struct{ raw, event, data string }
 	var got []frame
 	for {
-		err := rd.next()
+		err := rd.Next()
 		if err == io.EOF {
 			break
 		}

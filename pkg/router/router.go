@@ -58,17 +58,24 @@ type modelRow struct {
 	ModelInfo     json.RawMessage `json:"model_info"`
 }
 
+// Builder builds the model registry's deployments under one secrets policy and salt key
+// (Deployments, see provider.Policy; nil: the default policy). The gateway makes one from its
+// configuration (cmd/gateway) and builds every model through it.
+type Builder struct {
+	Deployments *provider.Builder
+}
+
 // BuildRow builds a Deployment from a gateway.models row: its typed columns (row.Cols, a
 // *store.ModelCols, as the change feed's loads read it) or its row_to_json text (row.Data).
 // Errors name the bad field; the registry then keeps serving the previous version.
-func BuildRow(row store.Row) (*Deployment, error) {
+func (b Builder) BuildRow(row store.Row) (*Deployment, error) {
 	var r modelRow
 	if c, ok := row.Cols.(*store.ModelCols); ok {
 		r = modelRow{ModelID: c.ModelID, ModelName: c.ModelName, LitellmParams: c.LitellmParams, ModelInfo: c.ModelInfo}
 	} else if err := json.Unmarshal(row.Data, &r); err != nil {
 		return nil, fmt.Errorf("model %q: decode row: %w", row.ID, err)
 	}
-	d, err := Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)
+	d, err := b.Build(r.ModelID, r.ModelName, r.LitellmParams, r.ModelInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +88,27 @@ func BuildRow(row store.Row) (*Deployment, error) {
 // things. Besides the provider's own checks, every timeout, price, budget and limit member of
 // litellm_params and model_info (numbers.Guarded: input_cost_per_token, max_budget, rpm, …)
 // must be a finite number >= 0 (numbers.CheckObject; the error names the field).
-func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
-	return build(id, name, litellmParams, modelInfo, provider.NewDeployment)
+func (b Builder) Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, b.Deployments.NewDeployment)
 }
 
-// BuildConfig is [Build] for a config-file model (provider.NewConfigDeployment: the
+// BuildConfig is [Builder.Build] for a config-file model (provider.NewConfigDeployment: the
 // provider's implicit environment credentials are not subject to allowed_env_secrets).
+func (b Builder) BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return build(id, name, litellmParams, modelInfo, b.Deployments.NewConfigDeployment)
+}
+
+// BuildRow is [Builder.BuildRow] under the default secrets policy (tests, tools).
+func BuildRow(row store.Row) (*Deployment, error) { return Builder{}.BuildRow(row) }
+
+// BuildConfig is [Builder.BuildConfig] under the default secrets policy (tests, tools).
 func BuildConfig(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
-	return build(id, name, litellmParams, modelInfo, provider.NewConfigDeployment)
+	return Builder{}.BuildConfig(id, name, litellmParams, modelInfo)
+}
+
+// Build is [Builder.Build] under the default secrets policy (tests, tools).
+func Build(id, name string, litellmParams, modelInfo []byte) (*Deployment, error) {
+	return Builder{}.Build(id, name, litellmParams, modelInfo)
 }
 
 func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(id, name string, params []byte) (*provider.Deployment, error)) (*Deployment, error) {
@@ -260,11 +280,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		newDeployment := provider.NewDeployment
-		if !d.DB {
-			newDeployment = provider.NewConfigDeployment
-		}
-		pd, err := newDeployment(d.ModelID, name, params)
+		pd, err := d.Deployment.Derive(name, params) // same policy, same origin (d.DB)
 		if err != nil {
 			continue
 		}

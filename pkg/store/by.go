@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"lockstep/pkg/telemetry"
 )
 
 // ListBy reads every row of typ whose column equals value, ordered by created_at (e.g. the keys
@@ -61,6 +63,7 @@ func (t *TxStore) Delete(ctx context.Context, typ ObjectType, id string) (int64,
 	if err != nil {
 		return 0, fmt.Errorf("delete %s %q: %w", typ, id, mapErr(err))
 	}
+	telemetry.RecordChange(ctx, string(typ), "delete", id, v)
 	return v, nil
 }
 
@@ -85,6 +88,7 @@ func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value st
 			return nil, mapErr(err)
 		}
 		out[id] = v
+		telemetry.RecordChange(ctx, string(typ), "delete", id, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("delete %ss by %s: %w", typ, column, mapErr(err))

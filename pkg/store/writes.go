@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"lockstep/pkg/telemetry"
 )
 
 // Values are column values for a write: column name → value. JSON columns take []byte or
@@ -125,6 +127,9 @@ func queryRow(ctx context.Context, q querier, typ ObjectType, op, sql string, ar
 		return Row{}, fmt.Errorf("%s %s: %w", op, typ, mapErr(err))
 	}
 	r.Type = typ
+	if op != "get" {
+		telemetry.RecordChange(ctx, string(typ), op, r.ID, r.Version) // on the write's span, when tracing
+	}
 	return r, nil
 }
 
@@ -142,6 +147,7 @@ func (s *Store) Delete(ctx context.Context, typ ObjectType, id string) (int64, e
 	if err != nil {
 		return 0, fmt.Errorf("delete %s %q: %w", typ, id, mapErr(err))
 	}
+	telemetry.RecordChange(ctx, string(typ), "delete", id, v)
 	return v, nil
 }
 
@@ -180,6 +186,14 @@ func (t *TxStore) Get(ctx context.Context, typ ObjectType, id string) (Row, erro
 // List is Store.List inside the transaction.
 func (t *TxStore) List(ctx context.Context, typ ObjectType) ([]Row, error) {
 	return list(ctx, t.tx, typ)
+}
+
+// LockName takes the transaction-scoped advisory lock named name (pg_advisory_xact_lock of
+// its hashtextextended, Postgres "Advisory Locks"), held until commit or rollback: writers
+// taking the same name run one after another, nothing else waits.
+func (t *TxStore) LockName(ctx context.Context, name string) error {
+	_, err := t.tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", name)
+	return mapErr(err)
 }
 
 // LockTable takes a SHARE ROW EXCLUSIVE lock on typ's table for the transaction, serialising

@@ -1,10 +1,14 @@
-package provider
+// Package bedrock is the provider.Vendor of Amazon Bedrock (LiteLLM's bedrock provider: the
+// Converse API, InvokeModel for embeddings), registered by cmd/gateway:
+// provider.NewBuilder(policy, bedrock.Vendor, …).
+package bedrock
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +16,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -21,6 +27,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/provider"
 )
 
 // Amazon Bedrock's Converse API (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html):
@@ -30,7 +38,10 @@ import (
 // LiteLLM (litellm/llms/bedrock/chat/converse_transformation.py).
 type bedrockAPI struct{}
 
-var _ nativeAPI = bedrockAPI{}
+var _ provider.Wire = bedrockAPI{}
+
+// Vendor serves the bedrock/<model-id> prefix.
+var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setup: setupBedrock}
 
 // setupBedrock finishes a bedrock/<model-id> deployment (LiteLLM's bedrock provider):
 //
@@ -42,8 +53,9 @@ var _ nativeAPI = bedrockAPI{}
 //     they expire. A database object may use the chain only when allowed_env_secrets allows
 //     AWS_SECRET_ACCESS_KEY (implicitChain).
 //   - A "converse/" prefix on the model id (LiteLLM's route hint) is dropped.
-func setupBedrock(d *Deployment, p gjson.Result) error {
-	get := func(field, env string) (string, error) { return paramOrEnv(p, field, env) }
+func setupBedrock(s *provider.Setup) error {
+	d := s.Deployment()
+	get := s.ParamOrEnv
 	region, err := get("aws_region_name", "AWS_REGION")
 	if err != nil {
 		return err
@@ -77,9 +89,9 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 	bs := &bedrockSigner{signer: v4.NewSigner(), region: region}
 	if keyID != "" {
 		bs.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, session))
-		d.extraSecrets = append(d.extraSecrets, secret, session)
+		s.AddSecrets(secret, session)
 	} else {
-		bs.chain = &lazyValue[aws.CredentialsProvider]{find: func() (aws.CredentialsProvider, error) {
+		bs.chain = provider.NewLazy(func() (aws.CredentialsProvider, error) {
 			opts := []func(*config.LoadOptions) error{}
 			if profile != "" {
 				opts = append(opts, config.WithSharedConfigProfile(profile))
@@ -92,7 +104,7 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 				return nil, errors.New("no credential provider in the AWS configuration")
 			}
 			return cfg.Credentials, nil
-		}}
+		})
 	}
 	if region == "" {
 		if d.MockResponse == nil {
@@ -101,7 +113,7 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 		return nil
 	}
 	if bs.chain != nil && d.MockResponse == nil {
-		if err := d.implicitChain("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"); err != nil {
+		if err := s.ImplicitChain("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"); err != nil {
 			return fmt.Errorf("%w (without aws_access_key_id and aws_secret_access_key the AWS default credential chain would be used)", err)
 		}
 	}
@@ -116,22 +128,15 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("litellm_params.aws_bedrock_runtime_endpoint: %q is not an http(s) URL", base)
 	}
-	d.APIBase = strings.TrimRight(base, "/")
-	d.Model = strings.TrimPrefix(d.Model, "converse/")
+	s.SetAPIBase(strings.TrimRight(base, "/"))
+	s.SetModel(strings.TrimPrefix(d.Model, "converse/"))
 	// The model id is one path segment with ":" escaped too, as the AWS SDKs send it
 	// ("anthropic.claude-3-haiku-20240307-v1%3A0").
 	prefix := d.APIBase + "/model/" + strings.ReplaceAll(url.PathEscape(d.Model), ":", "%3A")
-	d.native = bedrockAPI{}
-	d.embedder = bedrockEmbedder(d.Model, prefix+"/invoke")
-	d.urls[formatNative] = prefix + "/converse"
-	d.streamURL = prefix + "/converse-stream"
-	h := d.header.Clone()
-	h.Set("Accept", "application/json")
-	for k, v := range d.ExtraHeaders {
-		h.Set(k, v)
-	}
-	d.header = h
-	d.signer = bs
+	s.SetWire(bedrockAPI{}, prefix+"/converse", prefix+"/converse-stream")
+	s.SetEmbedder(bedrockEmbedder(d.Model, prefix+"/invoke"))
+	s.SetHeader("Accept", "application/json")
+	s.SetSigner(bs)
 	return nil
 }
 
@@ -139,31 +144,31 @@ func setupBedrock(d *Deployment, p gjson.Result) error {
 type bedrockSigner struct {
 	signer *v4.Signer
 	region string
-	creds  aws.CredentialsProvider             // static keys (a CredentialsCache); nil with the chain
-	chain  *lazyValue[aws.CredentialsProvider] // the AWS default chain, loaded on first use
+	creds  aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
+	chain  *provider.Lazy[aws.CredentialsProvider] // the AWS default chain, loaded on first use
 }
 
 // sign signs req. Only successes are cached: the default chain's configuration is loaded
-// again after a failed load (lazyValue), and its CredentialsCache keeps credentials until
+// again after a failed load (provider.Lazy), and its CredentialsCache keeps credentials until
 // shortly before they expire and retrieves again after a failed retrieval.
-func (b *bedrockSigner) sign(ctx context.Context, req *http.Request, body []byte) error {
-	provider := b.creds
+func (b *bedrockSigner) Sign(ctx context.Context, req *http.Request, body []byte) error {
+	cp := b.creds
 	if b.chain != nil {
 		var err error
-		if provider, err = b.chain.get(); err != nil {
-			return &UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: load AWS credentials: " + err.Error()}
+		if cp, err = b.chain.Get(); err != nil {
+			return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: load AWS credentials: " + err.Error()}
 		}
 	}
-	creds, err := provider.Retrieve(ctx)
+	creds, err := cp.Retrieve(ctx)
 	if err != nil {
 		if credentialsUnavailable(err) {
-			return &UpstreamError{Status: 502, Message: "bedrock: get AWS credentials: " + err.Error(), Retryable: true}
+			return &provider.UpstreamError{Status: 502, Message: "bedrock: get AWS credentials: " + err.Error(), Retryable: true}
 		}
-		return &UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
+		return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}
 	sum := sha256.Sum256(body)
 	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "bedrock", b.region, time.Now()); err != nil {
-		return &UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
+		return &provider.UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
 	}
 	return nil
 }
@@ -197,9 +202,9 @@ type bedrockImage struct {
 }
 
 type bedrockToolUse struct {
-	ToolUseID string  `json:"toolUseId"`
-	Name      string  `json:"name"`
-	Input     rawJSON `json:"input"`
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
 }
 
 type bedrockToolResult struct {
@@ -213,12 +218,12 @@ type bedrockMessage struct {
 	Content []bedrockBlock `json:"content"`
 }
 
-func (bedrockAPI) request(d *Deployment, r *request) ([]byte, error) {
+func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
 	type toolSpec struct {
 		Name        string `json:"name"`
 		Description string `json:"description,omitempty"`
 		InputSchema struct {
-			JSON rawJSON `json:"json"`
+			JSON json.RawMessage `json:"json"`
 		} `json:"inputSchema"`
 	}
 	type tool struct {
@@ -234,33 +239,33 @@ func (bedrockAPI) request(d *Deployment, r *request) ([]byte, error) {
 		InferenceConfig map[string]any      `json:"inferenceConfig,omitempty"`
 		ToolConfig      *toolConfig         `json:"toolConfig,omitempty"`
 		Additional      map[string]any      `json:"additionalModelRequestFields,omitempty"`
-	}{Messages: make([]bedrockMessage, 0, len(r.messages))}
-	for _, s := range r.system {
+	}{Messages: make([]bedrockMessage, 0, len(r.Messages()))}
+	for _, s := range r.System() {
 		body.System = append(body.System, map[string]string{"text": s})
 	}
-	for _, m := range r.messages {
-		bm := bedrockMessage{Role: m.role}
-		for _, p := range m.parts {
-			switch p.kind {
-			case partText:
-				if p.text == "" {
+	for _, m := range r.Messages() {
+		bm := bedrockMessage{Role: m.Role()}
+		for _, p := range m.Parts() {
+			switch p.Kind() {
+			case provider.PartText:
+				if p.Text() == "" {
 					continue // Bedrock rejects blank text blocks
 				}
-				t := p.text
+				t := p.Text()
 				bm.Content = append(bm.Content, bedrockBlock{Text: &t})
-			case partImage:
-				mt, data, ok := base64Image(p.url)
+			case provider.PartImage:
+				mt, data, ok := provider.Base64Image(p.URL())
 				if !ok {
-					return nil, badRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
+					return nil, provider.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
 				}
 				img := &bedrockImage{Format: strings.TrimPrefix(mt, "image/")}
 				img.Source.Bytes = data
 				bm.Content = append(bm.Content, bedrockBlock{Image: img})
-			case partToolUse:
-				bm.Content = append(bm.Content, bedrockBlock{ToolUse: &bedrockToolUse{ToolUseID: p.id, Name: p.name, Input: validObject(p.args)}})
-			case partToolResult:
-				tr := &bedrockToolResult{ToolUseID: p.id, Content: []map[string]string{{"text": p.text}}}
-				if p.err {
+			case provider.PartToolUse:
+				bm.Content = append(bm.Content, bedrockBlock{ToolUse: &bedrockToolUse{ToolUseID: p.ID(), Name: p.Name(), Input: provider.ValidObject(p.Args())}})
+			case provider.PartToolResult:
+				tr := &bedrockToolResult{ToolUseID: p.ID(), Content: []map[string]string{{"text": p.Text()}}}
+				if p.IsError() {
 					tr.Status = "error"
 				}
 				bm.Content = append(bm.Content, bedrockBlock{ToolResult: tr})
@@ -271,88 +276,89 @@ func (bedrockAPI) request(d *Deployment, r *request) ([]byte, error) {
 		}
 	}
 	ic := map[string]any{}
-	if r.maxTokens > 0 {
-		ic["maxTokens"] = r.maxTokens
+	if r.MaxTokens() > 0 {
+		ic["maxTokens"] = r.MaxTokens()
 	}
-	if r.temperature != "" {
-		ic["temperature"] = rawJSON(r.temperature)
+	if r.Temperature() != "" {
+		ic["temperature"] = json.RawMessage(r.Temperature())
 	}
-	if r.topP != "" {
-		ic["topP"] = rawJSON(r.topP)
+	if r.TopP() != "" {
+		ic["topP"] = json.RawMessage(r.TopP())
 	}
-	if len(r.stop) > 0 {
-		ic["stopSequences"] = r.stop
+	if len(r.StopSequences()) > 0 {
+		ic["stopSequences"] = r.StopSequences()
 	}
 	if len(ic) > 0 {
 		body.InferenceConfig = ic
 	}
-	if r.topK != "" {
-		body.Additional = map[string]any{"top_k": rawJSON(r.topK)}
+	if r.TopK() != "" {
+		body.Additional = map[string]any{"top_k": json.RawMessage(r.TopK())}
 	}
-	if len(r.tools) > 0 {
+	if len(r.Tools()) > 0 {
 		tc := &toolConfig{}
-		for _, t := range r.tools {
-			ts := toolSpec{Name: t.name, Description: t.description}
-			ts.InputSchema.JSON = rawJSON(schemaOrEmpty(t.schema))
+		for _, t := range r.Tools() {
+			ts := toolSpec{Name: t.Name(), Description: t.Description()}
+			ts.InputSchema.JSON = json.RawMessage(provider.SchemaOrEmpty(t.Schema()))
 			tc.Tools = append(tc.Tools, tool{ToolSpec: ts})
 		}
-		switch r.choice.mode {
+		mode, name := r.ToolChoice()
+		switch mode {
 		case "auto":
 			tc.ToolChoice = map[string]any{"auto": struct{}{}}
 		case "any":
 			tc.ToolChoice = map[string]any{"any": struct{}{}}
 		case "tool":
-			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": r.choice.name}}
+			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": name}}
 		}
 		body.ToolConfig = tc
 	}
-	return marshal(body), nil
+	return provider.Marshal(body), nil
 }
 
 // bedrockStop maps Converse's stopReason.
-func bedrockStop(s string) stopReason {
+func bedrockStop(s string) provider.Stop {
 	switch s {
 	case "max_tokens", "model_context_window_exceeded":
-		return stopLength
+		return provider.StopLength
 	case "tool_use":
-		return stopTool
+		return provider.StopTool
 	case "stop_sequence":
-		return stopSequence
+		return provider.StopSequence
 	case "guardrail_intervened", "content_filtered":
-		return stopFilter
+		return provider.StopFilter
 	}
-	return stopEnd
+	return provider.StopEnd
 }
 
 // bedrockUsage reads Converse's usage: inputTokens excludes cache reads and writes, which
 // are added (OpenAI counts every prompt token).
-func bedrockUsage(u gjson.Result) usage {
+func bedrockUsage(u gjson.Result) provider.Tokens {
 	cr, cw := u.Get("cacheReadInputTokens").Int(), u.Get("cacheWriteInputTokens").Int()
-	return usage{in: u.Get("inputTokens").Int() + cr + cw, out: u.Get("outputTokens").Int(), cacheRead: cr, cacheWrite: cw}
+	return provider.Tokens{In: u.Get("inputTokens").Int() + cr + cw, Out: u.Get("outputTokens").Int(), CacheRead: cr, CacheWrite: cw}
 }
 
-func (bedrockAPI) result(raw []byte) (*result, error) {
-	if !validJSON(raw) {
-		return nil, errBadUpstreamJSON
+func (bedrockAPI) Result(raw []byte) (*provider.Result, error) {
+	if !provider.ValidJSON(raw) {
+		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
-	r := &result{id: newID("chatcmpl-")}
+	r := provider.NewResult(provider.NewID("chatcmpl-"), "")
 	j.Get("output.message.content").ForEach(func(_, c gjson.Result) bool {
 		switch {
 		case c.Get("text").Exists():
-			r.blocks = append(r.blocks, block{text: c.Get("text").Str})
+			r.AddText(c.Get("text").Str)
 		case c.Get("toolUse").Exists():
 			tu := c.Get("toolUse")
-			r.blocks = append(r.blocks, block{tool: true, id: tu.Get("toolUseId").Str, name: tu.Get("name").Str, args: argsText(tu.Get("input"))})
+			r.AddToolCall(tu.Get("toolUseId").Str, tu.Get("name").Str, provider.ArgsText(tu.Get("input")))
 		}
 		return true
 	})
-	r.stop = bedrockStop(j.Get("stopReason").Str)
-	r.usage = bedrockUsage(j.Get("usage"))
+	r.SetStop(bedrockStop(j.Get("stopReason").Str))
+	r.SetUsage(bedrockUsage(j.Get("usage")))
 	return r, nil
 }
 
-func (bedrockAPI) frames(body io.Reader) frameReader {
+func (bedrockAPI) Frames(body io.Reader) provider.FrameReader {
 	return &eventStreamReader{r: body, dec: eventstream.NewDecoder()}
 }
 
@@ -367,14 +373,14 @@ type eventStreamReader struct {
 	data  []byte
 }
 
-func (e *eventStreamReader) next() error {
+func (e *eventStreamReader) Next() error {
 	msg, err := e.dec.Decode(e.r, e.buf[:0])
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return io.EOF
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return errTruncated
+			return provider.ErrTruncated
 		}
 		return err
 	}
@@ -400,9 +406,9 @@ func header(m eventstream.Message, name string) string {
 	return ""
 }
 
-func (e *eventStreamReader) current() (raw, event, data []byte) { return e.data, e.event, e.data }
+func (e *eventStreamReader) Current() (raw, event, data []byte) { return e.data, e.event, e.data }
 
-func (bedrockAPI) decoder(r renderer, model string) decoder {
+func (bedrockAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
 	return &bedrockDecoder{r: r, model: model}
 }
 
@@ -410,29 +416,29 @@ func (bedrockAPI) decoder(r renderer, model string) decoder {
 // contentBlockDelta (text or tool input JSON), contentBlockStop, messageStop (stopReason),
 // metadata (usage; the last event).
 type bedrockDecoder struct {
-	r       renderer
+	r       provider.Renderer
 	model   string
 	started bool
 	stopped bool
-	stop    stopReason
-	usage   usage
+	stop    provider.Stop
+	usage   provider.Tokens
 }
 
 func (d *bedrockDecoder) begin(b []byte) []byte {
 	if !d.started {
 		d.started = true
-		b = d.r.start(b, newID("chatcmpl-"), d.model, usage{})
+		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
 	}
 	return b
 }
 
-func (d *bedrockDecoder) frame(b []byte, event, data []byte) ([]byte, string, bool) {
+func (d *bedrockDecoder) Frame(b []byte, event, data []byte) ([]byte, string, bool) {
 	if ex, ok := bytes.CutPrefix(event, []byte("exception:")); ok {
 		msg := gjson.GetBytes(data, "message").Str
 		if msg == "" {
 			msg = string(ex)
 		}
-		return d.r.fail(d.begin(b), bedrockExceptionStatus(string(ex)), string(ex)+": "+msg), "", true
+		return d.r.Fail(d.begin(b), bedrockExceptionStatus(string(ex)), string(ex)+": "+msg), "", true
 	}
 	j := gjson.Parse(bytesView(data))
 	var text string
@@ -442,16 +448,16 @@ func (d *bedrockDecoder) frame(b []byte, event, data []byte) ([]byte, string, bo
 	case "contentBlockStart":
 		b = d.begin(b)
 		if tu := j.Get("start.toolUse"); tu.Exists() {
-			b = d.r.toolStart(b, strings.Clone(tu.Get("toolUseId").Str), strings.Clone(tu.Get("name").Str))
+			b = d.r.ToolStart(b, strings.Clone(tu.Get("toolUseId").Str), strings.Clone(tu.Get("name").Str))
 		}
 	case "contentBlockDelta":
 		b = d.begin(b)
 		delta := j.Get("delta")
 		if t := delta.Get("text"); t.Str != "" {
 			text = strings.Clone(t.Str)
-			b = d.r.text(b, text)
+			b = d.r.Text(b, text)
 		} else if in := delta.Get("toolUse.input"); in.Str != "" {
-			b = d.r.toolArgs(b, strings.Clone(in.Str))
+			b = d.r.ToolArgs(b, strings.Clone(in.Str))
 		}
 	case "messageStop":
 		d.stopped = true
@@ -459,17 +465,17 @@ func (d *bedrockDecoder) frame(b []byte, event, data []byte) ([]byte, string, bo
 	case "metadata":
 		d.usage = bedrockUsage(j.Get("usage"))
 		if d.stopped {
-			return d.r.finish(d.begin(b), d.stop, "", d.usage), "", true
+			return d.r.Finish(d.begin(b), d.stop, "", d.usage), "", true
 		}
 	}
 	return b, text, false
 }
 
-func (d *bedrockDecoder) eof(b []byte) ([]byte, error) {
+func (d *bedrockDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.stopped {
-		return b, errTruncated
+		return b, provider.ErrTruncated
 	}
-	return d.r.finish(d.begin(b), d.stop, "", d.usage), nil
+	return d.r.Finish(d.begin(b), d.stop, "", d.usage), nil
 }
 
 // bedrockExceptionStatus maps a Bedrock runtime exception to its HTTP status
@@ -489,3 +495,88 @@ func bedrockExceptionStatus(typ string) int {
 	}
 	return 500
 }
+
+// ---- Bedrock InvokeModel (https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-embed.html) ----
+
+// bedrockEmbed is InvokeModel (POST /model/{modelId}/invoke, SigV4-signed like Converse) with
+// an embedding model: Amazon Titan Text Embeddings ({"inputText", "dimensions"?}, one input
+// per call, answering {"embedding", "inputTextTokenCount"}) or Cohere Embed ({"texts",
+// "input_type"}, up to 96 inputs per call, answering {"embeddings": [[...]]} or
+// {"embeddings": {"float": [[...]]}}; the token count from the
+// X-Amzn-Bedrock-Input-Token-Count header).
+type bedrockEmbed struct {
+	url    string
+	cohere bool
+}
+
+const cohereEmbedBatch = 96
+
+// bedrockEmbedder returns the embeddings API of a Bedrock model id, nil when it is not an
+// embedding model (an optional cross-region prefix such as "us." is allowed).
+func bedrockEmbedder(modelID, invokeURL string) provider.Embedder {
+	switch {
+	case strings.Contains(modelID, "amazon.titan-embed-text"):
+		return bedrockEmbed{url: invokeURL}
+	case strings.Contains(modelID, "cohere.embed"):
+		return bedrockEmbed{url: invokeURL, cohere: true}
+	}
+	return nil
+}
+
+func (e bedrockEmbed) Calls(_ *provider.Deployment, r *provider.EmbedRequest) ([]provider.EmbedCall, error) {
+	var calls []provider.EmbedCall
+	if e.cohere {
+		inputType := r.TaskType()
+		if inputType == "" {
+			inputType = "search_document"
+		}
+		for start := 0; start < len(r.Inputs()); start += cohereEmbedBatch {
+			batch := r.Inputs()[start:min(start+cohereEmbedBatch, len(r.Inputs()))]
+			b := []byte(`{"texts":`)
+			b = provider.AppendJSONStrings(b, batch)
+			b = append(b, `,"input_type":`...)
+			b = provider.AppendJSONString(b, inputType)
+			calls = append(calls, provider.EmbedCall{URL: e.url, Body: append(b, '}'), N: len(batch)})
+		}
+		return calls, nil
+	}
+	for _, t := range r.Inputs() {
+		b := []byte(`{"inputText":`)
+		b = provider.AppendJSONString(b, t)
+		if r.Dimensions() > 0 {
+			b = append(b, `,"dimensions":`...)
+			b = strconv.AppendInt(b, r.Dimensions(), 10)
+		}
+		calls = append(calls, provider.EmbedCall{URL: e.url, Body: append(b, '}'), N: 1})
+	}
+	return calls, nil
+}
+
+func (e bedrockEmbed) Parse(raw []byte, h http.Header) ([]string, int64, error) {
+	j := gjson.ParseBytes(raw)
+	tokens, _ := strconv.ParseInt(h.Get("X-Amzn-Bedrock-Input-Token-Count"), 10, 64)
+	if !e.cohere {
+		if n := j.Get("inputTextTokenCount"); n.Exists() {
+			tokens = n.Int()
+		}
+		v, err := provider.VectorOf(j.Get("embedding"), "embedding")
+		return []string{v}, tokens, err
+	}
+	embs := j.Get("embeddings")
+	if embs.IsObject() {
+		embs = embs.Get("float")
+	}
+	var out []string
+	var err error
+	embs.ForEach(func(_, e gjson.Result) bool {
+		var v string
+		v, err = provider.VectorOf(e, "embeddings[]")
+		out = append(out, v)
+		return err == nil
+	})
+	return out, tokens, err
+}
+
+// bytesView is b as a string without a copy, for gjson reads of a frame (valid until the
+// frame's buffer is reused).
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
