@@ -12,7 +12,8 @@ import (
 
 // Issue 8, input 6: a management route answers a body field it does not know with 400 naming
 // it, in its own envelope, and stores nothing (API.md "Keys": "A field is never accepted and
-// then ignored."): LiteLLM key fields the gateway does not enforce (soft_budget, tags, ...) are refused.
+// then ignored."): a name LiteLLM does not define is refused (issue 19: LiteLLM's own fields are
+// accepted as pkg/catalogue says; TestLiteLLMFieldsKinds pins those).
 // LLM routes still pass unknown fields through to the upstream.
 func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 	t.Parallel()
@@ -64,12 +65,12 @@ func TestManagementRoutesRefuseUnknownFields(t *testing.T) {
 		body               any
 		field, envelope    string
 	}{
-		{"key generate soft_budget", "POST", "/key/generate", map[string]any{"models": []string{"m"}, "soft_budget": 1}, "soft_budget", openAI},
-		{"key generate model_max_budget", "POST", "/key/generate", map[string]any{"model_max_budget": map[string]any{"m": 1}}, "model_max_budget", openAI},
+		{"key generate soft_budgt", "POST", "/key/generate", map[string]any{"models": []string{"m"}, "soft_budgt": 1}, "soft_budgt", openAI},
+		{"key generate model_max_budgets", "POST", "/key/generate", map[string]any{"model_max_budgets": map[string]any{"m": 1}}, "model_max_budgets", openAI},
 		{"key generate new_key", "POST", "/key/generate", map[string]any{"new_key": "sk-mine-123456"}, "new_key", openAI},
-		{"key generate tags", "POST", "/key/generate", map[string]any{"tags": []string{"a"}}, "tags", openAI},
+		{"key generate tag", "POST", "/key/generate", map[string]any{"tag": []string{"a"}}, "tag", openAI},
 		{"key generate case-folded name", "POST", "/key/generate", map[string]any{"Models": []string{"m"}}, "Models", openAI},
-		{"key update", "POST", "/key/update", map[string]any{"key": key, "models": []string{}, "soft_budget": 5}, "soft_budget", openAI},
+		{"key update", "POST", "/key/update", map[string]any{"key": key, "models": []string{}, "soft_budgets": 5}, "soft_budgets", openAI},
 		{"key block", "POST", "/key/block", map[string]any{"key": key, "reason": "x"}, "reason", openAI},
 		{"key delete", "POST", "/key/delete", map[string]any{"keys": []string{key}, "key_aliases": []string{"x"}}, "key_aliases", openAI},
 		{"model new", "POST", "/model/new", map[string]any{"model_name": "m2", "litellm_params": map[string]any{"model": "openai/x", "mock_response": "hi"}, "tpm": 5}, "tpm", openAI},

@@ -171,10 +171,25 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, body []byte) {
 	if cut {
 		stop = "max_tokens"
 	}
+	// WithToolCalls: a toolUse block calling the first toolConfig tool, unless the last user
+	// turn carries its toolResult.
+	var call map[string]any
+	answered := false
+	for _, c := range msgs[len(msgs)-1].Get("content").Array() {
+		answered = answered || c.Get("toolResult").Exists()
+	}
+	if name := j.Get("toolConfig.tools.0.toolSpec.name").Str; s.cfg.toolCalls && name != "" && !answered {
+		call = map[string]any{"toolUseId": fmt.Sprintf("tooluse_fake%d", s.seq.Add(1)), "name": name, "input": map[string]any{"input": userText}}
+		text, stop = "", "tool_use"
+	}
 	usage := map[string]any{"inputTokens": tokens(userText), "outputTokens": tokens(text), "totalTokens": tokens(userText) + tokens(text)}
 	if !in.Stream {
+		block := map[string]any{"text": text}
+		if call != nil {
+			block = map[string]any{"toolUse": call}
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
-			"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"text": text}}}},
+			"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": []any{block}}},
 			"stopReason": stop, "usage": usage, "metrics": map[string]any{"latencyMs": 12},
 		})
 		return
@@ -197,6 +212,13 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	if !send("messageStart", map[string]any{"role": "assistant"}) {
 		return
+	}
+	if call != nil {
+		input, _ := json.Marshal(call["input"])
+		if !send("contentBlockStart", map[string]any{"contentBlockIndex": 0, "start": map[string]any{"toolUse": map[string]any{"toolUseId": call["toolUseId"], "name": call["name"]}}}) ||
+			!send("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"toolUse": map[string]any{"input": string(input)}}}) {
+			return
+		}
 	}
 	for _, part := range split(text, s.cfg.chunks) {
 		if !send("contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": part}}) {

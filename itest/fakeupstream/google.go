@@ -111,9 +111,17 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, modelMethod stri
 		finish = "MAX_TOKENS"
 	}
 	n := s.seq.Add(1)
+	call := s.geminiToolCall(j, userText)
+	if call != nil {
+		text = ""
+	}
 	usage := map[string]any{"promptTokenCount": tokens(userText), "candidatesTokenCount": tokens(text), "totalTokenCount": tokens(userText) + tokens(text)}
 	resp := func(text string, final bool) map[string]any {
-		cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "index": 0}
+		part := map[string]any{"text": text}
+		if call != nil {
+			part = map[string]any{"functionCall": call}
+		}
+		cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "index": 0}
 		out := map[string]any{"candidates": []any{cand}, "modelVersion": model, "responseId": fmt.Sprintf("fakegem%d", n)}
 		if final {
 			cand["finishReason"] = finish
@@ -127,11 +135,32 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, modelMethod stri
 	}
 	e := s.startSSE(w, r)
 	parts := split(text, s.cfg.chunks)
+	if call != nil {
+		parts = []string{""} // a function call comes whole, in one chunk, as Gemini streams it
+	}
 	for i, part := range parts {
 		if !e.frame("", resp(part, i == len(parts)-1)) {
 			return
 		}
 	}
+}
+
+// geminiToolCall is the functionCall part the fake answers with (see [WithToolCalls]): a call
+// of the first function declared in tools[].functionDeclarations, args {"input": "<Text>"},
+// unless the last content carries a functionResponse part (the tool's result came back).
+// Like the AI Studio API it gives the call no id.
+func (s *Server) geminiToolCall(j gjson.Result, userText string) map[string]any {
+	name := j.Get("tools.0.functionDeclarations.0.name").Str
+	if !s.cfg.toolCalls || name == "" {
+		return nil
+	}
+	contents := j.Get("contents").Array()
+	for _, p := range contents[len(contents)-1].Get("parts").Array() {
+		if p.Get("functionResponse").Exists() {
+			return nil
+		}
+	}
+	return map[string]any{"name": name, "args": map[string]any{"input": userText}}
 }
 
 // Vertex is a fake Vertex AI endpoint with its own OAuth2 token endpoint.

@@ -98,6 +98,17 @@ type Team struct {
 	// LiteLLM_TeamMembership with its litellm_budget_table; sql/006). A member without an
 	// entry has none.
 	MemberBudgets map[string]*MemberBudget `json:"team_member_budgets"`
+	// Fields are the LiteLLM fields without a column (sql/011); ModelAliases (LiteLLM's team
+	// "model_aliases") map a model name a team key sends to the model group that serves it.
+	Fields struct {
+		ModelAliases map[string]string `json:"model_aliases"`
+		// ModelRPM and ModelTPM are LiteLLM's team model_rpm_limit / model_tpm_limit (model
+		// group → per minute), read by ModelLimits.
+		ModelRPM map[string]int64 `json:"model_rpm_limit"`
+		ModelTPM map[string]int64 `json:"model_tpm_limit"`
+		// Guardrails run on every call of the team's keys (LiteLLM team "guardrails").
+		Guardrails []string `json:"guardrails"`
+	} `json:"litellm_fields"`
 	Limits
 }
 

@@ -116,6 +116,46 @@ func (a *Admin) UpdateAccount(ctx context.Context, k AccountKind, id string, val
 	return a.updateAccount(ctx, k, id, vals)
 }
 
+// ownerKinds are the key_spend owner kinds of the account registries (store.OwnerToken).
+var ownerKinds = map[store.ObjectType]string{store.User: "user", store.Team: "team", store.Organization: "organization", store.EndUser: "end_user"}
+
+// UpdateAccountSpend is UpdateAccount that also sets the account's spend total (USD, current
+// budget period; LiteLLM /user/update and /organization/update "spend", e.g. 0 to reset it)
+// in the same transaction: every replica's budget check reads the new total at its next spend
+// flush. spend nil: UpdateAccount. Errors: UpdateAccount's ("nothing to update" only when
+// neither vals nor spend is given).
+func (a *Admin) UpdateAccountSpend(ctx context.Context, k AccountKind, id string, vals store.Values, fields []string, spend *float64) (store.Row, error) {
+	if spend == nil {
+		return a.UpdateAccount(ctx, k, id, vals, fields)
+	}
+	if id == "" {
+		return store.Row{}, invalid(k.IDField, "%s is required", k.IDField)
+	}
+	if *spend < 0 {
+		return store.Row{}, invalid("spend", "spend must be a non-negative number (USD)")
+	}
+	if err := a.checkAccountValues(ctx, vals); err != nil {
+		return store.Row{}, err
+	}
+	var row store.Row
+	err := a.Write(ctx, func(w *Writer) error {
+		var err error
+		if len(vals) == 0 {
+			row, err = w.GetForUpdate(ctx, k.Type, id)
+		} else {
+			row, err = w.Update(ctx, k.Type, id, vals)
+		}
+		if err != nil {
+			return err
+		}
+		return w.SetSpend(ctx, store.OwnerToken(ownerKinds[k.Type], id), *spend)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Row{}, k.NotFound(id)
+	}
+	return row, err
+}
+
 func (a *Admin) updateAccount(ctx context.Context, k AccountKind, id string, vals store.Values) (store.Row, error) {
 	var row store.Row
 	err := a.Write(ctx, func(w *Writer) error {

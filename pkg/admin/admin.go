@@ -42,6 +42,8 @@ type Tx interface {
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
 	// MoveKeySpend moves a key's spend row to its new token (a regenerated key).
 	MoveKeySpend(ctx context.Context, from, to string) error
+	// SetSpend sets the spend total of a key_spend token (a key's or an owner's).
+	SetSpend(ctx context.Context, token string, spend float64) error
 	// GetForUpdate reads a row and locks it until the transaction ends.
 	GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error)
 	// ListBy reads the rows of typ whose column equals value.
@@ -276,6 +278,11 @@ func (w *Writer) DeleteBy(ctx context.Context, typ store.ObjectType, column, val
 // SetBudgetReset is Tx.SetBudgetReset (gateway.key_spend has no registry: nothing to apply).
 func (w *Writer) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
 	return w.tx.SetBudgetReset(ctx, token, every)
+}
+
+// SetSpend is Tx.SetSpend (gateway.key_spend has no registry: nothing to apply).
+func (w *Writer) SetSpend(ctx context.Context, token string, spend float64) error {
+	return w.tx.SetSpend(ctx, token, spend)
 }
 
 // MoveKeySpend is Tx.MoveKeySpend.

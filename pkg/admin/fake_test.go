@@ -271,6 +271,13 @@ func (t *fakeTx) SetBudgetReset(ctx context.Context, token string, every time.Du
 	return ks.BudgetResetAt, nil
 }
 
+func (t *fakeTx) SetSpend(ctx context.Context, token string, spend float64) error {
+	ks := t.f.spendRows()[token]
+	ks.Spend = spend
+	t.f.spendRows()[token] = ks
+	return nil
+}
+
 func (t *fakeTx) MoveKeySpend(ctx context.Context, from, to string) error {
 	if ks, ok := t.f.spendRows()[from]; ok {
 		delete(t.f.spendRows(), from)

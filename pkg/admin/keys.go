@@ -50,6 +50,12 @@ type KeyRequest struct {
 	MaxParallel    optional `json:"max_parallel_requests"`
 	MaxBudget      optional `json:"max_budget"`
 	BudgetDuration optional `json:"budget_duration"`
+	// Spend sets the key's spend total (USD, current budget period; LiteLLM "spend").
+	Spend optional `json:"spend"`
+
+	// Extra are the LiteLLM fields without a column (pkg/catalogue: aliases, tags,
+	// send_invite_email, ...), checked by the decoder; merged into litellm_fields (sql/011).
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // limitValue decodes a non-negative integer limit field (null clears it).
@@ -99,6 +105,13 @@ func keyValues(req KeyRequest) (store.Values, bool, time.Duration, error) {
 	}
 	if req.Blocked != nil {
 		v["blocked"] = *req.Blocked
+	}
+	if len(req.Extra) > 0 {
+		b, err := json.Marshal(req.Extra)
+		if err != nil {
+			return nil, false, 0, err
+		}
+		v["litellm_fields"] = store.JSONMerge(b)
 	}
 	for col, p := range map[string]*string{"team_id": req.TeamID, "user_id": req.UserID} {
 		if p != nil {
@@ -155,6 +168,18 @@ func keyValues(req KeyRequest) (store.Values, bool, time.Duration, error) {
 		}
 	}
 	return v, req.BudgetDuration.set, every, nil
+}
+
+// spendValue reads a spend field (USD >= 0; null or absent: not set).
+func spendValue(o optional) (*float64, error) {
+	if !o.set || o.null() {
+		return nil, nil
+	}
+	var f float64
+	if err := json.Unmarshal(o.raw, &f); err != nil || f < 0 || math.IsInf(f, 0) {
+		return nil, invalidf("spend must be a non-negative number (USD) or null, got %s", o.raw)
+	}
+	return &f, nil
 }
 
 // tokenOf accepts either a key ("sk-...") or its stored sha256 token.
@@ -337,6 +362,10 @@ func (a *Admin) GenerateKey(ctx context.Context, req KeyRequest) (KeyResult, err
 	} else if err := customKey(key); err != nil {
 		return KeyResult{}, err
 	}
+	spend, err := spendValue(req.Spend)
+	if err != nil {
+		return KeyResult{}, err
+	}
 	vals["token"] = keys.Hash(key)
 	var row store.Row
 	var resetAt *time.Time
@@ -346,14 +375,23 @@ func (a *Admin) GenerateKey(ctx context.Context, req KeyRequest) (KeyResult, err
 			return err
 		}
 		if budgetSet && every > 0 {
-			resetAt, err = w.SetBudgetReset(ctx, row.ID, every)
+			if resetAt, err = w.SetBudgetReset(ctx, row.ID, every); err != nil {
+				return err
+			}
 		}
-		return err
+		if spend != nil {
+			return w.SetSpend(ctx, row.ID, *spend)
+		}
+		return nil
 	})
 	if err != nil {
 		return KeyResult{}, err
 	}
-	return KeyResult{Row: row, Key: key, Spend: &store.KeySpend{BudgetResetAt: resetAt}}, nil
+	ks := &store.KeySpend{BudgetResetAt: resetAt}
+	if spend != nil {
+		ks.Spend = *spend
+	}
+	return KeyResult{Row: row, Key: key, Spend: ks}, nil
 }
 
 // UpdateKey is /key/update: the given fields of req.Key (a key or its token) change.
@@ -367,13 +405,17 @@ func (a *Admin) UpdateKey(ctx context.Context, req KeyRequest) (KeyResult, error
 	if err != nil {
 		return KeyResult{}, err
 	}
-	if len(vals) == 0 {
-		return KeyResult{}, invalidf("nothing to update: give models, key_alias, duration, metadata, blocked, rpm_limit, tpm_limit, max_parallel_requests, max_budget or budget_duration")
+	spend, err := spendValue(req.Spend)
+	if err != nil {
+		return KeyResult{}, err
+	}
+	if len(vals) == 0 && spend == nil {
+		return KeyResult{}, invalidf("nothing to update: give models, key_alias, duration, metadata, blocked, rpm_limit, tpm_limit, max_parallel_requests, max_budget, budget_duration or spend")
 	}
 	if err := a.checkKeyOwners(ctx, vals, &req); err != nil {
 		return KeyResult{}, err
 	}
-	return a.updateKey(ctx, req.Key, vals, budgetSet, every)
+	return a.updateKey(ctx, req.Key, vals, budgetSet, every, spend)
 }
 
 // BlockKey is /key/block and /key/unblock: the key is refused (or served again) on every
@@ -382,23 +424,34 @@ func (a *Admin) BlockKey(ctx context.Context, key string, blocked bool) (KeyResu
 	if key == "" {
 		return KeyResult{}, invalid("key", "key is required")
 	}
-	return a.updateKey(ctx, key, store.Values{"blocked": blocked}, false, 0)
+	return a.updateKey(ctx, key, store.Values{"blocked": blocked}, false, 0, nil)
 }
 
-// updateKey writes vals to the key (and moves its budget reset when budgetSet).
-func (a *Admin) updateKey(ctx context.Context, key string, vals store.Values, budgetSet bool, every time.Duration) (KeyResult, error) {
+// updateKey writes vals to the key (and moves its budget reset when budgetSet, and sets its
+// spend total when spend is not nil).
+func (a *Admin) updateKey(ctx context.Context, key string, vals store.Values, budgetSet bool, every time.Duration, spend *float64) (KeyResult, error) {
 	token := tokenOf(key)
 	var row store.Row
 	var resetAt *time.Time
 	err := a.Write(ctx, func(w *Writer) error {
 		var err error
-		if row, err = w.Update(ctx, store.Key, token, vals); err != nil {
+		if len(vals) == 0 {
+			row, err = w.GetForUpdate(ctx, store.Key, token)
+		} else {
+			row, err = w.Update(ctx, store.Key, token, vals)
+		}
+		if err != nil {
 			return err
 		}
 		if budgetSet {
-			resetAt, err = w.SetBudgetReset(ctx, token, every)
+			if resetAt, err = w.SetBudgetReset(ctx, token, every); err != nil {
+				return err
+			}
 		}
-		return err
+		if spend != nil {
+			return w.SetSpend(ctx, token, *spend)
+		}
+		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return KeyResult{}, notFound(keyNotFound)

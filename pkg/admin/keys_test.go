@@ -101,7 +101,7 @@ func TestUpdateBlockRegenerateDeleteKey(t *testing.T) {
 	_, err = a.UpdateKey(ctx, KeyRequest{})
 	asInvalid(t, err, "key is required")
 	_, err = a.UpdateKey(ctx, KeyRequest{Key: "sk-one"})
-	asInvalid(t, err, "nothing to update: give models, key_alias, duration, metadata, blocked, rpm_limit, tpm_limit, max_parallel_requests, max_budget or budget_duration")
+	asInvalid(t, err, "nothing to update: give models, key_alias, duration, metadata, blocked, rpm_limit, tpm_limit, max_parallel_requests, max_budget, budget_duration or spend")
 	_, err = a.UpdateKey(ctx, KeyRequest{Key: "sk-none", Models: &[]string{"gpt"}})
 	asNotFound(t, err, "Key not found")
 	_, err = a.UpdateKey(ctx, KeyRequest{Key: "sk-none", KeyAlias: ptr("x")})

@@ -324,6 +324,8 @@ type NewUser struct {
 	TeamID   string
 	KeyAlias string
 	Duration string
+	// KeyFields are the key's litellm_fields value (its aliases; nil: none).
+	KeyFields store.Values
 }
 
 // UserCreated is the outcome of CreateUser: the user row and, with AutoKey, the key (shown
@@ -382,6 +384,9 @@ func (a *Admin) CreateUser(ctx context.Context, u NewUser) (UserCreated, error) 
 				return invalid("duration", "duration: %v", err)
 			}
 			vals["expires"] = time.Now().Add(dur)
+		}
+		for c, v := range u.KeyFields {
+			vals[c] = v
 		}
 		kr, err := w.Insert(ctx, store.Key, vals)
 		if err != nil {

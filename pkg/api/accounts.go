@@ -13,6 +13,7 @@ import (
 
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
+	"lockstep/pkg/catalogue"
 	"lockstep/pkg/store"
 )
 
@@ -35,16 +36,21 @@ type accountKind struct {
 	infoParam string
 	// cols are the writable columns (new and update) besides the id.
 	cols fields
+	// newModel and updateModel are the LiteLLM request models of /new and /update, whose
+	// other fields the catalogue treats (pkg/catalogue).
+	newModel, updateModel catalogue.Model
+	// updateExtra are /update's fields besides the columns (spend: UpdateAccountSpend).
+	updateExtra fields
 }
 
 var (
-	teamKind = accountKind{AccountKind: mgmt.TeamKind, infoParam: "team_id",
+	teamKind = accountKind{newModel: catalogue.NewTeam, updateModel: catalogue.UpdateTeam, AccountKind: mgmt.TeamKind, infoParam: "team_id",
 		cols: limitFields.with(fields{"team_alias": fString, "organization_id": fString, "models": fStrings, "members_with_roles": fMembers})}
-	userKind = accountKind{AccountKind: mgmt.UserKind, infoParam: "user_id",
+	userKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewUser, updateModel: catalogue.UpdateUser, AccountKind: mgmt.UserKind, infoParam: "user_id",
 		cols: limitFields.with(fields{"user_alias": fString, "user_email": fString, "user_role": fString, "organization_id": fString, "models": fStrings})}
-	orgKind = accountKind{AccountKind: mgmt.OrgKind, infoParam: "organization_id",
+	orgKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
 		cols: limitFields.with(fields{"organization_alias": fString, "models": fStrings})}
-	endUserKind = accountKind{AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
+	endUserKind = accountKind{newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
 		cols: limitFields.with(fields{"alias": fString, "allowed_model_region": fString, "default_model": fString})}
 )
 
@@ -74,7 +80,8 @@ func (s *Server) accountRoutes() {
 	s.detailRoute(http.MethodGet, "/organization/info", "organizations", s.orgInfo)
 	s.detailRoute(http.MethodDelete, "/organization/delete", "organizations", s.accountDelete(orgKind, "organization_ids"))
 	s.detailRoute(http.MethodPost, "/organization/delete", "organizations", s.accountDelete(orgKind, "organization_ids"))
-	s.detailRoute(http.MethodGet, "/organization/list", "organizations", s.accountList(orgKind))
+	s.detailRoute(http.MethodGet, "/organization/list", "organizations", s.orgList)
+	s.orgMemberRoutes()
 	// end users: /customer/* and the older /end_user/* names (LiteLLM keeps both)
 	for _, p := range []string{"/customer", "/end_user"} {
 		s.detailRoute(http.MethodPost, p+"/new", "end users", s.accountNew(endUserKind))
@@ -105,6 +112,7 @@ func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 	}
 	delete(m, "version")
 	delete(m, "team_member_budgets") // shown as team_memberships (teamMemberships)
+	withLiteLLMFields(m)             // tags, user_name, model_aliases, ... (sql/011)
 	if _, ok := m["spend"]; !ok {
 		m["spend"] = s.accountSpend(context.Background(), r.Type, r.ID)
 	}
@@ -132,13 +140,24 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 	if err := s.requireDB(k.Type, k.What+"s"); err != nil {
 		return nil, nil, err
 	}
-	body, err := decodeFields(c, k.cols.with(fields{k.IDField: fString}).with(extra))
+	body, lf, err := decodeFieldsModel(c, k.cols.with(fields{k.IDField: fString}).with(extra), k.newModel)
 	if err != nil {
 		return nil, nil, err
 	}
 	vals, err := columnValues(body, k.cols)
 	if err != nil {
 		return nil, nil, err
+	}
+	if k.Type == store.User {
+		// a new user's aliases are its auto-created key's (LiteLLM new_user passes them to
+		// generate_key_helper_fn); userNew takes them from the body
+		if a, ok := lf["aliases"]; ok {
+			body["aliases"] = a
+			delete(lf, "aliases")
+		}
+	}
+	for c, v := range litellmFieldsValue(lf) {
+		vals[c] = v
 	}
 	return body, vals, nil
 }
@@ -150,7 +169,7 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		if err := s.requireDB(k.Type, k.What+"s"); err != nil {
 			return err
 		}
-		body, err := decodeFields(c, k.cols.with(fields{k.IDField: fString}))
+		body, lf, err := decodeFieldsModel(c, k.cols.with(fields{k.IDField: fString}).with(k.updateExtra), k.updateModel)
 		if err != nil {
 			return err
 		}
@@ -158,7 +177,16 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		row, err := s.mgmt.UpdateAccount(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names())
+		for c, v := range litellmFieldsValue(lf) {
+			vals[c] = v
+		}
+		var spend *float64
+		if v, ok, err := optNumber(body, "spend"); err != nil {
+			return err
+		} else if ok {
+			spend = &v
+		}
+		row, err := s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
 		if err != nil {
 			return err
 		}
@@ -536,13 +564,13 @@ func (s *Server) userInfo(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"user_id": row.ID, "user_info": info, "keys": ks, "teams": teams})
 }
 
-// orgInfo: GET /organization/info?organization_id= → the row plus its "teams".
+// orgInfo: GET /organization/info?organization_id= → the row (orgJSON) plus its "teams".
 func (s *Server) orgInfo(c echo.Context) error {
 	row, err := s.getAccount(c, orgKind)
 	if err != nil {
 		return err
 	}
-	out, err := s.accountJSON(row)
+	out, err := s.orgJSON(row)
 	if err != nil {
 		return err
 	}
@@ -608,6 +636,16 @@ func userNewTeams(body map[string]json.RawMessage) []string {
 	return out
 }
 
+// keyAliasesValue is the litellm_fields value of /user/new's auto-created key: the body's
+// aliases (nil: none given).
+func keyAliasesValue(body map[string]json.RawMessage) store.Values {
+	a, ok := body["aliases"]
+	if !ok || isNull(a) {
+		return nil
+	}
+	return litellmFieldsValue(map[string]json.RawMessage{"aliases": a})
+}
+
 func slicesContainsStr(l []string, v string) bool {
 	for _, x := range l {
 		if x == v {
@@ -631,6 +669,7 @@ func (s *Server) userNew(c echo.Context) error {
 		ID: str(body, userKind.IDField), Vals: vals, Teams: userNewTeams(body),
 		AutoKey: !ok || string(raw) != "false", Models: strs(body, "models"),
 		TeamID: str(body, "team_id"), KeyAlias: str(body, "key_alias"), Duration: str(body, "duration"),
+		KeyFields: keyAliasesValue(body),
 	})
 	if err != nil {
 		return err

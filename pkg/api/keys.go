@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	mgmt "lockstep/pkg/admin"
+	"lockstep/pkg/catalogue"
 	"lockstep/pkg/store"
 )
 
@@ -46,6 +47,7 @@ type keyRowJSON struct {
 	UserID         *string         `json:"user_id"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+	LitellmFields  map[string]any  `json:"litellm_fields"`
 }
 
 // keyResponse renders a key row with its spend and next budget reset (ks nil: spend 0, no
@@ -63,10 +65,16 @@ func (s *Server) keyResponse(r store.Row, ks *store.KeySpend) (map[string]any, e
 	if s.Spend != nil {
 		spent += s.Spend.Unflushed(k.Token)
 	}
-	return map[string]any{"token": k.Token, "key_alias": k.KeyAlias, "models": k.Models, "blocked": k.Blocked,
+	out := map[string]any{"token": k.Token, "key_alias": k.KeyAlias, "models": k.Models, "blocked": k.Blocked,
 		"expires": k.Expires, "metadata": k.Metadata, "team_id": k.TeamID, "user_id": k.UserID, "created_at": k.CreatedAt, "updated_at": k.UpdatedAt,
 		"rpm_limit": k.RPMLimit, "tpm_limit": k.TPMLimit, "max_parallel_requests": k.MaxParallel,
-		"max_budget": k.MaxBudget, "budget_duration": k.BudgetDuration, "spend": spent, "budget_reset_at": resetAt}, nil
+		"max_budget": k.MaxBudget, "budget_duration": k.BudgetDuration, "spend": spent, "budget_reset_at": resetAt,
+		"litellm_fields": k.LitellmFields}
+	withLiteLLMFields(out) // aliases, tags, ... at the top level, as LiteLLM answers
+	if _, ok := out["aliases"]; !ok {
+		out["aliases"] = map[string]any{}
+	}
+	return out, nil
 }
 
 // keyGenerate: POST /key/generate — returns the key once; only its sha256 is stored.
@@ -75,9 +83,11 @@ func (s *Server) keyGenerate(c echo.Context) error {
 		return err
 	}
 	var req keyRequest
-	if err := decodeStrict(c, &req); err != nil {
+	extra, err := decodeStrictModel(c, &req, catalogue.GenerateKey)
+	if err != nil {
 		return err
 	}
+	req.Extra = extra
 	res, err := s.mgmt.GenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
 		return err
@@ -101,9 +111,11 @@ func (s *Server) keyUpdate(c echo.Context) error {
 		return err
 	}
 	var req keyRequest
-	if err := decodeStrict(c, &req); err != nil {
+	extra, err := decodeStrictModel(c, &req, catalogue.UpdateKey)
+	if err != nil {
 		return err
 	}
+	req.Extra = extra
 	res, err := s.mgmt.UpdateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
 		return err

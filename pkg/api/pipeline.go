@@ -127,6 +127,7 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 	if sp.resolve != nil {
 		t, err = sp.resolve(ctx)
 	} else {
+		sp.model = sp.who.aliased(sp.model) // a key's aliases, a team's model_aliases
 		t, err = s.resolveGroup(ctx, sp.format, sp.model)
 	}
 	step.EndErr(err)
@@ -138,6 +139,11 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 	step.EndErr(err)
 	if err != nil {
 		return ctx, nil, err
+	}
+	if k := sp.who.key; k != nil && len(k.EnforcedParams) > 0 {
+		if err := checkEnforcedParams(k.EnforcedParams, sp.body); err != nil {
+			return ctx, nil, err
+		}
 	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
 		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
@@ -168,6 +174,9 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 		c.gs, c.body, err = sp.guardrails(ctx, c.body)
 	} else {
 		c.gs, c.body, err = s.requestGuardrailsOf(ctx, c.body, rf)
+	}
+	if err == nil && sp.who.key != nil && (len(sp.who.key.Guardrails) > 0 || (sp.who.team != nil && len(sp.who.team.Fields.Guardrails) > 0)) {
+		c.gs, err = s.callerGuardrails(ctx, sp.who, c.gs)
 	}
 	if err != nil {
 		return fail(err)

@@ -149,3 +149,5 @@ func jsonTypeName(t reflect.Type) string {
 	}
 	return "an object"
 }
+
+func typeOfElem(v any) reflect.Type { return reflect.TypeOf(v).Elem() }

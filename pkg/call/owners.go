@@ -58,6 +58,21 @@ func callOwners(ci CallInfo) []owner {
 	if o := ci.Organization; o != nil {
 		out = append(out, owner{kind: "organization", label: "Organization", id: o.ID, lim: o.RateLimits(), bud: o.Budget()})
 	}
+	// per-model rate limits of the key and of its team (LiteLLM model_rpm_limit /
+	// model_tpm_limit; its v3 limiter's descriptors model_per_key and model_per_team)
+	if k := ci.Key; k != nil {
+		if l, ok := k.ModelLimits[ci.Model]; ok {
+			out = append(out, owner{kind: "model_per_key", label: "Key", id: k.Token + ":" + ci.Model, lim: l})
+		}
+	}
+	if t := ci.Team; t != nil && (len(t.Fields.ModelRPM) > 0 || len(t.Fields.ModelTPM) > 0) {
+		rpm, hasRPM := t.Fields.ModelRPM[ci.Model]
+		tpm, hasTPM := t.Fields.ModelTPM[ci.Model]
+		if hasRPM || hasTPM {
+			out = append(out, owner{kind: "model_per_team", label: "Team", id: t.ID + ":" + ci.Model,
+				lim: limits.Limits{RPM: rpm, HasRPM: hasRPM, TPM: tpm, HasTPM: hasTPM}})
+		}
+	}
 	if ci.EndUserID != "" {
 		eo := owner{kind: "end_user", label: "End User", id: ci.EndUserID}
 		if e := ci.EndUser; e != nil {

@@ -37,6 +37,18 @@ type Key struct {
 	Limits limits.Limits
 	// Budget is max_budget (USD) and budget_duration (zero value: none).
 	Budget spend.Budget
+	// Aliases map a model name the caller sends to the model group it is served by (LiteLLM's
+	// key "aliases", applied before routing; nil: none). From litellm_fields (sql/011).
+	Aliases map[string]string
+	// ModelLimits are the key's per-model rate limits (LiteLLM model_rpm_limit and
+	// model_tpm_limit: model group → requests or tokens per minute), by model group (nil: none).
+	ModelLimits map[string]limits.Limits
+	// EnforcedParams are the request-body params every call with the key must carry (LiteLLM
+	// enforced_params: "user", or "metadata.generation_name" one level down; nil: none).
+	EnforcedParams []string
+	// Guardrails run on every call with the key, besides the request's own and the default_on
+	// ones (LiteLLM key "guardrails"; nil: none).
+	Guardrails []string
 }
 
 type row struct {
@@ -53,6 +65,7 @@ type row struct {
 	BudgetDuration *string         `json:"budget_duration"`
 	TeamID         *string         `json:"team_id"`
 	UserID         *string         `json:"user_id"`
+	LitellmFields  json.RawMessage `json:"litellm_fields"`
 }
 
 func limitOf(p *int64) (int64, bool) {
@@ -77,7 +90,7 @@ func BuildRow(r store.Row) (*Key, error) {
 	}
 	return build(&store.KeyCols{Token: kr.Token, KeyAlias: kr.KeyAlias, Models: kr.Models, Blocked: kr.Blocked,
 		Expires: kr.Expires, Metadata: kr.Metadata, RPMLimit: kr.RPMLimit, TPMLimit: kr.TPMLimit, MaxParallel: kr.MaxParallel,
-		MaxBudget: kr.MaxBudget, BudgetDuration: kr.BudgetDuration, TeamID: kr.TeamID, UserID: kr.UserID}, r.ID)
+		MaxBudget: kr.MaxBudget, BudgetDuration: kr.BudgetDuration, TeamID: kr.TeamID, UserID: kr.UserID, LitellmFields: kr.LitellmFields}, r.ID)
 }
 
 func build(kr *store.KeyCols, id string) (*Key, error) {
@@ -122,7 +135,60 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 	if kr.UserID != nil {
 		k.UserID = *kr.UserID
 	}
+	if len(kr.LitellmFields) > 2 { // "{}": the common case, no decode
+		var lf struct {
+			Aliases        map[string]string `json:"aliases"`
+			ModelRPM       map[string]int64  `json:"model_rpm_limit"`
+			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
+			EnforcedParams []string          `json:"enforced_params"`
+			Guardrails     []string          `json:"guardrails"`
+		}
+		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
+		if len(lf.Aliases) > 0 {
+			k.Aliases = lf.Aliases
+		}
+		ml, err := ModelLimits(lf.ModelRPM, lf.ModelTPM)
+		if err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
+		k.ModelLimits = ml
+		if len(lf.EnforcedParams) > 0 {
+			k.EnforcedParams = lf.EnforcedParams
+		}
+		if len(lf.Guardrails) > 0 {
+			k.Guardrails = lf.Guardrails
+		}
+	}
 	return k, nil
+}
+
+// ModelLimits builds per-model rate limits from LiteLLM's model_rpm_limit and model_tpm_limit
+// maps (model group → per minute; nil when both are empty). A negative limit is an error
+// naming the model.
+func ModelLimits(rpm, tpm map[string]int64) (map[string]limits.Limits, error) {
+	if len(rpm) == 0 && len(tpm) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]limits.Limits, len(rpm)+len(tpm))
+	for m, n := range rpm {
+		if n < 0 {
+			return nil, fmt.Errorf("model_rpm_limit[%q] must be >= 0, got %d", m, n)
+		}
+		l := out[m]
+		l.RPM, l.HasRPM = n, true
+		out[m] = l
+	}
+	for m, n := range tpm {
+		if n < 0 {
+			return nil, fmt.Errorf("model_tpm_limit[%q] must be >= 0, got %d", m, n)
+		}
+		l := out[m]
+		l.TPM, l.HasTPM = n, true
+		out[m] = l
+	}
+	return out, nil
 }
 
 func isSHA256Hex(s string) bool {

@@ -112,7 +112,7 @@ func dropNative(d *Deployment, r *request) error {
 	}
 	switch r.format.kind {
 	case "json_schema", "json_object":
-		r.drop("response_format")
+		r.drop(r.format.member) // named as the client sent it
 	}
 	if r.effort != "" {
 		r.drop("reasoning")
@@ -202,6 +202,7 @@ type outputFormat struct {
 	name   string
 	schema string
 	strict string // raw JSON boolean or ""
+	member string // the client's member it came in (response_format, text.format, output_config.format, output_format): named when dropped
 }
 
 // chatResponseFormat reads chat's response_format: {type: json_schema, json_schema: {name,
@@ -210,9 +211,9 @@ func chatResponseFormat(v gjson.Result) outputFormat {
 	switch v.Get("type").Str {
 	case "json_schema":
 		js := v.Get("json_schema")
-		return outputFormat{kind: "json_schema", name: js.Get("name").Str, schema: js.Get("schema").Raw, strict: boolRaw(js.Get("strict"))}
+		return outputFormat{kind: "json_schema", name: js.Get("name").Str, schema: js.Get("schema").Raw, strict: boolRaw(js.Get("strict")), member: "response_format"}
 	case "json_object":
-		return outputFormat{kind: "json_object"}
+		return outputFormat{kind: "json_object", member: "response_format"}
 	}
 	return outputFormat{}
 }
@@ -223,9 +224,9 @@ func responsesTextFormat(text gjson.Result) outputFormat {
 	f := text.Get("format")
 	switch f.Get("type").Str {
 	case "json_schema":
-		return outputFormat{kind: "json_schema", name: f.Get("name").Str, schema: f.Get("schema").Raw, strict: boolRaw(f.Get("strict"))}
+		return outputFormat{kind: "json_schema", name: f.Get("name").Str, schema: f.Get("schema").Raw, strict: boolRaw(f.Get("strict")), member: "text.format"}
 	case "json_object":
-		return outputFormat{kind: "json_object"}
+		return outputFormat{kind: "json_object", member: "text.format"}
 	}
 	return outputFormat{}
 }
@@ -233,12 +234,14 @@ func responsesTextFormat(text gjson.Result) outputFormat {
 // messagesOutputFormat reads Anthropic's output_config.format (or the beta output_format):
 // {type: json_schema, schema}.
 func messagesOutputFormat(root gjson.Result) outputFormat {
-	f := root.Get("output_config.format")
+	member := "output_config.format"
+	f := root.Get(member)
 	if !f.Exists() {
-		f = root.Get("output_format")
+		member = "output_format"
+		f = root.Get(member)
 	}
 	if f.Get("type").Str == "json_schema" {
-		return outputFormat{kind: "json_schema", schema: f.Get("schema").Raw}
+		return outputFormat{kind: "json_schema", schema: f.Get("schema").Raw, member: member}
 	}
 	return outputFormat{}
 }

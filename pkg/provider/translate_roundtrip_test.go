@@ -94,7 +94,7 @@ func randRequest(rng *rand.Rand) *request {
 func comparable(r *request) request {
 	c := *r
 	c.dropped, c.ns, c.jsonTool, c.stream = nil, nil, false, false
-	c.format.name, c.format.strict = "", ""
+	c.format.name, c.format.strict, c.format.member = "", "", ""
 	return c
 }
 

@@ -162,6 +162,15 @@ func TestTranslationTable(t *testing.T) {
 		{name: "gemini: structured output and reasoning reported", model: "gemini/gemini-2.5-pro", in: FormatChat,
 			body:    `{"model":"g","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"},"reasoning_effort":"low"}`,
 			dropped: []string{"response_format", "reasoning"}},
+		{name: "gemini: responses text.format reported as text.format", model: "gemini/gemini-2.5-pro", in: FormatResponses,
+			body:    `{"model":"g","input":"hi","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}}}`,
+			dropped: []string{"text.format"}},
+		{name: "ollama: messages output_config.format reported as output_config.format", model: "ollama/llama3.2", in: FormatMessages,
+			body:    `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}}`,
+			dropped: []string{"output_config.format"}},
+		{name: "gemini: messages beta output_format reported as output_format", model: "gemini/gemini-2.0-flash", in: FormatMessages,
+			body:    `{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_format":{"type":"json_schema","schema":{"type":"object"}}}`,
+			dropped: []string{"output_format"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, dropped := translateFor(t, c.model, c.in, c.body)

@@ -397,6 +397,16 @@ func (t *TxStore) SetBudgetReset(ctx context.Context, token string, every time.D
 	return at, nil
 }
 
+// SetSpend sets the spend total (USD, current budget period) of a key_spend token: a key's
+// token or an owner's ("user:<id>", OwnerToken), its budget reset kept (LiteLLM /key/update
+// and /user/update "spend"). Every replica reads the new total at its next spend flush; later
+// flushes add to it. Errors: ErrUnavailable.
+func (t *TxStore) SetSpend(ctx context.Context, token string, spend float64) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO gateway.key_spend AS s (token, spend) VALUES ($1, $2)
+		ON CONFLICT (token) DO UPDATE SET spend = EXCLUDED.spend, updated_at = now()`, token, spend)
+	return mapErr(err)
+}
+
 // MoveKeySpend moves a key's spend row to a new token (key regeneration keeps the spend).
 // Errors: ErrUnavailable.
 func (t *TxStore) MoveKeySpend(ctx context.Context, from, to string) error {

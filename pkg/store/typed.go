@@ -30,6 +30,7 @@ type KeyCols struct {
 	BudgetDuration *string
 	TeamID         *string
 	UserID         *string
+	LitellmFields  []byte // jsonb as text (sql/011): LiteLLM fields without a column
 }
 
 // ModelCols is a gateway.models row as typed columns (sql/001). The jsonb columns are their
@@ -51,11 +52,11 @@ type typedReader struct {
 var typedReaders = map[ObjectType]typedReader{
 	Key: {
 		cols: "t.key_alias, t.models, t.blocked, t.expires, t.metadata::text, t.rpm_limit, t.tpm_limit, " +
-			"t.max_parallel_requests::bigint, t.max_budget, t.budget_duration, t.team_id, t.user_id",
+			"t.max_parallel_requests::bigint, t.max_budget, t.budget_duration, t.team_id, t.user_id, t.litellm_fields::text",
 		scan: func(rows pgx.Rows, r *Row, extra ...any) error {
 			c := &KeyCols{}
 			dst := append([]any{&r.ID, &r.Version, &c.KeyAlias, &c.Models, &c.Blocked, &c.Expires, &c.Metadata,
-				&c.RPMLimit, &c.TPMLimit, &c.MaxParallel, &c.MaxBudget, &c.BudgetDuration, &c.TeamID, &c.UserID}, extra...)
+				&c.RPMLimit, &c.TPMLimit, &c.MaxParallel, &c.MaxBudget, &c.BudgetDuration, &c.TeamID, &c.UserID, &c.LitellmFields}, extra...)
 			if err := rows.Scan(dst...); err != nil {
 				return err
 			}

@@ -16,6 +16,11 @@ import (
 // json.RawMessage holding JSON text; text[] columns take []string.
 type Values map[string]any
 
+// JSONMerge is a jsonb column value an update merges into the stored object (Postgres jsonb
+// "||": top-level members replaced, others kept; Postgres docs 9.16 "JSON Functions and
+// Operators"); an insert stores it as is. The text must be a JSON object.
+type JSONMerge []byte
+
 func (v Values) sorted() []string {
 	cols := make([]string, 0, len(v))
 	for c := range v {
@@ -51,6 +56,9 @@ func insert(ctx context.Context, q querier, typ ObjectType, vals Values) (Row, e
 	ph := make([]string, len(cols))
 	for i, c := range cols {
 		args[i] = vals[c]
+		if m, ok := vals[c].(JSONMerge); ok {
+			args[i] = []byte(m)
+		}
 		ph[i] = fmt.Sprintf("$%d", i+1)
 		cols[i] = pgx.Identifier{c}.Sanitize()
 	}
@@ -91,8 +99,14 @@ func update(ctx context.Context, q querier, typ ObjectType, id string, vals Valu
 	args := make([]any, 0, len(cols)+1)
 	sets := make([]string, len(cols))
 	for i, c := range cols {
+		id := pgx.Identifier{c}.Sanitize()
+		if m, ok := vals[c].(JSONMerge); ok {
+			args = append(args, []byte(m))
+			sets[i] = fmt.Sprintf("%s = t.%s || $%d::jsonb", id, id, i+1)
+			continue
+		}
 		args = append(args, vals[c])
-		sets[i] = fmt.Sprintf("%s = $%d", pgx.Identifier{c}.Sanitize(), i+1)
+		sets[i] = fmt.Sprintf("%s = $%d", id, i+1)
 	}
 	args = append(args, id)
 	sql := fmt.Sprintf("UPDATE %s AS t SET %s WHERE t.%s = $%d RETURNING t.%s, t.version, row_to_json(t)::text",

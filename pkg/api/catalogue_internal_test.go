@@ -1,0 +1,89 @@
+package api
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"lockstep/pkg/catalogue"
+)
+
+// routeFields are the fields each catalogue model's route declares itself (its decoder's
+// known list).
+func routeFields() map[catalogue.Model]fields {
+	keyFields := fields{}
+	for n := range structFieldsOf(typeOfElem(&keyRequest{})).known {
+		keyFields[n] = fAny
+	}
+	id := func(k accountKind) fields { return fields{k.IDField: fString} }
+	return map[catalogue.Model]fields{
+		catalogue.GenerateKey:      keyFields,
+		catalogue.UpdateKey:        keyFields,
+		catalogue.NewUser:          userKind.cols.with(id(userKind)).with(userNewFields),
+		catalogue.UpdateUser:       userKind.cols.with(id(userKind)).with(userKind.updateExtra),
+		catalogue.NewTeam:          teamKind.cols.with(id(teamKind)),
+		catalogue.UpdateTeam:       teamKind.cols.with(id(teamKind)),
+		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)),
+		catalogue.UpdateOrg:        orgKind.cols.with(id(orgKind)).with(orgKind.updateExtra),
+		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)),
+		catalogue.UpdateCustomer:   endUserKind.cols.with(id(endUserKind)),
+		catalogue.OrgMemberAdd:     {"organization_id": fString, "member": fAny},
+		catalogue.OrgMemberUpdate:  {"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString},
+		catalogue.OrgMemberDelete:  {"organization_id": fString, "user_id": fString, "user_email": fString},
+		catalogue.TeamMemberAdd:    {"team_id": fString, "member": fMembers, "max_budget_in_team": fNumber},
+		catalogue.TeamMemberUpdate: {"team_id": fString, "user_id": fString, "user_email": fString, "role": fString, "max_budget_in_team": fNumber, "tpm_limit": fInt, "rpm_limit": fInt},
+		catalogue.TeamMemberDelete: {"team_id": fString, "user_id": fString, "user_email": fString},
+	}
+}
+
+// The catalogue and the routes agree: a field the catalogue says a route honours through its
+// own column is declared by that route (else it would answer "unknown field" to a LiteLLM
+// field), and a route declares no field the catalogue sends elsewhere (stored, not yet).
+func TestCatalogueMatchesRoutes(t *testing.T) {
+	for m, known := range routeFields() {
+		if len(catalogue.Models[m]) == 0 {
+			t.Errorf("%s: not in the catalogue", m)
+		}
+		for _, n := range catalogue.Names(m) {
+			f, _ := catalogue.Lookup(m, n)
+			_, declared := known[n]
+			if f.Treatment == catalogue.Column && !declared {
+				t.Errorf("%s.%s: the catalogue says honoured by a column, the route does not declare it", m, n)
+			}
+			if f.Treatment != catalogue.Column && declared {
+				t.Errorf("%s.%s: the route declares it, the catalogue says %s", m, n, f.Treatment)
+			}
+		}
+	}
+}
+
+// splitLiteLLM: stored and honoured fields leave the body, a not-yet one passes only with
+// LiteLLM's default value, an undefined name and a declared one stay for checkFields.
+func TestSplitLiteLLM(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	known := func(n string) bool { return n == "models" }
+	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
+		"model_max_budget": raw(`{}`), "permissions": raw(` {} `), "rpm_limt": raw(`1`)}
+	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(extra) != 2 || string(extra["tags"]) != `["a"]` || string(extra["aliases"]) != `{"x":"m"}` {
+		t.Fatalf("extra = %v", extra)
+	}
+	if _, ok := body["models"]; !ok || len(body) != 2 || body["rpm_limt"] == nil {
+		t.Fatalf("body left = %v", body)
+	}
+	for _, c := range []struct{ field, value, want string }{
+		{"model_max_budget", `{"m": 1}`, `field "model_max_budget" is not supported yet`},
+		{"key_type", `"llm_api"`, `field "key_type" is not supported yet`},
+		{"tags", `"a"`, `tags must be an array of strings`},
+		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
+		{"model_rpm_limit", `{"m": -1}`, `model_rpm_limit["m"] must be an integer >= 0`},
+	} {
+		_, err := splitLiteLLM(catalogue.GenerateKey, map[string]json.RawMessage{c.field: raw(c.value)}, known)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: err = %v, want %q", c.field, c.value, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package api
+
+// Organization members and answers (LiteLLM management_endpoints/organization_endpoints.py):
+// /organization/member_add, PATCH /organization/member_update, DELETE
+// /organization/member_delete; /organization/list and /organization/info rows carry
+// "litellm_budget_table" and "members". The use-cases are admin/org_members.go.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"lockstep/pkg/accounts"
+	mgmt "lockstep/pkg/admin"
+	"lockstep/pkg/catalogue"
+	"lockstep/pkg/store"
+)
+
+func (s *Server) orgMemberRoutes() {
+	s.detailRoute(http.MethodPost, "/organization/member_add", "organizations", s.orgMemberAdd)
+	s.detailRoute(http.MethodPatch, "/organization/member_update", "organizations", s.orgMemberUpdate)
+	s.detailRoute(http.MethodPost, "/organization/member_update", "organizations", s.orgMemberUpdate)
+	s.detailRoute(http.MethodDelete, "/organization/member_delete", "organizations", s.orgMemberDelete)
+	s.detailRoute(http.MethodPost, "/organization/member_delete", "organizations", s.orgMemberDelete)
+}
+
+// orgJSON renders an organization as LiteLLM's LiteLLM_OrganizationTableWithMembers: the row,
+// its "members" (membership rows, [] when none) and its "litellm_budget_table" ({"max_budget",
+// "budget_duration", "tpm_limit", "rpm_limit", "max_parallel_requests"}).
+func (s *Server) orgJSON(r store.Row) (map[string]any, error) {
+	out, err := s.accountJSON(r)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := mgmt.OrgMembersOf(r)
+	if err != nil {
+		return nil, err
+	}
+	out["members"] = ms
+	out["litellm_budget_table"] = map[string]any{"max_budget": out["max_budget"], "budget_duration": out["budget_duration"],
+		"tpm_limit": out["tpm_limit"], "rpm_limit": out["rpm_limit"], "max_parallel_requests": out["max_parallel_requests"]}
+	return out, nil
+}
+
+// orgList: GET /organization/list → every organization, oldest first, as a bare array of
+// orgJSON rows (LiteLLM list_organization includes members and the budget table).
+func (s *Server) orgList(c echo.Context) error {
+	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+		return err
+	}
+	rows, err := s.mgmt.Accounts(c.Request().Context(), mgmt.OrgKind)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(rows))
+	for _, r := range rows {
+		m, err := s.orgJSON(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// parseOrgMembers reads an OrgMember or a list of them: {"user_id"?, "user_email"?, "role":
+// "org_admin" | "internal_user" | "internal_user_viewer"}, user_id or user_email required.
+func parseOrgMembers(raw json.RawMessage) ([]mgmt.OrgMember, error) {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) || len(raw) == 0 {
+		return nil, detailErr(http.StatusBadRequest, "member is required: {\"user_id\", \"role\": \"org_admin\" | \"internal_user\" | \"internal_user_viewer\"}")
+	}
+	if raw[0] == '{' {
+		raw = append(append([]byte{'['}, raw...), ']')
+	}
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, badRequest("member must be a member object or an array of them: {\"user_id\", \"user_email\"?, \"role\"}")
+	}
+	out := make([]mgmt.OrgMember, 0, len(list))
+	for i, m := range list {
+		var om mgmt.OrgMember
+		for k, v := range m {
+			var s string
+			if !isNull(v) && json.Unmarshal(v, &s) != nil {
+				return nil, badRequest("member[%d].%s must be a string", i, k)
+			}
+			switch k {
+			case "user_id":
+				om.UserID = s
+			case "user_email":
+				if s != "" {
+					om.UserEmail = &s
+				}
+			case "role":
+				om.UserRole = s
+			default:
+				return nil, badRequest("unknown field %q in member[%d]: a member has user_id, user_email, role", k, i)
+			}
+		}
+		if om.UserID == "" && om.UserEmail == nil {
+			return nil, badRequest("member[%d]: user_id or user_email is required", i)
+		}
+		if om.UserRole == "" {
+			return nil, badRequest("member[%d].role is required: org_admin, internal_user or internal_user_viewer", i)
+		}
+		out = append(out, om)
+	}
+	return out, nil
+}
+
+// orgMemberAdd: POST /organization/member_add {"organization_id", "member": {...} | [...]} →
+// {"organization_id", "updated_users": [user rows], "updated_organization_memberships":
+// [membership rows]} (LiteLLM OrganizationAddMemberResponse). Unknown organization: 404; a
+// member already in it: 400.
+func (s *Server) orgMemberAdd(c echo.Context) error {
+	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+		return err
+	}
+	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "member": fAny}, catalogue.OrgMemberAdd)
+	if err != nil {
+		return err
+	}
+	add, err := parseOrgMembers(body["member"])
+	if err != nil {
+		return err
+	}
+	res, err := s.mgmt.AddOrgMembers(c.Request().Context(), str(body, "organization_id"), add)
+	if err != nil {
+		return err
+	}
+	users := make([]map[string]any, 0, len(res.Users))
+	for _, r := range res.Users {
+		m, err := s.accountJSON(r)
+		if err != nil {
+			return err
+		}
+		users = append(users, m)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"organization_id": res.Org.ID, "updated_users": users,
+		"updated_organization_memberships": res.Memberships})
+}
+
+// orgMemberUpdate: PATCH /organization/member_update {"organization_id", "user_id" |
+// "user_email", "role"?} → the membership row (LiteLLM LiteLLM_OrganizationMembershipTable).
+func (s *Server) orgMemberUpdate(c echo.Context) error {
+	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+		return err
+	}
+	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString}, catalogue.OrgMemberUpdate)
+	if err != nil {
+		return err
+	}
+	m, err := s.mgmt.UpdateOrgMember(c.Request().Context(), str(body, "organization_id"),
+		accounts.Member{UserID: str(body, "user_id"), UserEmail: str(body, "user_email")}, str(body, "role"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
+}
+
+// orgMemberDelete: DELETE /organization/member_delete {"organization_id", "user_id" |
+// "user_email"} → the deleted membership row.
+func (s *Server) orgMemberDelete(c echo.Context) error {
+	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+		return err
+	}
+	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "user_id": fString, "user_email": fString}, catalogue.OrgMemberDelete)
+	if err != nil {
+		return err
+	}
+	m, err := s.mgmt.DeleteOrgMember(c.Request().Context(), str(body, "organization_id"),
+		accounts.Member{UserID: str(body, "user_id"), UserEmail: str(body, "user_email")})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
+}

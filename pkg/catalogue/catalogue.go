@@ -1,0 +1,274 @@
+// Package catalogue is the one list of LiteLLM's management request fields and what lockstep
+// does with each (API.md "Compatibility policy"): every field of LiteLLM's request models is
+// accepted; one that changes what a caller may do or spend is honoured on every replica, an
+// informational one is stored and returned, and a name LiteLLM does not define is a 400 naming
+// it. A field that would limit a caller and that lockstep does not enforce yet is refused with
+// a 400 naming it as not supported yet, never accepted and ignored.
+//
+// Read from LiteLLM's litellm/proxy/_types.py at BerriAI/litellm commit
+// 00025c847316ae5d1e0d453e53d204e81f710c3e (the 1.8x line): GenerateRequestBase, KeyRequestBase,
+// GenerateKeyRequest, UpdateKeyRequest, NewUserRequest, UpdateUserRequestNoUserIDorEmail,
+// UpdateUserRequest, TeamBase, NewTeamRequest, UpdateTeamRequest, LiteLLM_BudgetTable,
+// NewOrganizationRequest, LiteLLM_OrganizationTableUpdate, BudgetNewRequest,
+// NewCustomerRequest, UpdateCustomerRequest, Member, OrgMember, TeamMemberAddRequest,
+// TeamMemberUpdateRequest, TeamMemberDeleteRequest, OrganizationMemberAddRequest,
+// OrganizationMemberUpdateRequest, OrganizationMemberDeleteRequest. user_name on
+// NewUserRequest is from LiteLLM's documented /user/new examples (older models accepted it).
+package catalogue
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Treatment is what lockstep does with a LiteLLM request field.
+type Treatment int
+
+const (
+	// Column: honoured through a column or parameter of lockstep's own (the route's decoder
+	// declares it; e.g. models, max_budget, rpm_limit, key_alias).
+	Column Treatment = iota + 1
+	// Honoured: changes what a caller may do; kept in the object's litellm_fields jsonb and
+	// applied on every replica (aliases, model_aliases).
+	Honoured
+	// Stored: informational; kept in the object's litellm_fields jsonb and returned by the
+	// info and list answers (metadata-like: tags, user_name, send_invite_email, ...).
+	Stored
+	// NotYet: would limit a caller (or change what it may do) and is not enforced by lockstep
+	// yet: a value other than LiteLLM's default (null, {}, [], false, 0, "default") is a 400
+	// naming the field as not supported yet.
+	NotYet
+)
+
+func (t Treatment) String() string {
+	switch t {
+	case Column, Honoured:
+		return "honoured"
+	case Stored:
+		return "stored"
+	case NotYet:
+		return "refused (not supported yet)"
+	}
+	return "refused"
+}
+
+// Kind is the JSON type of a field kept in litellm_fields (checked before anything is stored).
+type Kind int
+
+const (
+	Any       Kind = iota // any JSON value
+	String                // a string
+	Strings               // a list of strings
+	Bool                  // true or false
+	Number                // a number
+	Object                // a JSON object
+	StringMap             // an object of string values ({"alias": "model group"})
+	IntMap                // an object of integers >= 0 ({"model group": 10})
+)
+
+// Field is one field of a LiteLLM request model.
+type Field struct {
+	Treatment Treatment
+	Kind      Kind
+}
+
+// Model names a LiteLLM request model as a lockstep route decodes it.
+type Model string
+
+const (
+	GenerateKey      Model = "GenerateKeyRequest"
+	UpdateKey        Model = "UpdateKeyRequest"
+	NewUser          Model = "NewUserRequest"
+	UpdateUser       Model = "UpdateUserRequest"
+	NewTeam          Model = "NewTeamRequest"
+	UpdateTeam       Model = "UpdateTeamRequest"
+	NewOrganization  Model = "NewOrganizationRequest"
+	UpdateOrg        Model = "UpdateOrganizationRequest"
+	NewCustomer      Model = "NewCustomerRequest"
+	UpdateCustomer   Model = "UpdateCustomerRequest"
+	TeamMemberAdd    Model = "TeamMemberAddRequest"
+	TeamMemberUpdate Model = "TeamMemberUpdateRequest"
+	TeamMemberDelete Model = "TeamMemberDeleteRequest"
+	OrgMemberAdd     Model = "OrganizationMemberAddRequest"
+	OrgMemberUpdate  Model = "OrganizationMemberUpdateRequest"
+	OrgMemberDelete  Model = "OrganizationMemberDeleteRequest"
+	BudgetNew        Model = "BudgetNewRequest"
+)
+
+var (
+	col      = Field{Treatment: Column}
+	honoured = func(k Kind) Field { return Field{Treatment: Honoured, Kind: k} }
+	stored   = func(k Kind) Field { return Field{Treatment: Stored, Kind: k} }
+	notYet   = Field{Treatment: NotYet}
+)
+
+type fieldSet map[string]Field
+
+func merge(sets ...fieldSet) fieldSet {
+	out := fieldSet{}
+	for _, s := range sets {
+		for k, v := range s {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// generateRequestBase: LiteLLM's GenerateRequestBase (shared by keys and users).
+var generateRequestBase = fieldSet{
+	"key_alias": col, "duration": col, "models": col, "spend": notYet, "max_budget": col,
+	"user_id": col, "team_id": col, "agent_id": notYet, "max_parallel_requests": col,
+	"metadata": col, "tpm_limit": col, "rpm_limit": col, "budget_duration": col,
+	"allowed_cache_controls": notYet, "config": stored(Object), "permissions": notYet,
+	"model_max_budget": notYet, "model_rpm_limit": notYet, "model_tpm_limit": notYet,
+	"guardrails": notYet, "policies": notYet, "prompts": notYet, "blocked": col,
+	"aliases": honoured(StringMap), "object_permission": notYet,
+}
+
+// keyRequestBase: LiteLLM's KeyRequestBase (GenerateRequestBase plus these).
+var keyRequestBase = merge(generateRequestBase, fieldSet{
+	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": honoured(Strings),
+	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
+	"guardrails": honoured(Strings), "allowed_routes": notYet, "allowed_passthrough_routes": notYet,
+	"allowed_vector_store_indexes": notYet, "rpm_limit_type": notYet, "tpm_limit_type": notYet,
+	"router_settings": notYet, "access_group_ids": notYet,
+})
+
+// budgetTable: LiteLLM_BudgetTable's user-controllable fields.
+var budgetTable = fieldSet{
+	"budget_id": notYet, "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
+	"tpm_limit": col, "rpm_limit": col, "model_max_budget": notYet, "budget_duration": col,
+}
+
+// teamBase: LiteLLM's TeamBase.
+var teamBase = fieldSet{
+	"team_alias": col, "team_id": col, "organization_id": col, "admins": notYet, "members": notYet,
+	"members_with_roles": col, "team_member_permissions": notYet, "metadata": col, "tpm_limit": col,
+	"rpm_limit": col, "max_budget": col, "soft_budget": stored(Number), "budget_duration": col,
+	"models": col, "blocked": col, "router_settings": notYet, "access_group_ids": notYet,
+	// not in TeamBase but in LiteLLM_TeamTable, and a lockstep column since issue 13
+	"max_parallel_requests": col,
+}
+
+// teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
+var teamExtra = fieldSet{
+	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
+	"policies": notYet, "prompts": notYet, "object_permission": notYet,
+	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
+	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": notYet,
+	"team_member_rpm_limit": notYet, "team_member_tpm_limit": notYet,
+	"team_member_key_duration": notYet, "team_member_budget_duration": notYet,
+	"allowed_vector_store_indexes": notYet, "enforced_batch_output_expires_after": notYet,
+	"enforced_file_expires_after": notYet,
+}
+
+var customerFields = fieldSet{
+	"user_id": col, "alias": col, "blocked": col, "budget_id": notYet,
+	"allowed_model_region": col, "default_model": col, "object_permission": notYet,
+}
+
+// Models is the catalogue: every field of each LiteLLM request model lockstep serves, with
+// its treatment. Routes: GenerateKey /key/generate, UpdateKey /key/update, NewUser /user/new,
+// UpdateUser /user/update, NewTeam /team/new, UpdateTeam /team/update, NewOrganization
+// /organization/new, UpdateOrg /organization/update, NewCustomer /customer/new and
+// /end_user/new, UpdateCustomer /customer/update and /end_user/update, the member models
+// their /team/member_* and /organization/member_* routes. BudgetNew has no route yet (budgets
+// as objects are issue 19 item 9); it is listed for the docs.
+var Models = map[Model]fieldSet{
+	GenerateKey: merge(keyRequestBase, fieldSet{
+		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": notYet,
+		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": notYet, "project_id": notYet,
+	}),
+	UpdateKey: merge(keyRequestBase, fieldSet{
+		"spend": col, "temp_budget_increase": notYet, "temp_budget_expiry": notYet, "auto_rotate": notYet,
+		"rotation_interval": notYet, "organization_id": notYet,
+	}),
+	NewUser: merge(generateRequestBase, fieldSet{
+		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,
+		"send_invite_email": stored(Bool), "sso_user_id": stored(String), "organizations": notYet,
+		"password": notYet, "user_name": stored(String),
+		// lockstep: a user's own organization (LiteLLM_UserTable.organization_id)
+		"organization_id": col,
+	}),
+	UpdateUser: merge(generateRequestBase, fieldSet{
+		"spend": col, "password": notYet, "user_alias": col, "user_role": col, "user_email": col,
+		"user_name": stored(String), "organization_id": col,
+		// on a user (not its key) these are LiteLLM_UserTable-less: aliases and key_alias are
+		// informational; duration and team_id would change the user's keys or teams
+		"aliases": stored(StringMap), "key_alias": stored(String), "duration": notYet, "team_id": notYet,
+	}),
+	NewTeam:    merge(teamBase, teamExtra),
+	UpdateTeam: merge(teamBase, teamExtra),
+	NewOrganization: merge(budgetTable, fieldSet{
+		"organization_id": col, "organization_alias": col, "models": col, "metadata": col,
+		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "object_permission": notYet,
+		"blocked": col,
+	}),
+	UpdateOrg: merge(budgetTable, fieldSet{
+		"organization_id": col, "organization_alias": col, "spend": col, "metadata": col,
+		"models": col, "updated_by": stored(String), "object_permission": notYet,
+		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "blocked": col,
+	}),
+	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": notYet, "budget_reset_at": notYet, "metadata": col}),
+	UpdateCustomer: merge(customerFields, fieldSet{
+		"max_budget": col, "metadata": col, "budget_duration": col, "tpm_limit": col, "rpm_limit": col,
+		"max_parallel_requests": col,
+	}),
+	TeamMemberAdd:    {"team_id": col, "member": col, "max_budget_in_team": col},
+	TeamMemberUpdate: {"team_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_team": col, "tpm_limit": col, "rpm_limit": col},
+	TeamMemberDelete: {"team_id": col, "user_id": col, "user_email": col},
+	OrgMemberAdd:     {"organization_id": col, "member": col, "max_budget_in_organization": notYet},
+	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": notYet},
+	OrgMemberDelete:  {"organization_id": col, "user_id": col, "user_email": col},
+	BudgetNew: {
+		"budget_id": notYet, "max_budget": notYet, "soft_budget": notYet, "max_parallel_requests": notYet,
+		"tpm_limit": notYet, "rpm_limit": notYet, "budget_duration": notYet, "model_max_budget": notYet,
+		"budget_reset_at": notYet,
+	},
+}
+
+// Lookup returns field name of model m, if LiteLLM's model defines it.
+func Lookup(m Model, name string) (Field, bool) {
+	f, ok := Models[m][name]
+	return f, ok
+}
+
+// Names lists model m's fields in name order.
+func Names(m Model) []string {
+	out := make([]string, 0, len(Models[m]))
+	for n := range Models[m] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// order is the docs' order of the models.
+var order = []Model{GenerateKey, UpdateKey, NewUser, UpdateUser, NewTeam, UpdateTeam, NewOrganization, UpdateOrg,
+	NewCustomer, UpdateCustomer, TeamMemberAdd, TeamMemberUpdate, TeamMemberDelete, OrgMemberAdd, OrgMemberUpdate,
+	OrgMemberDelete, BudgetNew}
+
+// Markdown renders the catalogue as docs/api.md shows it: one row per request model, its
+// fields by treatment (each list in name order).
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| LiteLLM request model | honoured | stored and returned | refused: not supported yet |\n")
+	b.WriteString("|---|---|---|---|\n")
+	for _, m := range order {
+		var h, s, n []string
+		for _, name := range Names(m) {
+			f := Models[m][name]
+			switch f.Treatment {
+			case Column, Honoured:
+				h = append(h, "`"+name+"`")
+			case Stored:
+				s = append(s, "`"+name+"`")
+			case NotYet:
+				n = append(n, "`"+name+"`")
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m, strings.Join(h, ", "), strings.Join(s, ", "), strings.Join(n, ", "))
+	}
+	return b.String()
+}
