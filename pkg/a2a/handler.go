@@ -33,14 +33,29 @@ type Resolver interface {
 // "failed" status message of message/stream. They must not carry secrets. An error that is
 // (or wraps) an *[Error] is passed through with its code; any other becomes -32603
 // "Internal error: <err>".
+//
+// c is the RPC request's Call, as the HTTP layer gave it to [Handler.RPC]: the caller and the
+// headers travel as this parameter, never as context values.
 type Completer interface {
 	// Complete returns the model's whole reply.
-	Complete(ctx context.Context, agent *Agent, text string) (string, error)
+	Complete(ctx context.Context, c Call, agent *Agent, text string) (string, error)
 	// Stream calls onDelta with each piece of the reply as it arrives, sequentially, never
 	// concurrently, and returns when the reply is complete. When onDelta returns an error
 	// (the client went away, the task was canceled) Stream stops and returns an error. ctx is
 	// canceled when the client disconnects or tasks/cancel cancels the task.
-	Stream(ctx context.Context, agent *Agent, text string, onDelta func(delta string) error) error
+	Stream(ctx context.Context, c Call, agent *Agent, text string, onDelta func(delta string) error) error
+}
+
+// Call is what the HTTP layer knows of one RPC request, handed as is to the [Completer] of
+// message/send and message/stream (SendMessage, SendStreamingMessage). a2a does not look
+// inside.
+type Call struct {
+	// Caller is the authenticated caller, in the gateway's own type.
+	Caller any
+	// Header is the request's header; RespHeader the response's (a Completer may set
+	// headers on it before a message/send answer is written; a stream's header is sent with
+	// its first event, before the Completer runs).
+	Header, RespHeader http.Header
 }
 
 // Handler serves the A2A endpoints of the gateway's agents. Create it with [NewHandler]; it
@@ -183,7 +198,7 @@ func agentNotFoundMessage(idOrName string) string {
 // known to stream (message/stream, tasks/resubscribe), errors are sent as one SSE event after
 // a 200 text/event-stream header, since streaming clients only read SSE. The envelope is
 // checked before the agent is looked up, so a malformed request costs no read-through.
-func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
+func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string, c Call) {
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
@@ -234,14 +249,14 @@ func (h *Handler) RPC(w http.ResponseWriter, r *http.Request, idOrName string) {
 	}
 
 	if ver == wire10 {
-		h.rpc10(w, r, &log, agent, req)
+		h.rpc10(w, r, &log, agent, req, c)
 		return
 	}
 	switch req.method {
 	case MethodMessageSend:
-		h.messageSend(w, r, &log, agent, req, wire03)
+		h.messageSend(w, r, &log, agent, req, wire03, c)
 	case MethodMessageStream:
-		h.messageStream(w, r, &log, agent, req, wire03)
+		h.messageStream(w, r, &log, agent, req, wire03, c)
 	case MethodTasksGet:
 		p, perr := parseTaskParams(req.params)
 		if perr != nil {
@@ -314,13 +329,13 @@ func (h *Handler) notification(ctx context.Context, w http.ResponseWriter, log *
 
 // messageSend implements message/send (A2A spec §7.1) with a Message result, and A2A 1.0
 // SendMessage (ver wire10) with the same Message as SendMessageResponse {"message"}.
-func (h *Handler) messageSend(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, ver wire) {
+func (h *Handler) messageSend(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, ver wire, c Call) {
 	p, perr := ver.parseSendParams(req.params)
 	if perr != nil {
 		writeError(w, http.StatusOK, req.id, perr)
 		return
 	}
-	reply, err := h.completer.Complete(r.Context(), agent, p.text)
+	reply, err := h.completer.Complete(r.Context(), c, agent, p.text)
 	if err != nil {
 		log.Warn().Err(err).Str("agent_id", agent.ID).Msg("message/send: completion failed")
 		writeError(w, http.StatusOK, req.id, internalError(err))
@@ -341,7 +356,7 @@ var errTaskFinished = errors.New("task already in a terminal state")
 // messageStream implements message/stream (A2A spec §7.2); see RPC for the event sequence.
 // With ver wire10 it is A2A 1.0 SendStreamingMessage: the same events, each sent as its 1.0
 // StreamResponse member (result10).
-func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, ver wire) {
+func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, ver wire, c Call) {
 	out := newSSEWriter(w, req.id)
 	out.ver = ver
 	p, perr := ver.parseSendParams(req.params)
@@ -390,7 +405,7 @@ func (h *Handler) messageStream(w http.ResponseWriter, r *http.Request, log *zer
 	}
 	var pending string
 	havePending := false
-	streamErr := h.completer.Stream(ctx, agent, p.text, func(delta string) error {
+	streamErr := h.completer.Stream(ctx, c, agent, p.text, func(delta string) error {
 		if delta == "" {
 			return nil
 		}

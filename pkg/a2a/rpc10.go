@@ -26,13 +26,13 @@ import (
 //   - ListTasks (§3.1.4): the caller's tasks of this agent (see listTasks).
 //   - SubscribeToTask: -32004 (as an SSE event); the push-notification config methods: -32003;
 //     GetExtendedAgentCard: -32007; anything else (0.3 names included): -32601.
-func (h *Handler) rpc10(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request) {
+func (h *Handler) rpc10(w http.ResponseWriter, r *http.Request, log *zerolog.Logger, agent *Agent, req request, c Call) {
 	ctx := r.Context()
 	switch req.method {
 	case MethodSendMessage:
-		h.messageSend(w, r, log, agent, req, wire10)
+		h.messageSend(w, r, log, agent, req, wire10, c)
 	case MethodSendStreamingMessage:
-		h.messageStream(w, r, log, agent, req, wire10)
+		h.messageStream(w, r, log, agent, req, wire10, c)
 	case MethodGetTask:
 		p, perr := parseTaskParams(req.params)
 		if perr != nil {

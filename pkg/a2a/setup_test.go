@@ -35,11 +35,11 @@ type fakeCompleter struct {
 
 var _ Completer = (*fakeCompleter)(nil)
 
-func (f *fakeCompleter) Complete(ctx context.Context, agent *Agent, text string) (string, error) {
+func (f *fakeCompleter) Complete(ctx context.Context, _ Call, agent *Agent, text string) (string, error) {
 	return f.CompleteFunc(ctx, agent, text)
 }
 
-func (f *fakeCompleter) Stream(ctx context.Context, agent *Agent, text string, onDelta func(string) error) error {
+func (f *fakeCompleter) Stream(ctx context.Context, _ Call, agent *Agent, text string, onDelta func(string) error) error {
 	return f.StreamFunc(ctx, agent, text, onDelta)
 }
 
@@ -129,7 +129,7 @@ func setup(t *testing.T) *testBundle {
 		b.handler.Card(w, r, r.PathValue("agent"), "http://"+r.Host)
 	})
 	mux.HandleFunc("POST /a2a/{agent}", func(w http.ResponseWriter, r *http.Request) {
-		b.handler.RPC(w, r, r.PathValue("agent"))
+		b.handler.RPC(w, r, r.PathValue("agent"), Call{})
 	})
 	b.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()

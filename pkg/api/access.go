@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/accounts"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 )
@@ -36,27 +37,25 @@ func (p principal) canUse(name string, group []*registry.Entry[*router.Deploymen
 	return true
 }
 
-// accessDenied is the 401 for a model the caller may not use, naming the list that refused it
-// (LiteLLM's texts: "key not allowed to access model. ..." with type key_model_access_denied,
-// "team not allowed to access model. ..." with type team_model_access_denied).
-func (p principal) accessDenied(model string, group []*registry.Entry[*router.Deployment]) *Error {
+// accessDenied is the refusal of a model the caller may not use, naming the list that refused
+// it (pipeline.AccessDenied: LiteLLM's "key not allowed to access model. ..." with type
+// key_model_access_denied, "team not allowed to access model. ..." with type
+// team_model_access_denied; answered 401).
+func (p principal) accessDenied(model string, group []*registry.Entry[*router.Deployment]) error {
 	ag := groupAccess(group)
 	if p.key != nil && p.key.CanUse(model, ag) {
 		if p.team != nil {
-			return &Error{Status: http.StatusUnauthorized, Type: "team_model_access_denied", Param: "model",
-				Message: fmt.Sprintf("team not allowed to access model. This team can only access models=%s. Tried to access %s", pyList(p.team.Models), model)}
+			return &pipeline.AccessDenied{Scope: "team", Allowed: p.team.Models, Model: model}
 		}
 		if p.user != nil {
-			return &Error{Status: http.StatusUnauthorized, Type: "user_model_access_denied", Param: "model",
-				Message: fmt.Sprintf("user not allowed to access model. This user can only access models=%s. Tried to access %s", pyList(p.user.Models), model)}
+			return &pipeline.AccessDenied{Scope: "user", Allowed: p.user.Models, Model: model}
 		}
 	}
 	var models []string
 	if p.key != nil {
 		models = p.key.Models
 	}
-	return &Error{Status: http.StatusUnauthorized, Type: "key_model_access_denied", Param: "model",
-		Message: fmt.Sprintf("key not allowed to access model. This key can only access models=%s. Tried to access %s", pyList(models), model)}
+	return &pipeline.AccessDenied{Scope: "key", Allowed: models, Model: model}
 }
 
 // refresh re-reads the caller's key, team and user from the registries (newer versions may

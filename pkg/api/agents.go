@@ -14,6 +14,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	mgmt "lockstep/pkg/admin"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -214,9 +215,9 @@ func (s *Server) agentCard(c echo.Context) error {
 }
 
 // agentRPC: POST /a2a/{id_or_name}, one JSON-RPC 2.0 request (see a2a.Handler.RPC).
-// The caller travels in the request context to the completer, which checks the key's model
-// access on the agent's model (agentCall.authorize), together with the request's header (the
-// end user may be named there) and the response's.
+// The caller goes to the completer as the a2a.Call parameter (a2a.Call.Caller, a principal),
+// which checks the key's model access on the agent's model, together with the request's
+// header (the end user may be named there) and the response's.
 //
 // Rate-limit headers (API.md: every response to a limited key carries them): the response
 // first gets x-ratelimit-limit-requests / -remaining-requests (and -tokens with a tpm_limit)
@@ -229,12 +230,10 @@ func (s *Server) agentRPC(c echo.Context) error {
 	who := caller(c)
 	h := c.Response().Header()
 	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
-		setRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
+		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
-	ctx := withPrincipal(req.Context(), who)
-	ctx = a2a.WithOwner(ctx, taskOwner(who))
-	ctx = context.WithValue(ctx, a2aHeadersKey{}, a2aHeaders{req: req.Header, resp: h})
-	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c))
+	ctx := a2a.WithOwner(req.Context(), taskOwner(who))
+	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c), a2a.Call{Caller: who, Header: req.Header, RespHeader: h})
 	return nil
 }
 
@@ -247,11 +246,6 @@ func taskOwner(who principal) a2a.Owner {
 	}
 	return o
 }
-
-// a2aHeaders are an A2A request's header and its response's, carried to the completer.
-type a2aHeaders struct{ req, resp http.Header }
-
-type a2aHeadersKey struct{}
 
 // agentParam is the {id_or_name} path segment, percent-decoded (unescapeParams).
 func agentParam(c echo.Context) string { return c.Param("agent") }
@@ -345,8 +339,8 @@ type agentCompleter struct{ s *Server }
 
 var _ a2a.Completer = agentCompleter{}
 
-func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text string) (string, error) {
-	ctx, call, err := c.s.agentCall(ctx, agent, text, false)
+func (c agentCompleter) Complete(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string) (string, error) {
+	ctx, call, err := c.s.agentCall(ctx, ac, agent, text, false)
 	if err != nil {
 		return "", a2aError(err, agent)
 	}
@@ -357,8 +351,8 @@ func (c agentCompleter) Complete(ctx context.Context, agent *a2a.Agent, text str
 	return res.Text(), nil
 }
 
-func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text string, onDelta func(string) error) error {
-	ctx, call, err := c.s.agentCall(ctx, agent, text, true)
+func (c agentCompleter) Stream(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, onDelta func(string) error) error {
+	ctx, call, err := c.s.agentCall(ctx, ac, agent, text, true)
 	if err != nil {
 		return a2aError(err, agent)
 	}
@@ -384,9 +378,10 @@ func (c agentCompleter) Stream(ctx context.Context, agent *a2a.Agent, text strin
 	}
 }
 
-// agentCall starts the pipeline for one agent message.
-func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, stream bool) (context.Context, *call, error) {
-	who, ok := principalFrom(ctx)
+// agentCall starts the pipeline for one agent message of the A2A request ac (its caller and
+// headers).
+func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, stream bool) (context.Context, *call, error) {
+	who, ok := ac.Caller.(principal)
 	if !ok {
 		return ctx, nil, errors.New("agent call without a caller") // every A2A route sets one
 	}
@@ -396,16 +391,15 @@ func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, s
 		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
 		body, _ = sjson.SetBytes(body, "stream", true)
 	}
-	hs, _ := ctx.Value(a2aHeadersKey{}).(a2aHeaders)
 	// message/send answers after the call: the limits step sets the response's rate-limit
 	// headers; a stream's header went out with its first event already
-	respHeader := hs.resp
+	respHeader := ac.RespHeader
 	if stream {
 		respHeader = nil
 	}
 	return s.startCall(ctx, callSpec{
 		format: provider.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
-		header: respHeader, reqHeader: hs.req,
+		header: respHeader, reqHeader: ac.Header,
 		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
 		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
 			gs, err := s.agentGuardrails(ctx, agent)
@@ -417,22 +411,26 @@ func (s *Server) agentCall(ctx context.Context, agent *a2a.Agent, text string, s
 // a2aError maps a pipeline error to what the A2A caller sees (see agentCompleter).
 func a2aError(err error, agent *a2a.Agent) error {
 	var ae *Error
+	var ad *pipeline.AccessDenied
 	var gb *guardrailBlock
 	switch {
 	case errors.As(err, &gb):
 		code := a2a.CodeInvalidParams
-		if !gb.input {
+		if !gb.Input {
 			code = a2a.CodeInternalError
 		}
 		return &a2a.Error{Code: code, Message: gb.Message, Data: map[string]any{"guardrail": gb.Guardrail}}
-	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
-		code := a2a.CodeUnauthenticated
-		if ae.Type == "key_model_access_denied" || ae.Type == "team_model_access_denied" {
-			code = a2a.CodeUnauthorized
+	case errors.As(err, &ad):
+		code := a2a.CodeUnauthorized
+		if ad.Scope == "user" { // as before the typed error: only key and team denials are -31403
+			code = a2a.CodeUnauthenticated
 		}
-		return &a2a.Error{Code: code, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
-	case errors.As(err, &ae) && (ae.Status == http.StatusTooManyRequests || ae.Type == "budget_exceeded" || ae.Status == http.StatusServiceUnavailable):
+		return &a2a.Error{Code: code, Message: ad.Error(), Data: map[string]any{"type": ad.Type(), "model": agent.Model}}
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized: // the key blocked or expired meanwhile
+		return &a2a.Error{Code: a2a.CodeUnauthenticated, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
+	case admitError(err) != nil:
 		// the limits step refused the call: its message, and the status the LLM routes answer
+		ae = admitError(err)
 		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
 	}
 	return err
@@ -481,30 +479,8 @@ func hasOwnUpstream(agent *a2a.Agent) bool { return agent.OwnUpstream() }
 // agentDeploymentID names the ad-hoc deployment of an agent with its own upstream.
 func agentDeploymentID(agent *a2a.Agent) string { return agent.DeploymentID() }
 
-// agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's.
+// agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's
+// (namedGuardrails, the resolver of every call).
 func (s *Server) agentGuardrails(ctx context.Context, agent *a2a.Agent) ([]*guardrail.Guardrail, error) {
-	if s.Guardrails == nil {
-		if len(agent.Guardrails) > 0 {
-			return nil, guardrailNotFound(agent.Guardrails[0])
-		}
-		return nil, nil
-	}
-	var gs []*guardrail.Guardrail
-	seen := map[string]bool{}
-	for _, e := range s.Guardrails.Load().ByName(DefaultOnName) {
-		gs = append(gs, e.Value)
-		seen[e.Value.Name] = true
-	}
-	for _, name := range agent.Guardrails {
-		if seen[name] {
-			continue
-		}
-		g, err := s.guardrailByName(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		seen[name] = true
-		gs = append(gs, g)
-	}
-	return gs, nil
+	return s.namedGuardrails(ctx, agent.Guardrails)
 }

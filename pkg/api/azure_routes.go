@@ -2,9 +2,9 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
@@ -35,7 +35,7 @@ func (s *Server) azureRoutes() {
 			req := c.Request()
 			body, err := io.ReadAll(req.Body)
 			if err != nil {
-				if strings.Contains(err.Error(), "too large") {
+				if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 					return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
 				}
 				return badRequest("read body: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/jsonscan"
 	"lockstep/pkg/provider"
@@ -32,12 +33,10 @@ func GuardrailNames(e *registry.Entry[*guardrail.Guardrail]) []string {
 	return []string{e.Value.Name}
 }
 
-func invalidModel(f provider.Format, model string) *Error {
-	if model == "" {
-		model = "None"
-	}
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
-		Message: fmt.Sprintf("%s: Invalid model name passed in model=%s. Call /v1/models to view available models for your key.", f.RouteName(), model)}
+// invalidModel is the route's refusal of a model it does not serve (pipeline.UnknownModel;
+// answered 400 invalid_request_error, param model).
+func invalidModel(f provider.Format, model string) error {
+	return &pipeline.UnknownModel{Route: f.RouteName(), Model: model}
 }
 
 func pyList(items []string) string {
@@ -63,7 +62,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		ctx := req.Context()
 		body, err := readBody(req)
 		if err != nil {
-			if strings.Contains(err.Error(), "too large") {
+			if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
 			}
 			return badRequest("read body: %v", err)
@@ -268,8 +267,15 @@ func (s *Server) multipartGuardrails(ctx context.Context, body []byte) ([]*guard
 }
 
 // namedGuardrails is every default_on guardrail plus the named ones (read-through on a miss;
-// an unknown name is a 404), each once.
+// an unknown name is a 404), each once: the one resolver of requests, multipart forms and
+// agents. Without a guardrails registry any name is unknown.
 func (s *Server) namedGuardrails(ctx context.Context, names []string) ([]*guardrail.Guardrail, error) {
+	if s.Guardrails == nil {
+		if len(names) > 0 {
+			return nil, guardrailNotFound(names[0])
+		}
+		return nil, nil
+	}
 	var gs []*guardrail.Guardrail
 	seen := map[string]bool{}
 	for _, e := range s.Guardrails.Load().ByName(DefaultOnName) {

@@ -8,9 +8,8 @@ import (
 	"net/http"
 	"strings"
 
-	"lockstep/pkg/accounts"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -40,64 +39,13 @@ import (
 //
 // A route only adds its format: how it reads the request and how it writes the answer.
 
-// Admitter is the limits step of the call pipeline: cluster-wide rate limits, parallel
-// request limits and budgets (API.md "Keys (admin) and their limits"). Server.Limits is nil by
-// default: every call is admitted.
-//
-// Admit runs after model access and before any guardrail or upstream work. It returns a
-// Ticket for an admitted call, or an error refusing it: an *Error (e.g. 429
-// rate_limit_error, 400 budget_exceeded) is answered as is on the LLM routes and as a JSON-RPC
-// error on A2A. It may set response headers in CallInfo.Header (x-ratelimit-*). A nil Ticket
-// with a nil error admits the call without wanting its outcome.
-type Admitter interface {
-	Admit(ctx context.Context, c CallInfo) (Ticket, error)
-}
-
-// Ticket is one admitted call. Done is called exactly once, when the call has ended (answer
-// sent, stream ended, failed or cancelled): release what Admit took (a parallel-request slot)
-// and record usage and spend.
-type Ticket interface {
-	Done(Outcome)
-}
-
-// CallInfo is what the limits step knows of a call before it starts.
-type CallInfo struct {
-	// Key is the caller's virtual key; nil for the master key (and with no master key).
-	Key *keys.Key
-	// Route is "chat", "responses", "messages", "embeddings" or "a2a".
-	Route string
-	// Model is the model group asked for (for A2A: the agent's model).
-	Model string
-	// Stream is true for a streamed call.
-	Stream bool
-	// Header is the response header (nil when the route cannot send headers, e.g. an A2A
-	// stream already started): the step may set x-ratelimit-* here.
-	Header http.Header
-	// Team, User and Organization are the key's team, internal user and organization (the
-	// team's, else the user's); nil when it has none. Their budgets and limits apply too.
-	Team         *accounts.Team
-	User         *accounts.User
-	Organization *accounts.Organization
-	// EndUserID is the end user (LiteLLM's customer id; "" when absent): the
-	// x-litellm-customer-id or x-litellm-end-user-id header, else the body's "user",
-	// litellm_metadata.user, metadata.user_id or safety_identifier (endUserID). EndUser is its
-	// gateway.end_users row (nil when none exists: its spend is still tracked).
-	EndUserID string
-	EndUser   *accounts.EndUser
-	// CallID is the call's id (x-litellm-call-id; the spend log's request_id).
-	CallID string
-}
-
-// Outcome is how an admitted call ended.
-type Outcome struct {
-	// Deployment is the deployment that answered (for an agent with its own upstream, its
-	// ad-hoc deployment with empty model_info); nil when no upstream was reached.
-	Deployment *router.Deployment
-	// Usage is the token usage the upstream reported (zero when it reported none).
-	Usage provider.Usage
-	// Err is why the call failed; nil on success.
-	Err error
-}
+// Admitter, Ticket, CallInfo and Outcome are the limits step's contract (pkg/call).
+type (
+	Admitter = pipeline.Admitter
+	Ticket   = pipeline.Ticket
+	CallInfo = pipeline.CallInfo
+	Outcome  = pipeline.Outcome
+)
 
 // target is where a call is routed: a model group through the router, or one deployment
 // called directly (an agent with its own upstream).
@@ -106,15 +54,8 @@ type target struct {
 	direct *router.Deployment
 }
 
-// guardrailBlock is a guardrail's BLOCK in the pipeline; input is true for pre_call and
-// during_call, false for post_call. LLM routes answer it 400 invalid_request_error with the
-// content filter's message; A2A with -32602 (input) or -32603 (output).
-type guardrailBlock struct {
-	*guardrail.BlockedError
-	input bool
-}
-
-func (b *guardrailBlock) Unwrap() error { return b.BlockedError }
+// guardrailBlock is a guardrail's BLOCK in the pipeline (pipeline.Blocked).
+type guardrailBlock = pipeline.Blocked
 
 // call is one request going through the pipeline; build it with Server.startCall.
 type call struct {
@@ -299,7 +240,7 @@ func (c *call) apply(m guardrail.Mode, text string, input bool) (string, error) 
 		if err != nil {
 			var be *guardrail.BlockedError
 			if errors.As(err, &be) {
-				return "", &guardrailBlock{BlockedError: be, input: input}
+				return "", &guardrailBlock{BlockedError: be, Input: input}
 			}
 			return "", err
 		}

@@ -129,7 +129,7 @@ func New(d Deps) *Server {
 	}
 	s.mgmt = newAdmin(d)
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
-		s.Limits = governance{s}
+		s.Limits = s.governance()
 	}
 	s.spendPrefix = fmt.Sprintf("%s-%s-", d.ReplicaID, strconv.FormatInt(time.Now().UnixNano(), 36))
 	s.e.HideBanner, s.e.HidePort = true, true
@@ -323,6 +323,8 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	switch {
 	case bodyTooLarge(err):
 		ae = &Error{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body too large (limit %d bytes)", s.MaxBodyBytes)}
+	case callError(err) != nil: // model access, the limits step (pkg/call)
+		ae = callError(err)
 	case errors.As(err, &ae):
 		ae = &Error{Status: ae.Status, Message: ae.Message, Type: ae.Type, Param: ae.Param, Code: ae.Code, style: ae.style}
 	case adminError(err) != nil:
@@ -597,19 +599,6 @@ func caller(c echo.Context) principal {
 		return *p
 	}
 	return principal{}
-}
-
-type principalCtxKey struct{}
-
-// withPrincipal carries the caller into code that only sees a context (the A2A completer).
-func withPrincipal(ctx context.Context, p principal) context.Context {
-	return context.WithValue(ctx, principalCtxKey{}, p)
-}
-
-// principalFrom returns the caller carried by ctx; ok is false when there is none.
-func principalFrom(ctx context.Context) (principal, bool) {
-	p, ok := ctx.Value(principalCtxKey{}).(principal)
-	return p, ok
 }
 
 // requireDB refuses a management call on typ unless it is stored in Postgres here (admin.RequireDB).

@@ -1,0 +1,147 @@
+package call
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"lockstep/pkg/limits"
+	"lockstep/pkg/spend"
+	"lockstep/pkg/store"
+)
+
+// owner is one account a call counts toward besides its key: the key's internal user, team and
+// organization, and the request's end user. Each may carry a budget and rate limits (sql/005),
+// kept cluster-wide exactly as a key's: spend in gateway.key_spend and leases in
+// gateway.rate_windows / slot_leases, under the token store.OwnerToken(kind, id).
+type owner struct {
+	kind  string // "user", "team", "organization", "end_user"
+	label string // in messages: "User", "Team", "Organization", "End User"
+	id    string
+	lim   limits.Limits
+	bud   spend.Budget
+	// user and team name a team membership (kind "team_member", id "<team>:<user>").
+	user, team string
+}
+
+func (o owner) token() string { return store.OwnerToken(o.kind, o.id) }
+
+// callOwners lists a call's owners in the order LiteLLM checks them after the key (its
+// common_checks: user, team, the user's membership of the team, organization, then the end
+// user). An end user without a gateway.end_users row has no limits; its spend is tracked all
+// the same. A team key is not held to its user's personal max_budget: only the team's and
+// the team membership's budgets apply (LiteLLM "Budgets, Rate Limits": "If a key belongs to a
+// team, only the team (and team-member) budgets are enforced"); the user's rate limits and
+// spend tracking still apply.
+func callOwners(ci CallInfo) []owner {
+	var out []owner
+	if u := ci.User; u != nil {
+		uo := owner{kind: "user", label: "User", id: u.ID, lim: u.RateLimits(), bud: u.Budget()}
+		if ci.Team != nil {
+			uo.bud = spend.Budget{}
+		}
+		out = append(out, uo)
+	}
+	if t := ci.Team; t != nil {
+		out = append(out, owner{kind: "team", label: "Team", id: t.ID, lim: t.RateLimits(), bud: t.Budget()})
+		// the key's user within the team: its budget and limits from the team membership
+		// (LiteLLM _check_team_member_budget); spend is tracked for every member
+		if ci.User != nil {
+			uid := ci.User.ID
+			mo := owner{kind: "team_member", id: store.TeamMemberID(t.ID, uid), user: uid, team: t.ID}
+			if b, ok := t.MemberBudget(uid); ok {
+				mo.lim, mo.bud = b.RateLimits(), b.Budget()
+			}
+			out = append(out, mo)
+		}
+	}
+	if o := ci.Organization; o != nil {
+		out = append(out, owner{kind: "organization", label: "Organization", id: o.ID, lim: o.RateLimits(), bud: o.Budget()})
+	}
+	// per-model rate limits of the key and of its team (LiteLLM model_rpm_limit /
+	// model_tpm_limit; its v3 limiter's descriptors model_per_key and model_per_team)
+	if k := ci.Key; k != nil {
+		if l, ok := k.ModelLimits[ci.Model]; ok {
+			out = append(out, owner{kind: "model_per_key", label: "Key", id: k.Token + ":" + ci.Model, lim: l})
+		}
+	}
+	if t := ci.Team; t != nil && (len(t.Fields.ModelRPM) > 0 || len(t.Fields.ModelTPM) > 0) {
+		rpm, hasRPM := t.Fields.ModelRPM[ci.Model]
+		tpm, hasTPM := t.Fields.ModelTPM[ci.Model]
+		if hasRPM || hasTPM {
+			out = append(out, owner{kind: "model_per_team", label: "Team", id: t.ID + ":" + ci.Model,
+				lim: limits.Limits{RPM: rpm, HasRPM: hasRPM, TPM: tpm, HasTPM: hasTPM}})
+		}
+	}
+	if ci.EndUserID != "" {
+		eo := owner{kind: "end_user", label: "End User", id: ci.EndUserID}
+		if e := ci.EndUser; e != nil {
+			eo.lim, eo.bud = e.RateLimits(), e.Budget()
+		}
+		out = append(out, eo)
+	}
+	return out
+}
+
+// ownerBudgets refuses the call when an owner's spend reached its max_budget: a *BudgetExceeded,
+// 400 budget_exceeded `Budget has been exceeded! <Owner>=<id> Current cost: <spend>, Max budget: <max>`
+// (LiteLLM's team text, for every level).
+func (g *Governance) ownerBudgets(ctx context.Context, h http.Header, owners []owner) error {
+	if g.Spend == nil {
+		return nil
+	}
+	for _, o := range owners {
+		if !o.bud.Has {
+			continue
+		}
+		if err := g.Spend.Check(ctx, o.token(), o.bud); err != nil {
+			return g.ownerError(h, o, err)
+		}
+	}
+	return nil
+}
+
+// ownerLimits takes a rate-limit admission for every limited owner; on a refusal it gives back
+// what it took and refuses with a *RateLimited, 429 (Retry-After) `Rate limit exceeded for <kind>: <id>. Limit type:
+// <type>. Current limit: <n>, Remaining: 0. Limit resets at: <time>`.
+func (g *Governance) ownerLimits(ctx context.Context, h http.Header, owners []owner) ([]limits.Ticket, error) {
+	var taken []limits.Ticket
+	for _, o := range owners {
+		if !o.lim.Any() {
+			continue
+		}
+		var err error
+		if g.Limiter == nil {
+			err = &limits.UnavailableError{Kind: limits.KindRequests, Err: errors.New("no database configured")}
+		} else {
+			var t limits.Ticket
+			if t, err = g.Limiter.Admit(ctx, o.token(), o.lim); err == nil {
+				taken = append(taken, t)
+				continue
+			}
+		}
+		for _, t := range taken {
+			t.Done(0)
+		}
+		return nil, g.ownerError(h, o, err)
+	}
+	return taken, nil
+}
+
+// ownerError maps a refusal at an owner's level to its typed error (refusal's, naming the owner).
+func (g *Governance) ownerError(h http.Header, o owner, err error) error {
+	var le *limits.LimitError
+	var be *spend.BudgetError
+	switch {
+	case errors.As(err, &le):
+		return rateLimited(h, o.kind, o.id, le)
+	case errors.As(err, &be):
+		g.rejected()
+		who := o.label + "=" + o.id
+		if o.kind == "team_member" { // LiteLLM _check_team_member_budget's text
+			who = "User=" + o.user + " in Team=" + o.team
+		}
+		return &BudgetExceeded{Who: who, Spend: be.Spend, Max: be.Max}
+	}
+	return g.refusal(h, nil, err)
+}
