@@ -161,7 +161,10 @@ func (s *Syncer) probe(ctx context.Context, conn *pgconn.PgConn) error {
 			}
 		}
 	}()
-	if _, err := conn.Exec(pctx, "SELECT 1").ReadAll(); err != nil {
+	s.probing.Store(true)
+	_, err := conn.Exec(pctx, "SELECT 1").ReadAll()
+	s.probing.Store(false)
+	if err != nil {
 		return err
 	}
 	now := time.Now()
@@ -198,7 +201,14 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 	if n.Channel == s.hbChan {
 		now := time.Now()
 		s.lastHB.Store(now.UnixNano())
-		s.hbHeard.Store(now.UnixNano())
+		// Delivery is proven only by a NOTIFY that reaches the connection while it waits in
+		// LISTEN. One that arrives during the liveness probe's query proves nothing: through
+		// a transaction-pooling PgBouncer the probe may run on the server connection that
+		// holds the LISTEN, which hands over what it queued, yet no notification reaches
+		// this connection between queries.
+		if !s.probing.Load() {
+			s.hbHeard.Store(now.UnixNano())
+		}
 		s.heardToken(n.Payload) // else the echo of an own NOTIFY (see listenSession)
 		return
 	}

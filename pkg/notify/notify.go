@@ -210,6 +210,7 @@ type Syncer struct {
 	ready       atomic.Bool
 	lastHB      atomic.Int64 // unix nanos of the last proof of life (anything received, a probe answered)
 	hbHeard     atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
+	probing     atomic.Bool  // a liveness probe's query is running on the listen connection
 	hbSent      atomic.Int64 // own NOTIFYs committed (the listen delivery check)
 	hbRTT       atomic.Int64 // nanos: the last liveness probe's round trip
 	probes      atomic.Int64 // liveness probes answered
