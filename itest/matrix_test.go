@@ -385,12 +385,13 @@ func mxCheckUpstream(t *testing.T, api string, turn mxTurn, body gjson.Result) {
 		case "messages":
 			require.Equal(t, "json_schema", body.Get("output_config.format.type").Str, raw)
 			require.JSONEq(t, string(wantSchema), body.Get("output_config.format.schema").Raw, raw)
-		case "gemini":
-			require.False(t, body.Get("generationConfig.responseSchema").Exists() || body.Get("generationConfig.responseJsonSchema").Exists(), raw)
+		case "gemini": // LiteLLM's mapping: JSON mime type plus the schema
+			require.Equal(t, "application/json", body.Get("generationConfig.responseMimeType").Str, raw)
+			require.JSONEq(t, string(wantSchema), body.Get("generationConfig.responseJsonSchema").Raw, raw)
 		case "bedrock":
 			require.False(t, body.Get("outputConfig").Exists(), raw)
-		case "ollama":
-			require.False(t, body.Get("format").Exists(), raw)
+		case "ollama": // LiteLLM's mapping: format is the schema
+			require.JSONEq(t, string(wantSchema), body.Get("format").Raw, raw)
 		}
 	case "image":
 		switch api {
@@ -436,10 +437,10 @@ func contentText(c gjson.Result) string {
 }
 
 // mxDropped is what the translation table says is dropped for a cell ("" = nothing):
-// structured output to Gemini, Bedrock and Ollama (no structured-output form is sent there),
-// named as the client sent it.
+// structured output to Bedrock (no structured-output form is sent there), named as the
+// client sent it; Gemini and Ollama get their own form (mxCheckUpstream).
 func mxDropped(client, vendor, feature string) string {
-	if feature != "structured" || vendor == "openai" || vendor == "anthropic" {
+	if feature != "structured" || vendor != "bedrock" {
 		return ""
 	}
 	return map[string]string{"chat": "response_format", "responses": "text.format", "messages": "output_config.format"}[client]

@@ -98,7 +98,8 @@ func passBody(d *Deployment, in Format, stream bool, body []byte) ([]byte, error
 }
 
 // dropNative records what the native translations (Gemini, Bedrock Converse, Ollama) do not
-// carry: structured output, reasoning, hosted tools; documents are refused (400).
+// carry: structured output (unless the Wire is an [OutputFormatWire]: Gemini, Ollama),
+// reasoning, hosted tools; documents are refused (400).
 func dropNative(d *Deployment, r *request) error {
 	for _, m := range r.messages {
 		for _, p := range m.parts {
@@ -110,9 +111,11 @@ func dropNative(d *Deployment, r *request) error {
 			}
 		}
 	}
-	switch r.format.kind {
-	case "json_schema", "json_object":
-		r.drop(r.format.member) // named as the client sent it
+	if _, ok := d.native.(OutputFormatWire); !ok {
+		switch r.format.kind {
+		case "json_schema", "json_object":
+			r.drop(r.format.member) // named as the client sent it
+		}
 	}
 	if r.effort != "" {
 		r.drop("reasoning")

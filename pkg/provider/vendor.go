@@ -170,6 +170,15 @@ type Wire interface {
 	Decoder(r Renderer, model string) Decoder
 }
 
+// OutputFormatWire is a [Wire] that renders the request's structured output
+// ([Request.OutputFormat]) in its own form; for a Wire without it the client's member
+// (response_format, text.format, output_config.format) is dropped and named in
+// [DroppedHeader].
+type OutputFormatWire interface {
+	Wire
+	RendersOutputFormat()
+}
+
 // Decoder reads a vendor's stream frame by frame and drives a [Renderer].
 type Decoder interface {
 	// Frame handles one frame (its event name, nil when the framing has none, and its
@@ -294,6 +303,12 @@ func (r *request) TopK() string { return r.topK }
 
 // StopSequences are the stop sequences.
 func (r *request) StopSequences() []string { return r.stop }
+
+// OutputFormat is the structured output asked for, from any client format (chat
+// response_format, Responses text.format, Messages output_config.format / output_format):
+// kind "" (free text), "json_object" (any JSON object; schema "") or "json_schema" (schema:
+// the client's JSON schema text, possibly "" when it gave none).
+func (r *request) OutputFormat() (kind, schema string) { return r.format.kind, r.format.schema }
 
 // Role is "user" or "assistant".
 func (m message) Role() string { return m.role }

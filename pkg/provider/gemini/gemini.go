@@ -79,6 +79,11 @@ type geminiContent struct {
 	Parts []geminiPart `json:"parts"`
 }
 
+// RendersOutputFormat: structured output goes into generationConfig (see [API.Request]).
+func (API) RendersOutputFormat() {}
+
+var _ provider.OutputFormatWire = API{}
+
 func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
 	type funcDecl struct {
 		Name        string          `json:"name"`
@@ -157,6 +162,18 @@ func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) 
 	}
 	if len(r.StopSequences()) > 0 {
 		gc["stopSequences"] = r.StopSequences()
+	}
+	// Structured output as LiteLLM maps response_format for Gemini: json_object →
+	// responseMimeType application/json; json_schema → that plus the schema, sent unchanged as
+	// responseJsonSchema (standard JSON Schema; https://ai.google.dev/api/generate-content#generationconfig).
+	switch kind, schema := r.OutputFormat(); kind {
+	case "json_schema":
+		if schema != "" && gjson.Valid(schema) {
+			gc["responseJsonSchema"] = json.RawMessage(schema)
+		}
+		gc["responseMimeType"] = "application/json"
+	case "json_object":
+		gc["responseMimeType"] = "application/json"
 	}
 	if len(gc) > 0 {
 		body.GenerationConfig = gc

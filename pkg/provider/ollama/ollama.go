@@ -64,6 +64,11 @@ type ollamaTool struct {
 	} `json:"function"`
 }
 
+// RendersOutputFormat: structured output is the request's format (see ollamaAPI.Request).
+func (ollamaAPI) RendersOutputFormat() {}
+
+var _ provider.OutputFormatWire = ollamaAPI{}
+
 func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
 	msgs := make([]ollamaMessage, 0, len(r.Messages())+1)
 	if len(r.System()) > 0 {
@@ -105,8 +110,18 @@ func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, e
 		Messages []ollamaMessage `json:"messages"`
 		Stream   bool            `json:"stream"`
 		Tools    []ollamaTool    `json:"tools,omitempty"`
+		Format   json.RawMessage `json:"format,omitempty"`
 		Options  map[string]any  `json:"options,omitempty"`
 	}{Model: d.Model, Messages: msgs, Stream: r.Stream()}
+	// Structured output as LiteLLM maps response_format for Ollama (litellm/llms/ollama):
+	// json_schema → format: the schema; json_object (or a schema-less json_schema) →
+	// format: "json" (https://github.com/ollama/ollama/blob/main/docs/api.md, "format").
+	switch kind, schema := r.OutputFormat(); {
+	case kind == "json_schema" && schema != "":
+		body.Format = json.RawMessage(schema)
+	case kind != "":
+		body.Format = json.RawMessage(`"json"`)
+	}
 	for _, t := range r.Tools() {
 		ot := ollamaTool{Type: "function"}
 		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name(), t.Description(), json.RawMessage(provider.SchemaOrEmpty(t.Schema()))
