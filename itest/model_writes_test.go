@@ -75,6 +75,8 @@ func TestModelWriteFieldTypes(t *testing.T) {
 		{"/model/new", `{"model_name":"m","litellm_params":` + okParams + `,"model_info":["x"]}`, "model_info must be a JSON object"},
 		{"/model/new", `{"model_name":"m","litellm_params":` + okParams + `,"model_info":{"access_groups":"g"}}`,
 			`Invalid model: model_info.access_groups must be an array of strings, got "g"`},
+		{"/model/new", `{"model_name":"m","litellm_params":` + okParams + `,"model_info":{"team_id":5}}`,
+			`Invalid model: model_info.team_id must be a string, got 5`},
 		{"/model/update", `{"litellm_params":{"rpm":1},"model_info":{"id":5}}`, "model_info.id must be a string"},
 		{"/model/update", `{"model_name":["typed"],"model_info":{"id":"typed-1"}}`, "model_name must be a string"},
 		{"/model/update", `{"litellm_params":[1],"model_info":{"id":"typed-1"}}`, "litellm_params must be a JSON object"},

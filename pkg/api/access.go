@@ -19,10 +19,14 @@ import (
 // the admin may use every model; a virtual key only what its own models list allows and, for
 // a team key, what its team's list allows too (the intersection, LiteLLM can_key_call_model
 // then can_team_access_model); a personal key (no team) of an internal user is also bound by
-// the user's models list.
+// the user's models list. A group holding a team-scoped deployment (model_info.team_id) is
+// usable only by keys of that team and proxy_admin users (teamModelsOK).
 func (p principal) canUse(name string, group []*registry.Entry[*router.Deployment]) bool {
 	if p.key == nil {
 		return true
+	}
+	if !p.teamModelsOK(group) {
+		return false
 	}
 	ag := groupAccess(group)
 	if !p.key.CanUse(name, ag) {
@@ -37,13 +41,27 @@ func (p principal) canUse(name string, group []*registry.Entry[*router.Deploymen
 	return true
 }
 
+// teamModelsOK reports whether every team-scoped deployment of group (router.Deployment.TeamID,
+// LiteLLM's model_info.team_id) belongs to the caller's key's team, or the caller is a
+// proxy_admin user (the master key never gets here). LiteLLM serves a team model only to its
+// team's keys; others get the usual access denial. One string comparison per deployment when
+// no team models exist.
+func (p principal) teamModelsOK(group []*registry.Entry[*router.Deployment]) bool {
+	for _, e := range group {
+		if tid := e.Value.TeamID; tid != "" && tid != p.key.TeamID {
+			return p.user != nil && p.user.Role != nil && *p.user.Role == roleProxyAdmin
+		}
+	}
+	return true
+}
+
 // accessDenied is the refusal of a model the caller may not use, naming the list that refused
 // it (pipeline.AccessDenied: LiteLLM's "key not allowed to access model. ..." with type
 // key_model_access_denied, "team not allowed to access model. ..." with type
 // team_model_access_denied; answered 401).
 func (p principal) accessDenied(model string, group []*registry.Entry[*router.Deployment]) error {
 	ag := groupAccess(group)
-	if p.key != nil && p.key.CanUse(model, ag) {
+	if p.key != nil && p.teamModelsOK(group) && p.key.CanUse(model, ag) {
 		if p.team != nil {
 			return &pipeline.AccessDenied{Scope: "team", Allowed: p.team.Models, Model: model}
 		}

@@ -192,6 +192,11 @@ func (s *Server) modelInfoEntry(e *registry.Entry[*router.Deployment]) map[strin
 	if len(d.AccessGroups) > 0 {
 		info["access_groups"] = d.AccessGroups
 	}
+	if d.TeamID != "" { // LiteLLM's team model: the name the team calls it by
+		if _, ok := info["team_public_model_name"]; !ok {
+			info["team_public_model_name"] = d.ModelName
+		}
+	}
 	return map[string]any{
 		"model_name":     d.ModelName,
 		"litellm_params": json.RawMessage(provider.MaskParams(d.LitellmParams)),

@@ -35,6 +35,10 @@ type Deployment struct {
 	Routing       Params          // order, weight, max_parallel_requests, price (params.go)
 	// Headers are the deployment's response header values, built once (headers.go).
 	Headers *Headers
+	// TeamID is model_info.team_id: a team-scoped model (LiteLLM's team models, created by a
+	// team admin with model_info.team_id), usable and listed only for that team's keys and
+	// proxy admins ("": every key its lists allow).
+	TeamID string
 	// group is the model group name as registered when it differs from ModelName: the
 	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
 	group string
@@ -152,6 +156,13 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 			}
 			d.AccessGroups = append(d.AccessGroups, g.Str)
 		}
+	}
+	switch tid := mi.Get("team_id"); tid.Type {
+	case gjson.Null:
+	case gjson.String:
+		d.TeamID = tid.Str
+	default:
+		return nil, fmt.Errorf("model_info.team_id must be a string, got %s", tid.Raw)
 	}
 	return d, nil
 }
@@ -284,7 +295,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, TeamID: d.TeamID, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out

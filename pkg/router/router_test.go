@@ -108,6 +108,7 @@ func TestBuildModelInfoTypes(t *testing.T) {
 		`{"access_groups":"g"}`:        `model_info.access_groups must be an array of strings, got "g"`,
 		`{"access_groups":["g", 5]}`:   "model_info.access_groups[1] must be a string, got 5",
 		`{"access_groups":{"g":true}}`: `model_info.access_groups must be an array of strings, got {"g":true}`,
+		`{"team_id":5}`:                "model_info.team_id must be a string, got 5",
 	} {
 		_, err := router.Build("id", "grp", params, []byte(info))
 		require.EqualError(t, err, want, info)
@@ -118,6 +119,9 @@ func TestBuildModelInfoTypes(t *testing.T) {
 	d, err = router.Build("id", "grp", params, []byte(`{"access_groups":null}`))
 	require.NoError(t, err)
 	require.Empty(t, d.AccessGroups)
+	d, err = router.Build("id", "grp", params, []byte(`{"team_id":"t1"}`))
+	require.NoError(t, err)
+	require.Equal(t, "t1", d.TeamID)
 }
 
 // Wildcard model groups: an exact group beats a wildcard, a longer pattern a shorter one, and
