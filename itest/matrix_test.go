@@ -388,8 +388,10 @@ func mxCheckUpstream(t *testing.T, api string, turn mxTurn, body gjson.Result) {
 		case "gemini": // LiteLLM's mapping: JSON mime type plus the schema
 			require.Equal(t, "application/json", body.Get("generationConfig.responseMimeType").Str, raw)
 			require.JSONEq(t, string(wantSchema), body.Get("generationConfig.responseJsonSchema").Raw, raw)
-		case "bedrock":
-			require.False(t, body.Get("outputConfig").Exists(), raw)
+		case "bedrock": // LiteLLM's mapping: the forced json_tool_call tool with the schema
+			require.Equal(t, "json_tool_call", body.Get("toolConfig.tools.0.toolSpec.name").Str, raw)
+			require.JSONEq(t, string(wantSchema), body.Get("toolConfig.tools.0.toolSpec.inputSchema.json").Raw, raw)
+			require.Equal(t, "json_tool_call", body.Get("toolConfig.toolChoice.tool.name").Str, raw)
 		case "ollama": // LiteLLM's mapping: format is the schema
 			require.JSONEq(t, string(wantSchema), body.Get("format").Raw, raw)
 		}
@@ -436,14 +438,10 @@ func contentText(c gjson.Result) string {
 	return strings.Join(out, "")
 }
 
-// mxDropped is what the translation table says is dropped for a cell ("" = nothing):
-// structured output to Bedrock (no structured-output form is sent there), named as the
-// client sent it; Gemini and Ollama get their own form (mxCheckUpstream).
+// mxDropped is what the translation table says is dropped for a cell ("" = nothing): no
+// cell drops a field now (structured output gets each vendor's own form, mxCheckUpstream).
 func mxDropped(client, vendor, feature string) string {
-	if feature != "structured" || vendor != "bedrock" {
-		return ""
-	}
-	return map[string]string{"chat": "response_format", "responses": "text.format", "messages": "output_config.format"}[client]
+	return ""
 }
 
 // mxRefused is the 400 the translation table gives a cell ("" = none): Gemini, Bedrock and

@@ -54,6 +54,9 @@ func StartBedrock(t testing.TB, b Bedrock, opts ...Option) *Server {
 	return s
 }
 
+// strconvQuote quotes s for a gjson query value.
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
 func writeAWSError(w http.ResponseWriter, code int, typ, msg string) {
 	w.Header().Set("x-amzn-ErrorType", typ+":http://internal.amazon.com/coral/com.amazon.bedrock/")
 	writeJSON(w, code, map[string]any{"message": msg})
@@ -178,8 +181,24 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, body []byte) {
 	for _, c := range msgs[len(msgs)-1].Get("content").Array() {
 		answered = answered || c.Get("toolResult").Exists()
 	}
-	if name := j.Get("toolConfig.tools.0.toolSpec.name").Str; s.cfg.toolCalls && name != "" && !answered {
-		call = map[string]any{"toolUseId": fmt.Sprintf("tooluse_fake%d", s.seq.Add(1)), "name": name, "input": map[string]any{"input": userText}}
+	// A forced tool (toolChoice.tool, which must name a toolConfig tool as Bedrock checks) is
+	// always called, whatever WithToolCalls says; its input is then the reply when that is a JSON
+	// object (a model filling the json_tool_call schema LiteLLM forces for response_format).
+	forced := j.Get("toolConfig.toolChoice.tool.name").Str
+	if forced != "" && !j.Get(`toolConfig.tools.#(toolSpec.name==`+strconvQuote(forced)+`)`).Exists() {
+		bad("The tool specified in toolChoice is not defined in toolConfig.tools.")
+		return
+	}
+	name := j.Get("toolConfig.tools.0.toolSpec.name").Str
+	if forced != "" {
+		name = forced
+	}
+	if name != "" && (s.cfg.toolCalls || forced != "") && !answered {
+		var input any = map[string]any{"input": userText}
+		if r := gjson.Parse(text); forced != "" && r.IsObject() && gjson.Valid(text) {
+			input = json.RawMessage(text)
+		}
+		call = map[string]any{"toolUseId": fmt.Sprintf("tooluse_fake%d", s.seq.Add(1)), "name": name, "input": input}
 		text, stop = "", "tool_use"
 	}
 	usage := map[string]any{"inputTokens": tokens(userText), "outputTokens": tokens(text), "totalTokens": tokens(userText) + tokens(text)}

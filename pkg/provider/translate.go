@@ -98,7 +98,7 @@ func passBody(d *Deployment, in Format, stream bool, body []byte) ([]byte, error
 }
 
 // dropNative records what the native translations (Gemini, Bedrock Converse, Ollama) do not
-// carry: structured output (unless the Wire is an [OutputFormatWire]: Gemini, Ollama),
+// carry: structured output (unless the Wire is an [OutputFormatWire]: Gemini, Ollama, Bedrock),
 // reasoning, hosted tools; documents are refused (400).
 func dropNative(d *Deployment, r *request) error {
 	for _, m := range r.messages {

@@ -310,6 +310,16 @@ func (r *request) StopSequences() []string { return r.stop }
 // the client's JSON schema text, possibly "" when it gave none).
 func (r *request) OutputFormat() (kind, schema string) { return r.format.kind, r.format.schema }
 
+// JSONToolName is the forced tool that carries structured output to an upstream without a
+// native form (LiteLLM's RESPONSE_FORMAT_TOOL_NAME, "json_tool_call").
+const JSONToolName = jsonToolName
+
+// UseJSONTool tells the gateway that the [OutputFormatWire] rendered structured output as
+// the forced [JSONToolName] tool: the answer's call of that tool reaches the client as the
+// message text, its tool_use stop reason a natural end (LiteLLM's
+// _transform_response_for_json_mode), plain and streamed.
+func (r *request) UseJSONTool() { r.jsonTool = true }
+
 // Role is "user" or "assistant".
 func (m message) Role() string { return m.role }
 

@@ -38,7 +38,11 @@ import (
 // LiteLLM (litellm/llms/bedrock/chat/converse_transformation.py).
 type bedrockAPI struct{}
 
-var _ provider.Wire = bedrockAPI{}
+var _ provider.OutputFormatWire = bedrockAPI{}
+
+// RendersOutputFormat: structured output is the forced json_tool_call tool (see
+// bedrockAPI.Request).
+func (bedrockAPI) RendersOutputFormat() {}
 
 // Vendor serves the bedrock/<model-id> prefix.
 var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setup: setupBedrock}
@@ -294,7 +298,8 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 	if r.TopK() != "" {
 		body.Additional = map[string]any{"top_k": json.RawMessage(r.TopK())}
 	}
-	if len(r.Tools()) > 0 {
+	kind, schema := r.OutputFormat()
+	if len(r.Tools()) > 0 || kind != "" {
 		tc := &toolConfig{}
 		for _, t := range r.Tools() {
 			ts := toolSpec{Name: t.Name(), Description: t.Description()}
@@ -309,6 +314,20 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 			tc.ToolChoice = map[string]any{"any": struct{}{}}
 		case "tool":
 			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": name}}
+		}
+		// Structured output as LiteLLM sends response_format to Converse
+		// (converse_transformation.py, _create_json_tool_call_for_response_format): the
+		// forced tool json_tool_call whose inputSchema is the schema (json_object: any
+		// object); its toolUse input is answered as the message text (UseJSONTool).
+		if kind != "" {
+			ts := toolSpec{Name: provider.JSONToolName}
+			ts.InputSchema.JSON = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":true}`)
+			if kind == "json_schema" {
+				ts.InputSchema.JSON = json.RawMessage(provider.SchemaOrEmpty(schema))
+			}
+			tc.Tools = append(tc.Tools, tool{ToolSpec: ts})
+			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": provider.JSONToolName}}
+			r.UseJSONTool()
 		}
 		body.ToolConfig = tc
 	}

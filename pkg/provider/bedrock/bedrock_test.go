@@ -79,3 +79,39 @@ func TestBedrockRequestAndStream(t *testing.T) {
 	require.Contains(t, s, `"stop_reason":"tool_use"`)
 	require.Contains(t, s, `"input_tokens":9,"output_tokens":4`)
 }
+
+// Structured output (issue 21): response_format becomes the forced json_tool_call tool
+// (LiteLLM's Converse mapping; json_object: any object) and the tool's input comes back as
+// the message text with finish_reason stop, no x-lockstep-dropped.
+func TestBedrockStructuredOutput(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ format, schema string }{
+		{`{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"name":{"type":"string"}}}}}`, `{"type":"object","properties":{"name":{"type":"string"}}}`},
+		{`{"type":"json_object"}`, `{"type":"object","properties":{},"additionalProperties":true}`},
+	} {
+		r, err := provider.ParseRequest(provider.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
+		require.NoError(t, err)
+		b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"messages":[{"role":"user","content":[{"text":"city?"}]}],
+			"toolConfig":{"tools":[{"toolSpec":{"name":"json_tool_call","inputSchema":{"json":`+c.schema+`}}}],"toolChoice":{"tool":{"name":"json_tool_call"}}}}`, string(b))
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"tu_1","name":"json_tool_call","input":{"name":"Oslo"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":3,"outputTokens":2}}`)
+	}))
+	defer srv.Close()
+	pb, err := provider.NewBuilder(provider.Policy{}, Vendor)
+	require.NoError(t, err)
+	d, err := pb.NewDeployment("id", "grp", []byte(`{"model":"bedrock/m:0","api_base":"`+srv.URL+`","aws_region_name":"us-west-2","aws_access_key_id":"AKIDUNIT","aws_secret_access_key":"unit-secret-0001"}`))
+	require.NoError(t, err)
+	out := http.Header{}
+	res, err := provider.NewClient().DoWith(context.Background(), d, provider.FormatChat,
+		[]byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":{"type":"json_object"}}`), provider.Headers{Out: out})
+	require.NoError(t, err)
+	body := string(res.Body)
+	require.Contains(t, body, `"content":"{\"name\":\"Oslo\"}"`)
+	require.Contains(t, body, `"finish_reason":"stop"`)
+	require.NotContains(t, body, `tool_calls`)
+	require.Empty(t, out.Get(provider.DroppedHeader))
+}
