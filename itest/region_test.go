@@ -30,34 +30,25 @@ func TestRegionRouting(t *testing.T) {
 		st, h, b := fbChat(t, p.B, MasterKey, body, nil)
 		return st, h.Get("x-litellm-model-id"), h.Get("x-litellm-model-region"), b
 	}
-	Eventually(t, "B knows the models and the end user's region", func() bool {
-		seen := map[string]bool{}
-		for range 8 {
-			st, id, _, _ := chat("rg-main", "rg-cust")
-			if st != 200 {
-				return false
-			}
-			seen[id] = true
-		}
-		return len(seen) == 1 && seen["rg-eu"]
-	})
-	for range 20 {
-		st, id, region, b := chat("rg-main", "rg-cust")
-		require.Equal(t, 200, st, "%s", b)
-		require.Equal(t, "rg-eu", id)
-		require.Equal(t, "eu-west-1", region)
-	}
-	// without the end user both deployments serve
-	Eventually(t, "B routes an anonymous caller to the us deployment too", func() bool {
+	// B has both rg-main deployments (an anonymous caller reaches the us one) and the end
+	// user's region (rg-usonly, known there, is refused to it)
+	Eventually(t, "B routes an anonymous caller to the us deployment", func() bool {
 		_, id, _, _ := chat("rg-main", "")
 		return id == "rg-us"
 	})
-
-	// no deployment in the end user's region: LiteLLM's 429
 	Eventually(t, "B knows rg-usonly", func() bool { st, _, _, _ := chat("rg-usonly", ""); return st == 200 })
+	Eventually(t, "B refuses rg-usonly to the eu end user", func() bool { st, _, _, _ := chat("rg-usonly", "rg-cust"); return st == 429 })
 	st, _, _, b = chat("rg-usonly", "rg-cust")
 	require.Equal(t, 429, st, "%s", b)
 	require.Equal(t, "rate_limit_error", fbErr(t, b)["type"])
 	require.Equal(t, "No deployments available for selected model, Try again in 1 seconds. Passed model=rg-usonly. pre-call-checks=True, cooldown_list=[]",
 		fbErr(t, b)["message"])
+
+	// the eu end user always reaches the eu deployment
+	for range 30 {
+		st, id, region, b := chat("rg-main", "rg-cust")
+		require.Equal(t, 200, st, "%s", b)
+		require.Equal(t, "rg-eu", id)
+		require.Equal(t, "eu-west-1", region)
+	}
 }
