@@ -152,6 +152,9 @@ type EndUser struct {
 	ID      string  `json:"user_id"`
 	Alias   *string `json:"alias"`
 	Blocked bool    `json:"blocked"`
+	// AllowedModelRegion is "eu", "us" or "": the router considers only the deployments of
+	// that region (router.InRegion; LiteLLM's customer region routing).
+	AllowedModelRegion string `json:"allowed_model_region"`
 	Limits
 }
 

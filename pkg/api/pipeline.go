@@ -154,6 +154,12 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
+	if eu := ci.EndUser; eu != nil && eu.AllowedModelRegion != "" && t.direct == nil && len(t.group) > 0 {
+		// LiteLLM's region routing: only the deployments in the end user's region.
+		if t.group = router.InRegion(t.group, eu.AllowedModelRegion); len(t.group) == 0 {
+			return ctx, nil, &router.NoDeploymentsError{Model: sp.model, PreCallChecks: true}
+		}
+	}
 	c := &call{s: s, f: sp.format, target: t, body: sp.body, hdr: provider.Headers{In: sp.reqHeader, Out: sp.header}}
 	c.id, c.idHeader = s.newCallID()
 	ci.CallID = c.id

@@ -155,6 +155,9 @@ type NoDeploymentsError struct {
 	RetryAfter   time.Duration
 	CooldownList []string // model_ids cooling down
 	Capped       []string // model_ids at a cap ("<id>: rpm" …), for logs
+	// PreCallChecks: a pre-call check (an end user's allowed_model_region, InRegion) left no
+	// deployment; printed as LiteLLM's "pre-call-checks=True".
+	PreCallChecks bool
 }
 
 func (e *NoDeploymentsError) Error() string {
@@ -163,8 +166,12 @@ func (e *NoDeploymentsError) Error() string {
 		ids[i] = "'" + id + "'"
 	}
 	secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
-	return fmt.Sprintf("No deployments available for selected model, Try again in %d seconds. Passed model=%s. pre-call-checks=False, cooldown_list=[%s]",
-		max(secs, 1), e.Model, strings.Join(ids, ", "))
+	pc := "False"
+	if e.PreCallChecks {
+		pc = "True"
+	}
+	return fmt.Sprintf("No deployments available for selected model, Try again in %d seconds. Passed model=%s. pre-call-checks=%s, cooldown_list=[%s]",
+		max(secs, 1), e.Model, pc, strings.Join(ids, ", "))
 }
 
 // wrap classifies a failed attempt's error for the caller.
