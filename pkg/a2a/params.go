@@ -77,48 +77,7 @@ func parseSendParams(raw json.RawMessage) (*sendParams, *Error) {
 		return nil, perr
 	}
 	msg.TaskID = a2atypes.TaskID(taskID)
-	if v, ok := fields["metadata"]; ok && jsonKind(v) != kindNull {
-		if jsonKind(v) != kindObject || json.Unmarshal(v, &msg.Metadata) != nil {
-			return nil, invalidParams("params.message.metadata must be an object")
-		}
-	}
-	if v, ok := fields["extensions"]; ok && jsonKind(v) != kindNull {
-		if jsonKind(v) != kindArray || json.Unmarshal(v, &msg.Extensions) != nil {
-			return nil, invalidParams("params.message.extensions must be an array of strings")
-		}
-	}
-	if v, ok := fields["referenceTaskIds"]; ok && jsonKind(v) != kindNull {
-		if jsonKind(v) != kindArray || json.Unmarshal(v, &msg.ReferenceTasks) != nil {
-			return nil, invalidParams("params.message.referenceTaskIds must be an array of strings")
-		}
-	}
-
-	rawParts, ok := fields["parts"]
-	if !ok || jsonKind(rawParts) == kindNull {
-		return nil, invalidParams("params.message.parts is required")
-	}
-	var parts []json.RawMessage
-	if jsonKind(rawParts) != kindArray || json.Unmarshal(rawParts, &parts) != nil {
-		return nil, invalidParams("params.message.parts must be an array")
-	}
-	if len(parts) == 0 {
-		return nil, invalidParams("params.message.parts must not be empty")
-	}
-	var texts []string
-	for i, rawPart := range parts {
-		part, perr := parsePart(i, rawPart)
-		if perr != nil {
-			return nil, perr
-		}
-		msg.Parts = append(msg.Parts, part)
-		if tp, ok := part.(a2atypes.TextPart); ok {
-			texts = append(texts, tp.Text)
-		}
-	}
-	if len(texts) == 0 {
-		return nil, invalidParams("params.message.parts has no text part")
-	}
-	return &sendParams{message: msg, text: strings.Join(texts, "\n")}, nil
+	return parseMessageBody(fields, msg, parsePart)
 }
 
 // parsePart validates one Part (A2A spec §6.5): a TextPart (§6.5.1), FilePart (§6.5.2) or
@@ -217,4 +176,53 @@ func paramsObject(raw json.RawMessage) (map[string]json.RawMessage, *Error) {
 		return nil, invalidParams("params must be an object")
 	}
 	return params, nil
+}
+
+// parseMessageBody reads what both protocol versions' Message share, after the version's own
+// fields (role, ids) are set on msg: metadata, extensions, referenceTaskIds and the parts
+// (each read by parsePart, the version's Part parser). At least one part must be text: the
+// texts, joined by newlines, are what the agent's model is asked. Errors: -32602 naming the
+// member.
+func parseMessageBody(fields map[string]json.RawMessage, msg *a2atypes.Message, parsePart func(int, json.RawMessage) (a2atypes.Part, *Error)) (*sendParams, *Error) {
+	if v, ok := fields["metadata"]; ok && jsonKind(v) != kindNull {
+		if jsonKind(v) != kindObject || json.Unmarshal(v, &msg.Metadata) != nil {
+			return nil, invalidParams("params.message.metadata must be an object")
+		}
+	}
+	if v, ok := fields["extensions"]; ok && jsonKind(v) != kindNull {
+		if jsonKind(v) != kindArray || json.Unmarshal(v, &msg.Extensions) != nil {
+			return nil, invalidParams("params.message.extensions must be an array of strings")
+		}
+	}
+	if v, ok := fields["referenceTaskIds"]; ok && jsonKind(v) != kindNull {
+		if jsonKind(v) != kindArray || json.Unmarshal(v, &msg.ReferenceTasks) != nil {
+			return nil, invalidParams("params.message.referenceTaskIds must be an array of strings")
+		}
+	}
+	rawParts, ok := fields["parts"]
+	if !ok || jsonKind(rawParts) == kindNull {
+		return nil, invalidParams("params.message.parts is required")
+	}
+	var parts []json.RawMessage
+	if jsonKind(rawParts) != kindArray || json.Unmarshal(rawParts, &parts) != nil {
+		return nil, invalidParams("params.message.parts must be an array")
+	}
+	if len(parts) == 0 {
+		return nil, invalidParams("params.message.parts must not be empty")
+	}
+	var texts []string
+	for i, rawPart := range parts {
+		part, perr := parsePart(i, rawPart)
+		if perr != nil {
+			return nil, perr
+		}
+		msg.Parts = append(msg.Parts, part)
+		if tp, ok := part.(a2atypes.TextPart); ok {
+			texts = append(texts, tp.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return nil, invalidParams("params.message.parts has no text part")
+	}
+	return &sendParams{message: msg, text: strings.Join(texts, "\n")}, nil
 }

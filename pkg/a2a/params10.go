@@ -66,47 +66,7 @@ func parseSendParams10(raw json.RawMessage) (*sendParams, *Error) {
 	if len(c.problems) > 0 {
 		return nil, invalidParams("%s", c.problems[0])
 	}
-	if v, ok := fields["metadata"]; ok && jsonKind(v) != kindNull {
-		if jsonKind(v) != kindObject || json.Unmarshal(v, &msg.Metadata) != nil {
-			return nil, invalidParams("params.message.metadata must be an object")
-		}
-	}
-	if v, ok := fields["extensions"]; ok && jsonKind(v) != kindNull {
-		if jsonKind(v) != kindArray || json.Unmarshal(v, &msg.Extensions) != nil {
-			return nil, invalidParams("params.message.extensions must be an array of strings")
-		}
-	}
-	if v, ok := fields["referenceTaskIds"]; ok && jsonKind(v) != kindNull {
-		if jsonKind(v) != kindArray || json.Unmarshal(v, &msg.ReferenceTasks) != nil {
-			return nil, invalidParams("params.message.referenceTaskIds must be an array of strings")
-		}
-	}
-	rawParts, ok := fields["parts"]
-	if !ok || jsonKind(rawParts) == kindNull {
-		return nil, invalidParams("params.message.parts is required")
-	}
-	var parts []json.RawMessage
-	if jsonKind(rawParts) != kindArray || json.Unmarshal(rawParts, &parts) != nil {
-		return nil, invalidParams("params.message.parts must be an array")
-	}
-	if len(parts) == 0 {
-		return nil, invalidParams("params.message.parts must not be empty")
-	}
-	var texts []string
-	for i, rawPart := range parts {
-		part, perr := parsePart10(i, rawPart)
-		if perr != nil {
-			return nil, perr
-		}
-		msg.Parts = append(msg.Parts, part)
-		if tp, ok := part.(a2atypes.TextPart); ok {
-			texts = append(texts, tp.Text)
-		}
-	}
-	if len(texts) == 0 {
-		return nil, invalidParams("params.message.parts has no text part")
-	}
-	return &sendParams{message: msg, text: strings.Join(texts, "\n")}, nil
+	return parseMessageBody(fields, msg, parsePart10)
 }
 
 // parsePart10 validates one A2A 1.0 Part and converts it to its 0.3 equivalent.

@@ -13,6 +13,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -251,6 +252,19 @@ func (w *Writer) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 		w.record(change{row: store.Row{Type: typ, ID: id, Version: v}, gone: true})
 	}
 	return v, err
+}
+
+// deleteOne deletes the one row (typ, id) in a write of its own (its tombstone applied after
+// commit); a row that is not there is notFound(id).
+func (a *Admin) deleteOne(ctx context.Context, typ store.ObjectType, id string, notFound func(string) error) error {
+	err := a.Write(ctx, func(w *Writer) error {
+		_, err := w.Delete(ctx, typ, id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	return err
 }
 
 // GetForUpdate reads a row and locks it until the transaction ends (Tx.GetForUpdate).

@@ -233,14 +233,7 @@ func (a *Admin) DeleteAgent(ctx context.Context, id string) error {
 	if err := a.DeletableAgent(id); err != nil {
 		return err
 	}
-	err := a.Write(ctx, func(w *Writer) error {
-		_, err := w.Delete(ctx, store.Agent, id)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return agentNotFound(id)
-	}
-	return err
+	return a.deleteOne(ctx, store.Agent, id, agentNotFound)
 }
 
 // AgentView is an agent as the management routes show it: the data of its gateway.agents row

@@ -337,14 +337,7 @@ func (a *Admin) DeleteGuardrail(ctx context.Context, id string) error {
 	if err := a.DeletableGuardrail(id); err != nil {
 		return err
 	}
-	err := a.Write(ctx, func(tx *Writer) error {
-		_, err := tx.Delete(ctx, store.Guardrail, id)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return guardrailIDNotFound(id)
-	}
-	return err
+	return a.deleteOne(ctx, store.Guardrail, id, guardrailIDNotFound)
 }
 
 // GuardrailRows reads every row of gateway.guardrails, every status, oldest first.

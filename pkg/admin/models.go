@@ -203,12 +203,5 @@ func (a *Admin) DeleteModel(ctx context.Context, id string) error {
 	if a.configModel(id) {
 		return invalid("id", "Can't delete model. Model in config. Remove it from the config file instead.")
 	}
-	err := a.Write(ctx, func(w *Writer) error {
-		_, err := w.Delete(ctx, store.Model, id)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return modelNotFound(id)
-	}
-	return err
+	return a.deleteOne(ctx, store.Model, id, modelNotFound)
 }
