@@ -108,6 +108,11 @@ type Team struct {
 		ModelTPM map[string]int64 `json:"model_tpm_limit"`
 		// Guardrails run on every call of the team's keys (LiteLLM team "guardrails").
 		Guardrails []string `json:"guardrails"`
+		// TeamMemberBudgetID is the budget LiteLLM creates from the team's
+		// team_member_budget / team_member_rpm_limit / team_member_tpm_limit /
+		// team_member_budget_duration (sql/012): it holds for every member without a
+		// budget of its own in the team ("" none).
+		TeamMemberBudgetID string `json:"team_member_budget_id"`
 	} `json:"litellm_fields"`
 	Limits
 }
@@ -143,6 +148,8 @@ type Organization struct {
 	Alias   *string  `json:"organization_alias"`
 	Models  []string `json:"models"`
 	Blocked bool     `json:"blocked"`
+	// Links: the organization's budget_id (LiteLLM_OrganizationTable.budget_id; sql/012).
+	Links Links `json:"litellm_fields"`
 	Limits
 }
 
@@ -155,6 +162,8 @@ type EndUser struct {
 	// AllowedModelRegion is "eu", "us" or "": the router considers only the deployments of
 	// that region (router.InRegion; LiteLLM's customer region routing).
 	AllowedModelRegion string `json:"allowed_model_region"`
+	// Links: the end user's budget_id (LiteLLM_EndUserTable.budget_id; sql/012).
+	Links Links `json:"litellm_fields"`
 	Limits
 }
 

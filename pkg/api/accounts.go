@@ -156,6 +156,9 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 			delete(lf, "aliases")
 		}
 	}
+	if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
+		return nil, nil, err
+	}
 	for c, v := range litellmFieldsValue(lf) {
 		vals[c] = v
 	}
@@ -175,6 +178,9 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		}
 		vals, err := columnValues(body, k.cols)
 		if err != nil {
+			return err
+		}
+		if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
 			return err
 		}
 		for c, v := range litellmFieldsValue(lf) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"lockstep/pkg/accounts"
 	pipeline "lockstep/pkg/call"
 )
 
@@ -12,7 +13,19 @@ import (
 // (pipeline.Governance).
 func (s *Server) governance() *pipeline.Governance {
 	return &pipeline.Governance{Limiter: s.Limiter, Spend: s.Spend, MasterToken: s.masterToken, ReplicaID: s.ReplicaID,
-		NewID: s.nextSpendID, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog}
+		NewID: s.nextSpendID, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog,
+		Budgets: s.budgetByID}
+}
+
+// budgetByID is the budget id as this replica's budgets registry holds it (nil: none).
+func (s *Server) budgetByID(id string) *accounts.Budget {
+	if s.Budgets == nil {
+		return nil
+	}
+	if e, ok := s.Budgets.Load().ByID(id); ok {
+		return e.Value
+	}
+	return nil
 }
 
 // callError is the API error of the call pipeline's typed errors (pkg/call): a model access

@@ -128,7 +128,7 @@ var generateRequestBase = fieldSet{
 
 // keyRequestBase: LiteLLM's KeyRequestBase (GenerateRequestBase plus these).
 var keyRequestBase = merge(generateRequestBase, fieldSet{
-	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": honoured(Strings),
+	"key": col, "budget_id": honoured(String), "tags": stored(Strings), "enforced_params": honoured(Strings),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
 	"guardrails": honoured(Strings), "allowed_routes": notYet, "allowed_passthrough_routes": notYet,
 	"allowed_vector_store_indexes": notYet, "rpm_limit_type": notYet, "tpm_limit_type": notYet,
@@ -137,7 +137,7 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 
 // budgetTable: LiteLLM_BudgetTable's user-controllable fields.
 var budgetTable = fieldSet{
-	"budget_id": notYet, "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
+	"budget_id": honoured(String), "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
 	"tpm_limit": col, "rpm_limit": col, "model_max_budget": notYet, "budget_duration": col,
 }
 
@@ -164,7 +164,7 @@ var teamExtra = fieldSet{
 }
 
 var customerFields = fieldSet{
-	"user_id": col, "alias": col, "blocked": col, "budget_id": notYet,
+	"user_id": col, "alias": col, "blocked": col, "budget_id": honoured(String),
 	"allowed_model_region": col, "default_model": col, "object_permission": notYet,
 }
 
@@ -173,8 +173,9 @@ var customerFields = fieldSet{
 // UpdateUser /user/update, NewTeam /team/new, UpdateTeam /team/update, NewOrganization
 // /organization/new, UpdateOrg /organization/update, NewCustomer /customer/new and
 // /end_user/new, UpdateCustomer /customer/update and /end_user/update, the member models
-// their /team/member_* and /organization/member_* routes. BudgetNew has no route yet (budgets
-// as objects are issue 19 item 9); it is listed for the docs.
+// their /team/member_* and /organization/member_* routes, BudgetNew /budget/new and
+// /budget/update. A budget_id links the object to a budget (sql/012) whose limits then hold
+// for it too, on every replica.
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": notYet,
@@ -222,9 +223,9 @@ var Models = map[Model]fieldSet{
 	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": notYet},
 	OrgMemberDelete:  {"organization_id": col, "user_id": col, "user_email": col},
 	BudgetNew: {
-		"budget_id": notYet, "max_budget": notYet, "soft_budget": notYet, "max_parallel_requests": notYet,
-		"tpm_limit": notYet, "rpm_limit": notYet, "budget_duration": notYet, "model_max_budget": notYet,
-		"budget_reset_at": notYet,
+		"budget_id": col, "max_budget": col, "soft_budget": col, "max_parallel_requests": col,
+		"tpm_limit": col, "rpm_limit": col, "budget_duration": col, "model_max_budget": notYet,
+		"budget_reset_at": col,
 	},
 }
 

@@ -49,6 +49,10 @@ type Key struct {
 	// Guardrails run on every call with the key, besides the request's own and the default_on
 	// ones (LiteLLM key "guardrails"; nil: none).
 	Guardrails []string
+	// BudgetID names the budget (gateway.budgets, sql/012) whose limits hold for the key as
+	// well as its own, on the key's own spend and windows (LiteLLM key budget_id, its "budget
+	// tiers"); "" none. From litellm_fields.
+	BudgetID string
 }
 
 type row struct {
@@ -142,6 +146,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
 			EnforcedParams []string          `json:"enforced_params"`
 			Guardrails     []string          `json:"guardrails"`
+			BudgetID       string            `json:"budget_id"`
 		}
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
@@ -160,6 +165,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		if len(lf.Guardrails) > 0 {
 			k.Guardrails = lf.Guardrails
 		}
+		k.BudgetID = lf.BudgetID
 	}
 	return k, nil
 }
