@@ -1,0 +1,181 @@
+package itest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// budgetCount is how many budgets g's registry holds.
+func budgetCount(t *testing.T, g *Gateway) float64 {
+	t.Helper()
+	return g.SyncLag(t)["registries"].(map[string]any)["budgets"].(map[string]any)["count"].(float64)
+}
+
+// Budgets as objects (issue 19 item 9): a budget made on replica A is listed and served on B at
+// once; its answers are LiteLLM's LiteLLM_BudgetTable rows; a link to an unknown budget is a
+// 400; a linked budget cannot be deleted until it is unlinked.
+func TestBudgetObjectsAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t)
+	a, b := c.G[0], c.G[1]
+
+	st, body := a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "tier-1", "max_budget": 5, "soft_budget": 1,
+		"rpm_limit": 100, "tpm_limit": 1000, "max_parallel_requests": 3, "budget_duration": "30d"})
+	require.Equal(t, 200, st, "%s", body)
+	m := JSON(t, body)
+	for k, v := range map[string]any{"budget_id": "tier-1", "max_budget": 5.0, "soft_budget": 1.0, "rpm_limit": 100.0,
+		"tpm_limit": 1000.0, "max_parallel_requests": 3.0, "budget_duration": "30d", "created_by": "default_user_id"} {
+		require.Equal(t, v, m[k], "%s in %s", k, body)
+	}
+	require.NotNil(t, m["budget_reset_at"], "a budget_duration sets the first reset, %s", body)
+	require.Contains(t, m, "model_max_budget")
+	st, body = b.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "tier-1"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "Budget with id 'tier-1' already exists.")
+	st, body = a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "x", "rpm_limt": 1})
+	require.Equal(t, 400, st, "a typo is refused: %s", body)
+	require.Contains(t, string(body), "rpm_limt")
+	st, body = a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "x", "model_max_budget": map[string]any{"m": map[string]any{"max_budget": 1}}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, JSON(t, body)["detail"].(map[string]any)["error"], `field "model_max_budget" is not supported yet`)
+
+	for _, g := range c.G {
+		Eventually(t, g.ReplicaID+" holds the budget", func() bool { return budgetCount(t, g) == 1 })
+	}
+	st, body = b.Do(t, "POST", "/budget/update", map[string]any{"budget_id": "tier-1", "rpm_limit": 50})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, 50.0, JSON(t, body)["rpm_limit"])
+	require.Equal(t, 5.0, JSON(t, body)["max_budget"], "a field not sent keeps its value")
+	st, body = a.Do(t, "POST", "/budget/update", map[string]any{"budget_id": "nope", "rpm_limit": 1})
+	require.Equal(t, 404, st, "%s", body)
+	st, body = a.Do(t, "POST", "/budget/update", map[string]any{"rpm_limit": 1})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "budget_id is required")
+
+	st, body = c.G[2].Do(t, "POST", "/budget/info", map[string]any{"budgets": []string{"tier-1", "nope"}})
+	require.Equal(t, 200, st, "%s", body)
+	rows := budgetArray(t, body)
+	require.Len(t, rows, 1)
+	require.Equal(t, 50.0, rows[0].(map[string]any)["rpm_limit"])
+	st, body = a.Do(t, "POST", "/budget/info", map[string]any{"budgets": []string{}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "Specify list of budget id's to query.")
+	st, body = b.Do(t, "GET", "/budget/list", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Len(t, budgetArray(t, body), 1)
+	st, body = b.Do(t, "GET", "/budget/settings?budget_id=tier-1", nil)
+	require.Equal(t, 200, st, "%s", body)
+	settings := budgetArray(t, body)
+	require.Len(t, settings, 7)
+	for _, s := range settings {
+		s := s.(map[string]any)
+		if s["field_name"] == "rpm_limit" {
+			require.Equal(t, 50.0, s["field_value"])
+			require.Equal(t, "Integer", s["field_type"])
+		}
+	}
+
+	// links: an unknown budget is refused; a linked budget is not deleted
+	st, body = a.Do(t, "POST", "/end_user/new", map[string]any{"user_id": "eu-x", "budget_id": "nope"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "Budget not found, passed budget_id=nope")
+	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"budget_id": "nope"})
+	require.Equal(t, 400, st, "%s", body)
+	key, _ := govKey(t, b, map[string]any{"budget_id": "tier-1"})
+	st, body = a.Do(t, "POST", "/budget/delete", map[string]any{"id": "tier-1"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "Budget tier-1 is still linked from key ")
+	st, body = a.Do(t, "POST", "/key/update", map[string]any{"key": key, "budget_id": nil})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = b.Do(t, "POST", "/budget/delete", map[string]any{"id": "tier-1"})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "tier-1", JSON(t, body)["budget_id"])
+	for _, g := range c.G {
+		Eventually(t, g.ReplicaID+" dropped the budget", func() bool { return budgetCount(t, g) == 0 })
+	}
+	st, body = a.Do(t, "POST", "/budget/delete", map[string]any{"id": "tier-1"})
+	require.Equal(t, 404, st, "%s", body)
+}
+
+// A budget's limits are enforced cluster-wide on the objects linked to it: an end user on a
+// budget with tpm_limit 1 is refused after its first calls on every replica (issue 19 item
+// 9); a key on a budget with rpm_limit 2 is admitted at most twice across three replicas; an
+// end user on a budget with max_budget is refused once its spend passed it. The budget is
+// written on A and linked on A; the calls go to B (and C).
+func TestBudgetEnforcedViaEndUserAndKey(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t, "GATEWAY_LIMIT_WINDOW=1h")
+	a, b := c.G[0], c.G[1]
+	govMockModel(t, a, "bud-m", map[string]any{"input_cost_per_token": 0.001, "output_cost_per_token": 0.002})
+	for _, bud := range []map[string]any{{"budget_id": "tpm-1", "tpm_limit": 1}, {"budget_id": "rpm-2", "rpm_limit": 2},
+		{"budget_id": "usd", "max_budget": 0.12}} {
+		st, body := a.Do(t, "POST", "/budget/new", bud)
+		require.Equal(t, 200, st, "%s", body)
+	}
+	st, body := a.Do(t, "POST", "/end_user/new", map[string]any{"user_id": "tiered", "budget_id": "tpm-1"})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "tpm-1", JSON(t, body)["budget_id"], "the link is returned")
+	st, body = a.Do(t, "POST", "/customer/new", map[string]any{"user_id": "purse", "budget_id": "usd"})
+	require.Equal(t, 200, st, "%s", body)
+	rpmKey, rpmToken := govKey(t, a, map[string]any{"budget_id": "rpm-2"})
+	for _, g := range c.G {
+		Eventually(t, g.ReplicaID+" holds the budgets and end users", func() bool {
+			regs := g.SyncLag(t)["registries"].(map[string]any)
+			return regs["budgets"].(map[string]any)["count"].(float64) == 3 && regs["end_users"].(map[string]any)["count"].(float64) == 2
+		})
+	}
+	key := agGenKey(t, a)
+
+	// tpm_limit 1 through the end user's budget: refused on B after its first calls
+	served := 0
+	for ; served < 10; served++ {
+		st, body := chatAsEndUser(t, b, key, "bud-m", "tiered")
+		if st == 429 {
+			require.Contains(t, string(body), "Rate limit exceeded for end_user: tiered. Limit type: tokens. Current limit: 1")
+			break
+		}
+		require.Equal(t, 200, st, "%s", body)
+	}
+	require.GreaterOrEqual(t, served, 1)
+	require.Less(t, served, 10, "the budget's tpm_limit holds")
+	for _, g := range c.G {
+		Eventually(t, "the end user refused on "+g.ReplicaID, func() bool {
+			st, _ := chatAsEndUser(t, g, key, "bud-m", "tiered")
+			return st == 429
+		})
+	}
+	st, body = chatAsEndUser(t, b, key, "bud-m", "someone-else")
+	require.Equal(t, 200, st, "another end user is not limited: %s", body)
+
+	// rpm_limit 2 through the key's budget, across the three replicas
+	admitted := countAdmitted(t, 9, "Rate limit exceeded for api_key: "+rpmToken+". Limit type: requests. Current limit: 2", func(i int) (int, http.Header, []byte) {
+		return govDo(t, c.G[i%3], rpmKey, "bud-m", "hi")
+	})
+	require.LessOrEqual(t, admitted, 2, "never more than the budget's rpm_limit across the replicas")
+	require.GreaterOrEqual(t, admitted, 1)
+
+	// max_budget through the end user's budget (each call costs 0.05 USD)
+	served = 0
+	for ; served < 20; served++ {
+		st, body := chatAsEndUser(t, b, key, "bud-m", "purse")
+		if st != 200 {
+			require.Equal(t, 400, st, "%s", body)
+			require.True(t, strings.Contains(string(body), "Budget has been exceeded! End User=purse"), "%s", body)
+			break
+		}
+	}
+	require.GreaterOrEqual(t, served, 3) // 0, 0.05, 0.10 are below 0.12
+	require.Less(t, served, 20)
+}
+
+// budgetArray decodes b as a JSON array.
+func budgetArray(t *testing.T, b []byte) []any {
+	t.Helper()
+	var out []any
+	require.NoError(t, json.Unmarshal(b, &out), "body: %s", b)
+	return out
+}
