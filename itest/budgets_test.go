@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -178,4 +179,71 @@ func budgetArray(t *testing.T, b []byte) []any {
 	var out []any
 	require.NoError(t, json.Unmarshal(b, &out), "body: %s", b)
 	return out
+}
+
+// A team's member budget (LiteLLM team_member_rpm_limit, ...): /team/new on A makes a budget
+// the team links to, and every member's key is held to it within the team across replicas;
+// /team/update changes that same budget.
+func TestTeamMemberBudgetAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t, "GATEWAY_LIMIT_WINDOW=1h")
+	a, b := c.G[0], c.G[1]
+	govMockModel(t, a, "tmb-m", nil)
+	st, body := a.Do(t, "POST", "/team/new", map[string]any{"team_id": "tmb", "team_member_rpm_limit": 2, "team_member_budget": 10,
+		"members_with_roles": []map[string]any{{"user_id": "m1", "role": "user"}}})
+	require.Equal(t, 200, st, "%s", body)
+	bid, _ := JSON(t, body)["team_member_budget_id"].(string)
+	require.True(t, strings.HasPrefix(bid, "team-tmb-budget-"), "%s", body)
+	st, body = b.Do(t, "POST", "/budget/info", map[string]any{"budgets": []string{bid}})
+	require.Equal(t, 200, st, "%s", body)
+	row := budgetArray(t, body)[0].(map[string]any)
+	require.Equal(t, 2.0, row["rpm_limit"])
+	require.Equal(t, 10.0, row["max_budget"])
+	key, _ := govKey(t, a, map[string]any{"team_id": "tmb", "user_id": "m1"})
+	for _, g := range c.G {
+		Eventually(t, g.ReplicaID+" holds the member budget", func() bool { return budgetCount(t, g) == 1 })
+	}
+	admitted := countAdmitted(t, 9, "Rate limit exceeded for team_member: tmb:m1. Limit type: requests. Current limit: 2", func(i int) (int, http.Header, []byte) {
+		return govDo(t, c.G[i%3], key, "tmb-m", "hi")
+	})
+	require.LessOrEqual(t, admitted, 2, "never more than the member budget's rpm_limit across the replicas")
+	require.GreaterOrEqual(t, admitted, 1)
+
+	st, body = b.Do(t, "POST", "/team/update", map[string]any{"team_id": "tmb", "team_member_tpm_limit": 7})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, bid, JSON(t, body)["team_member_budget_id"], "the same budget")
+	st, body = a.Do(t, "POST", "/budget/info", map[string]any{"budgets": []string{bid}})
+	require.Equal(t, 200, st, "%s", body)
+	row = budgetArray(t, body)[0].(map[string]any)
+	require.Equal(t, 7.0, row["tpm_limit"])
+	require.Equal(t, 2.0, row["rpm_limit"], "a field not sent keeps its value")
+	st, body = a.Do(t, "POST", "/budget/delete", map[string]any{"id": bid})
+	require.Equal(t, 400, st, "the team's member budget is linked: %s", body)
+}
+
+// temp_budget_increase / temp_budget_expiry on /key/update (LiteLLM): a key refused at its
+// max_budget on B is served again once A raised its budget for a while; both fields go together
+// and the expiry must be ahead.
+func TestTempBudgetIncreaseAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t)
+	a, b := c.G[0], c.G[1]
+	govMockModel(t, a, "tmp-m", map[string]any{"input_cost_per_token": 0.001, "output_cost_per_token": 0.002})
+	key, _ := govKey(t, a, map[string]any{"max_budget": 0.05})
+	require.Equal(t, 1, spendUntilRefused(t, b, key, "tmp-m"), "one call of 0.05 USD reaches max_budget 0.05")
+
+	st, body := a.Do(t, "POST", "/key/update", map[string]any{"key": key, "temp_budget_increase": 0.1})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "temp_budget_increase and temp_budget_expiry must be set together")
+	st, body = a.Do(t, "POST", "/key/update", map[string]any{"key": key, "temp_budget_increase": 0.1, "temp_budget_expiry": "2020-01-01T00:00:00Z"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "temp_budget_expiry must be an ISO 8601 date-time in the future")
+	expiry := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	st, body = a.Do(t, "POST", "/key/update", map[string]any{"key": key, "temp_budget_increase": 0.1, "temp_budget_expiry": expiry})
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, 0.1, JSON(t, body)["temp_budget_increase"], "returned: %s", body)
+	Eventually(t, "the raised budget serves the key on b", func() bool {
+		st, _, _ := govDo(t, b, key, "tmp-m", "hi")
+		return st == 200
+	})
 }

@@ -44,7 +44,7 @@ type accountKind struct {
 }
 
 var (
-	teamKind = accountKind{newModel: catalogue.NewTeam, updateModel: catalogue.UpdateTeam, AccountKind: mgmt.TeamKind, infoParam: "team_id",
+	teamKind = accountKind{updateExtra: teamMemberBudgetFields, newModel: catalogue.NewTeam, updateModel: catalogue.UpdateTeam, AccountKind: mgmt.TeamKind, infoParam: "team_id",
 		cols: limitFields.with(fields{"team_alias": fString, "organization_id": fString, "models": fStrings, "members_with_roles": fMembers})}
 	userKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewUser, updateModel: catalogue.UpdateUser, AccountKind: mgmt.UserKind, infoParam: "user_id",
 		cols: limitFields.with(fields{"user_alias": fString, "user_email": fString, "user_role": fString, "organization_id": fString, "models": fStrings})}
@@ -192,7 +192,12 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		} else if ok {
 			spend = &v
 		}
-		row, err := s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
+		var row store.Row
+		if k.Type == store.Team {
+			row, err = s.mgmt.UpdateTeam(c.Request().Context(), str(body, k.IDField), vals, k.cols.names(), teamMemberBudget(body))
+		} else {
+			row, err = s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
+		}
 		if err != nil {
 			return err
 		}
@@ -618,15 +623,46 @@ func (s *Server) teamsWhere(ctx context.Context, keep func(*accounts.Team) bool,
 // teamNew: POST /team/new → the team row. members_with_roles may name users that do not exist
 // yet; they are created (LiteLLM creates the users it is given).
 func (s *Server) teamNew(c echo.Context) error {
-	body, vals, err := s.decodeAccountNew(c, teamKind, nil)
+	body, vals, err := s.decodeAccountNew(c, teamKind, teamMemberBudgetFields)
 	if err != nil {
 		return err
 	}
-	row, err := s.mgmt.CreateTeam(c.Request().Context(), str(body, teamKind.IDField), vals)
+	row, err := s.mgmt.CreateTeamWith(c.Request().Context(), str(body, teamKind.IDField), vals, teamMemberBudget(body))
 	if err != nil {
 		return err
 	}
 	return s.accountOK(c, row)
+}
+
+// teamMemberBudgetFields are /team/new's and /team/update's member budget fields (LiteLLM
+// NewTeamRequest / UpdateTeamRequest): the budget every member of the team is held to
+// (admin.TeamMemberBudget).
+var teamMemberBudgetFields = fields{"team_member_budget": fNumber, "team_member_rpm_limit": fInt,
+	"team_member_tpm_limit": fInt, "team_member_budget_duration": fDuration}
+
+// teamMemberBudget reads the checked member budget fields of body (null: not given).
+func teamMemberBudget(body map[string]json.RawMessage) mgmt.TeamMemberBudget {
+	var m mgmt.TeamMemberBudget
+	get := func(name string, v any) bool {
+		raw, ok := body[name]
+		return ok && !isNull(raw) && json.Unmarshal(raw, v) == nil
+	}
+	var f float64
+	if get("team_member_budget", &f) {
+		m.MaxBudget = &f
+	}
+	var rpm, tpm int64
+	if get("team_member_rpm_limit", &rpm) {
+		m.RPMLimit = &rpm
+	}
+	if get("team_member_tpm_limit", &tpm) {
+		m.TPMLimit = &tpm
+	}
+	var d string
+	if get("team_member_budget_duration", &d) {
+		m.Duration = &d
+	}
+	return m
 }
 
 // userNewFields are /user/new's fields besides the user's columns.

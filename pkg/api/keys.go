@@ -121,6 +121,9 @@ func (s *Server) keyUpdate(c echo.Context) error {
 	if err := s.checkBudgetLink(c.Request().Context(), extra); err != nil {
 		return err
 	}
+	if err := mgmt.CheckTempBudget(extra, time.Now()); err != nil {
+		return err
+	}
 	req.Extra = extra
 	res, err := s.mgmt.UpdateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {

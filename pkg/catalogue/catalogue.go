@@ -156,9 +156,9 @@ var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
 	"policies": notYet, "prompts": notYet, "object_permission": notYet,
 	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
-	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": notYet,
-	"team_member_rpm_limit": notYet, "team_member_tpm_limit": notYet,
-	"team_member_key_duration": notYet, "team_member_budget_duration": notYet,
+	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": col,
+	"team_member_rpm_limit": col, "team_member_tpm_limit": col,
+	"team_member_key_duration": notYet, "team_member_budget_duration": col,
 	"allowed_vector_store_indexes": notYet, "enforced_batch_output_expires_after": notYet,
 	"enforced_file_expires_after": notYet,
 }
@@ -182,7 +182,7 @@ var Models = map[Model]fieldSet{
 		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": notYet, "project_id": notYet,
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
-		"spend": col, "temp_budget_increase": notYet, "temp_budget_expiry": notYet, "auto_rotate": notYet,
+		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": notYet,
 		"rotation_interval": notYet, "organization_id": notYet,
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{

@@ -53,6 +53,20 @@ type Key struct {
 	// well as its own, on the key's own spend and windows (LiteLLM key budget_id, its "budget
 	// tiers"); "" none. From litellm_fields.
 	BudgetID string
+	// TempBudgetIncrease (USD) is added to max_budget until TempBudgetExpiry (LiteLLM key
+	// temp_budget_increase / temp_budget_expiry, its _PROXY_... get_key_max_budget); 0 none.
+	TempBudgetIncrease float64
+	TempBudgetExpiry   time.Time
+}
+
+// MaxBudgetAt is the key's budget at now: max_budget plus temp_budget_increase while
+// temp_budget_expiry is ahead (LiteLLM).
+func (k *Key) MaxBudgetAt(now time.Time) spend.Budget {
+	b := k.Budget
+	if b.Has && k.TempBudgetIncrease > 0 && now.Before(k.TempBudgetExpiry) {
+		b.Max += k.TempBudgetIncrease
+	}
+	return b
 }
 
 type row struct {
@@ -147,6 +161,8 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			EnforcedParams []string          `json:"enforced_params"`
 			Guardrails     []string          `json:"guardrails"`
 			BudgetID       string            `json:"budget_id"`
+			TempIncrease   *float64          `json:"temp_budget_increase"`
+			TempExpiry     *time.Time        `json:"temp_budget_expiry"`
 		}
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
@@ -166,6 +182,12 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			k.Guardrails = lf.Guardrails
 		}
 		k.BudgetID = lf.BudgetID
+		if lf.TempIncrease != nil && lf.TempExpiry != nil {
+			if err := numbers.Check("temp_budget_increase", *lf.TempIncrease); err != nil {
+				return nil, fmt.Errorf("litellm_fields: %w", err)
+			}
+			k.TempBudgetIncrease, k.TempBudgetExpiry = *lf.TempIncrease, *lf.TempExpiry
+		}
 	}
 	return k, nil
 }
