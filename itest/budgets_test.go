@@ -40,9 +40,9 @@ func TestBudgetObjectsAcrossReplicas(t *testing.T) {
 	st, body = a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "x", "rpm_limt": 1})
 	require.Equal(t, 400, st, "a typo is refused: %s", body)
 	require.Contains(t, string(body), "rpm_limt")
-	st, body = a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "x", "model_max_budget": map[string]any{"m": map[string]any{"max_budget": 1}}})
+	st, body = a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "x", "model_max_budget": map[string]any{"m": map[string]any{"budget_limit": "lots"}}})
 	require.Equal(t, 400, st, "%s", body)
-	require.Contains(t, JSON(t, body)["detail"].(map[string]any)["error"], `field "model_max_budget" is not supported yet`)
+	require.Contains(t, JSON(t, body)["detail"].(map[string]any)["error"], "Invalid model_max_budget: m.budget_limit must be a number (USD).")
 
 	for _, g := range c.G {
 		Eventually(t, g.ReplicaID+" holds the budget", func() bool { return budgetCount(t, g) == 1 })
@@ -245,5 +245,66 @@ func TestTempBudgetIncreaseAcrossReplicas(t *testing.T) {
 	Eventually(t, "the raised budget serves the key on b", func() bool {
 		st, _, _ := govDo(t, b, key, "tmp-m", "hi")
 		return st == 200
+	})
+}
+
+// model_max_budget (LiteLLM's per-model budget): a key's budget for one model group refuses
+// that group on every replica once the key's spend on it reached the budget, with LiteLLM's
+// text, while the key's other groups are served; an end user on a budget with a
+// model_max_budget likewise. Each call costs 0.05 USD.
+func TestModelMaxBudgetAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t)
+	a, b := c.G[0], c.G[1]
+	price := map[string]any{"input_cost_per_token": 0.001, "output_cost_per_token": 0.002}
+	govMockModel(t, a, "mmb-m", price)
+	govMockModel(t, a, "mmb-other", price)
+	st, body := a.Do(t, "POST", "/key/generate", map[string]any{"key_alias": "mmb",
+		"model_max_budget": map[string]any{"mmb-m": map[string]any{"budget_limit": 0.05, "time_period": "1d"}}})
+	require.Equal(t, 200, st, "%s", body)
+	key, token := JSON(t, body)["key"].(string), JSON(t, body)["token"].(string)
+	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"model_max_budget": map[string]any{"m": map[string]any{"rpm_limit": 5}}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "Invalid model_max_budget: m.rpm_limit is not supported yet")
+
+	require.Equal(t, 1, spendUntilRefused(t, b, key, "mmb-m"), "one call of 0.05 USD reaches the model's budget")
+	want := "LiteLLM Virtual Key: " + token + ", key_alias: mmb, exceeded budget for model=mmb-m"
+	for _, g := range c.G {
+		Eventually(t, "the model refused on "+g.ReplicaID, func() bool {
+			st, _, body := govDo(t, g, key, "mmb-m", "hi")
+			if st != 400 {
+				return false
+			}
+			typ, msg := agOpenAIError(t, body)
+			require.Equal(t, "budget_exceeded", typ)
+			require.Equal(t, want, msg)
+			return true
+		})
+	}
+	st, _, body = govDo(t, a, key, "mmb-other", "hi")
+	require.Equal(t, 200, st, "another model of the key is served: %s", body)
+
+	// through a budget object linked to an end user
+	st, body = a.Do(t, "POST", "/budget/new", map[string]any{"budget_id": "per-model",
+		"model_max_budget": map[string]any{"mmb-m": map[string]any{"max_budget": 0.05}}})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/customer/new", map[string]any{"user_id": "mm-eu", "budget_id": "per-model"})
+	require.Equal(t, 200, st, "%s", body)
+	plain := agGenKey(t, a)
+	for _, g := range c.G {
+		Eventually(t, g.ReplicaID+" holds the budget and end user", func() bool {
+			regs := g.SyncLag(t)["registries"].(map[string]any)
+			return regs["budgets"].(map[string]any)["count"].(float64) == 1 && regs["end_users"].(map[string]any)["count"].(float64) == 1
+		})
+	}
+	st, body = chatAsEndUser(t, b, plain, "mmb-m", "mm-eu")
+	require.Equal(t, 200, st, "%s", body)
+	Eventually(t, "the end user's model budget refuses it on a", func() bool {
+		st, body := chatAsEndUser(t, a, plain, "mmb-m", "mm-eu")
+		if st != 400 {
+			return false
+		}
+		require.Contains(t, string(body), "LiteLLM End User: mm-eu, exceeded budget for model=mmb-m")
+		return true
 	})
 }

@@ -139,6 +139,13 @@ type User struct {
 	OrganizationID *string  `json:"organization_id"`
 	Models         []string `json:"models"`
 	Blocked        bool     `json:"blocked"`
+	Fields         struct {
+		// ModelMaxBudget is LiteLLM's user model_max_budget (keys.ParseModelBudgets), held
+		// across all the user's keys; built into ModelBudgets.
+		ModelMaxBudget json.RawMessage `json:"model_max_budget"`
+	} `json:"litellm_fields"`
+	// ModelBudgets are the user's per-model budgets (nil: none).
+	ModelBudgets map[string]spend.Budget `json:"-"`
 	Limits
 }
 
@@ -206,7 +213,14 @@ func BuildTeamRow(r store.Row) (*Team, error) {
 
 // BuildUserRow builds a User from a gateway.users row.
 func BuildUserRow(r store.Row) (*User, error) {
-	return build(r, "user", func(u *User) string { return u.ID }, func(u *User) *Limits { return &u.Limits })
+	u, err := build(r, "user", func(u *User) string { return u.ID }, func(u *User) *Limits { return &u.Limits })
+	if err != nil {
+		return nil, err
+	}
+	if u.ModelBudgets, err = keys.ParseModelBudgets(u.Fields.ModelMaxBudget); err != nil {
+		return nil, fmt.Errorf("user %q: %w", u.ID, err)
+	}
+	return u, nil
 }
 
 // BuildOrganizationRow builds an Organization from a gateway.organizations row.

@@ -1,9 +1,11 @@
 package accounts
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
@@ -20,6 +22,10 @@ type Budget struct {
 	// BudgetResetAt is LiteLLM's budget_reset_at as given (informational: each linked object's
 	// spend resets on its own schedule, every budget_duration from its first budgeted call).
 	BudgetResetAt *time.Time `json:"budget_reset_at"`
+	// ModelMaxBudget is LiteLLM's model_max_budget (keys.ParseModelBudgets); ModelBudgets its
+	// built form: each linked object's per-model budgets (nil: none).
+	ModelMaxBudget json.RawMessage         `json:"model_max_budget"`
+	ModelBudgets   map[string]spend.Budget `json:"-"`
 	Limits
 }
 
@@ -27,7 +33,14 @@ type Budget struct {
 // non-finite limit or a bad budget_duration refuses the row (the serving version, if any,
 // stays).
 func BuildBudgetRow(r store.Row) (*Budget, error) {
-	return build(r, "budget", func(b *Budget) string { return b.ID }, func(b *Budget) *Limits { return &b.Limits })
+	b, err := build(r, "budget", func(b *Budget) string { return b.ID }, func(b *Budget) *Limits { return &b.Limits })
+	if err != nil {
+		return nil, err
+	}
+	if b.ModelBudgets, err = keys.ParseModelBudgets(b.ModelMaxBudget); err != nil {
+		return nil, fmt.Errorf("budget %q: %w", b.ID, err)
+	}
+	return b, nil
 }
 
 // Links are the budget links of an object, kept in its litellm_fields (sql/011, sql/012).

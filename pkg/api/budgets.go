@@ -11,6 +11,7 @@ import (
 
 	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/catalogue"
+	"lockstep/pkg/keys"
 	"lockstep/pkg/store"
 )
 
@@ -21,10 +22,10 @@ import (
 // budget_reset_at, created_at, created_by, updated_at, updated_by.
 
 // budgetCols are the writable columns of a budget besides budget_id (LiteLLM's
-// BudgetNewRequest; model_max_budget is catalogue NotYet until it is enforced).
+// BudgetNewRequest; model_max_budget as keys.ParseModelBudgets reads it).
 var budgetCols = fields{
 	"max_budget": fNumber, "soft_budget": fNumber, "max_parallel_requests": fInt, "tpm_limit": fInt,
-	"rpm_limit": fInt, "budget_duration": fDuration, "budget_reset_at": fString,
+	"rpm_limit": fInt, "budget_duration": fDuration, "budget_reset_at": fString, "model_max_budget": fObject,
 }
 
 func (s *Server) budgetRoutes() {
@@ -45,6 +46,9 @@ func (s *Server) decodeBudget(c echo.Context) (map[string]json.RawMessage, store
 	body, _, err := decodeFieldsModel(c, budgetCols.with(fields{"budget_id": fString}), catalogue.BudgetNew)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, err := keys.ParseModelBudgets(body["model_max_budget"]); err != nil {
+		return nil, nil, badRequest("%v", err)
 	}
 	vals, err := columnValues(body, budgetCols)
 	if err != nil {

@@ -69,6 +69,8 @@ type govCall struct {
 	// their rate-limit admissions.
 	owners       []owner
 	ownerTickets []limits.Ticket
+	// modelBudgets are the call's per-model budgets (model_budgets.go).
+	modelBudgets []modelBudget
 }
 
 // Admit runs the budget and limit checks for a call, and sets the rate-limit headers of a
@@ -108,8 +110,13 @@ func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 			return nil, g.refusal(h, k, err)
 		}
 	}
-	// the owners' budgets (user, team, organization, end user) before any lease is taken
+	// the owners' budgets (user, team, organization, end user) before any lease is taken,
+	// then the per-model budgets (model_max_budget)
 	if err := g.ownerBudgets(ctx, h, gc.owners); err != nil {
+		return nil, err
+	}
+	gc.modelBudgets = g.callModelBudgets(ci)
+	if err := g.checkModelBudgets(ctx, h, gc.modelBudgets); err != nil {
 		return nil, err
 	}
 	if keyLim.Any() {
@@ -237,7 +244,8 @@ func (gc *govCall) Done(o Outcome) {
 	}
 	l := store.SpendLog{RequestID: id, APIKey: gc.token, CallType: gc.callType, Model: gc.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
-		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success"}
+		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success",
+		ExtraTokens: modelBudgetTokens(gc.modelBudgets)}
 	if o.Err != nil {
 		l.Status = "failure"
 	}

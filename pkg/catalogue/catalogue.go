@@ -65,6 +65,9 @@ const (
 	Object                // a JSON object
 	StringMap             // an object of string values ({"alias": "model group"})
 	IntMap                // an object of integers >= 0 ({"model group": 10})
+	// ModelBudgetMap is LiteLLM's model_max_budget: {"model group": {"budget_limit": USD,
+	// "time_period": "1d"}} (keys.ParseModelBudgets).
+	ModelBudgetMap
 )
 
 // Field is one field of a LiteLLM request model.
@@ -121,7 +124,7 @@ var generateRequestBase = fieldSet{
 	"user_id": col, "team_id": col, "agent_id": notYet, "max_parallel_requests": col,
 	"metadata": col, "tpm_limit": col, "rpm_limit": col, "budget_duration": col,
 	"allowed_cache_controls": notYet, "config": stored(Object), "permissions": notYet,
-	"model_max_budget": notYet, "model_rpm_limit": notYet, "model_tpm_limit": notYet,
+	"model_max_budget": honoured(ModelBudgetMap), "model_rpm_limit": notYet, "model_tpm_limit": notYet,
 	"guardrails": notYet, "policies": notYet, "prompts": notYet, "blocked": col,
 	"aliases": honoured(StringMap), "object_permission": notYet,
 }
@@ -224,7 +227,7 @@ var Models = map[Model]fieldSet{
 	OrgMemberDelete:  {"organization_id": col, "user_id": col, "user_email": col},
 	BudgetNew: {
 		"budget_id": col, "max_budget": col, "soft_budget": col, "max_parallel_requests": col,
-		"tpm_limit": col, "rpm_limit": col, "budget_duration": col, "model_max_budget": notYet,
+		"tpm_limit": col, "rpm_limit": col, "budget_duration": col, "model_max_budget": col,
 		"budget_reset_at": col,
 	},
 }

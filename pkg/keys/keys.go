@@ -57,6 +57,9 @@ type Key struct {
 	// temp_budget_increase / temp_budget_expiry, its _PROXY_... get_key_max_budget); 0 none.
 	TempBudgetIncrease float64
 	TempBudgetExpiry   time.Time
+	// ModelBudgets are the key's per-model budgets (LiteLLM model_max_budget: model group →
+	// max_budget, budget_duration) on its spend for that model alone (nil: none).
+	ModelBudgets map[string]spend.Budget
 }
 
 // MaxBudgetAt is the key's budget at now: max_budget plus temp_budget_increase while
@@ -163,6 +166,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			BudgetID       string            `json:"budget_id"`
 			TempIncrease   *float64          `json:"temp_budget_increase"`
 			TempExpiry     *time.Time        `json:"temp_budget_expiry"`
+			ModelMaxBudget json.RawMessage   `json:"model_max_budget"`
 		}
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
@@ -182,6 +186,9 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			k.Guardrails = lf.Guardrails
 		}
 		k.BudgetID = lf.BudgetID
+		if k.ModelBudgets, err = ParseModelBudgets(lf.ModelMaxBudget); err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
 		if lf.TempIncrease != nil && lf.TempExpiry != nil {
 			if err := numbers.Check("temp_budget_increase", *lf.TempIncrease); err != nil {
 				return nil, fmt.Errorf("litellm_fields: %w", err)

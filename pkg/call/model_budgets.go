@@ -1,0 +1,94 @@
+package call
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"lockstep/pkg/spend"
+)
+
+// modelBudget is one per-model budget a call is held to (LiteLLM model_max_budget, its
+// model_max_budget_limiter): the spend of one key, user, end user or organization on one model
+// group, kept cluster-wide like every spend total (gateway.key_spend under token; the spend
+// log names it in ExtraTokens), reset every budget_duration.
+type modelBudget struct {
+	token string
+	bud   spend.Budget
+	msg   string // the refusal's text
+}
+
+// callModelBudgets lists the per-model budgets of a call to model group ci.Model: the key's own
+// model_max_budget (else its linked budget's), its user's, and the linked budgets' of the end
+// user and the organization. Refusal texts are LiteLLM's: `LiteLLM Virtual Key: <token>,
+// key_alias: <alias|None>, exceeded budget for model=<model>`, `LiteLLM User: <id>, ...`,
+// `LiteLLM End User: <id>, ...`, `LiteLLM Organization: <id>, ...`.
+func (g *Governance) callModelBudgets(ci CallInfo) []modelBudget {
+	var out []modelBudget
+	m := ci.Model
+	add := func(kind, id, who string, budgets map[string]spend.Budget) {
+		if b, ok := budgets[m]; ok {
+			out = append(out, modelBudget{token: "model_budget:" + kind + ":" + id + ":" + m, bud: b,
+				msg: who + ", exceeded budget for model=" + m})
+		}
+	}
+	if k := ci.Key; k != nil {
+		alias := k.Alias
+		if alias == "" {
+			alias = "None"
+		}
+		who := "LiteLLM Virtual Key: " + k.Token + ", key_alias: " + alias
+		if _, ok := k.ModelBudgets[m]; ok {
+			add("key", k.Token, who, k.ModelBudgets)
+		} else if b := g.budget(k.BudgetID); b != nil {
+			add("key", k.Token, who, b.ModelBudgets)
+		}
+	}
+	if u := ci.User; u != nil {
+		add("user", u.ID, "LiteLLM User: "+u.ID, u.ModelBudgets)
+	}
+	if e := ci.EndUser; e != nil {
+		if b := g.budget(e.Links.BudgetID); b != nil {
+			add("end_user", e.ID, "LiteLLM End User: "+e.ID, b.ModelBudgets)
+		}
+	}
+	if o := ci.Organization; o != nil {
+		if b := g.budget(o.Links.BudgetID); b != nil {
+			add("organization", o.ID, "LiteLLM Organization: "+o.ID, b.ModelBudgets)
+		}
+	}
+	return out
+}
+
+// checkModelBudgets refuses the call when a per-model budget's spend reached its max: a
+// *BudgetExceeded with the budget's text (400 budget_exceeded).
+func (g *Governance) checkModelBudgets(ctx context.Context, h http.Header, mbs []modelBudget) error {
+	if g.Spend == nil {
+		return nil
+	}
+	for _, mb := range mbs {
+		err := g.Spend.Check(ctx, mb.token, mb.bud)
+		if err == nil {
+			continue
+		}
+		var be *spend.BudgetError
+		if errors.As(err, &be) {
+			g.rejected()
+			return &BudgetExceeded{Msg: mb.msg, Spend: be.Spend, Max: be.Max}
+		}
+		return g.refusal(h, nil, err)
+	}
+	return nil
+}
+
+// modelBudgetTokens are the key_spend tokens of mbs (the spend log's ExtraTokens).
+func modelBudgetTokens(mbs []modelBudget) []string {
+	if len(mbs) == 0 {
+		return nil
+	}
+	out := make([]string, len(mbs))
+	for i, mb := range mbs {
+		out[i] = mb.token
+	}
+	return out
+}
