@@ -26,38 +26,45 @@ type modelBudget struct {
 func (g *Governance) callModelBudgets(ci CallInfo) []modelBudget {
 	var out []modelBudget
 	m := ci.Model
-	add := func(kind, id, who string, budgets map[string]spend.Budget) {
-		if b, ok := budgets[m]; ok {
-			out = append(out, modelBudget{token: "model_budget:" + kind + ":" + id + ":" + m, bud: b,
-				msg: who + ", exceeded budget for model=" + m})
-		}
-	}
 	if k := ci.Key; k != nil {
-		alias := k.Alias
-		if alias == "" {
-			alias = "None"
+		b, ok := k.ModelBudgets[m]
+		if !ok {
+			if lb := g.budget(k.BudgetID); lb != nil {
+				b, ok = lb.ModelBudgets[m]
+			}
 		}
-		who := "LiteLLM Virtual Key: " + k.Token + ", key_alias: " + alias
-		if _, ok := k.ModelBudgets[m]; ok {
-			add("key", k.Token, who, k.ModelBudgets)
-		} else if b := g.budget(k.BudgetID); b != nil {
-			add("key", k.Token, who, b.ModelBudgets)
+		if ok {
+			alias := k.Alias
+			if alias == "" {
+				alias = "None"
+			}
+			out = append(out, newModelBudget("key", k.Token, "LiteLLM Virtual Key: "+k.Token+", key_alias: "+alias, m, b))
 		}
 	}
 	if u := ci.User; u != nil {
-		add("user", u.ID, "LiteLLM User: "+u.ID, u.ModelBudgets)
+		if b, ok := u.ModelBudgets[m]; ok {
+			out = append(out, newModelBudget("user", u.ID, "LiteLLM User: "+u.ID, m, b))
+		}
 	}
 	if e := ci.EndUser; e != nil {
-		if b := g.budget(e.Links.BudgetID); b != nil {
-			add("end_user", e.ID, "LiteLLM End User: "+e.ID, b.ModelBudgets)
+		if lb := g.budget(e.Links.BudgetID); lb != nil {
+			if b, ok := lb.ModelBudgets[m]; ok {
+				out = append(out, newModelBudget("end_user", e.ID, "LiteLLM End User: "+e.ID, m, b))
+			}
 		}
 	}
 	if o := ci.Organization; o != nil {
-		if b := g.budget(o.Links.BudgetID); b != nil {
-			add("organization", o.ID, "LiteLLM Organization: "+o.ID, b.ModelBudgets)
+		if lb := g.budget(o.Links.BudgetID); lb != nil {
+			if b, ok := lb.ModelBudgets[m]; ok {
+				out = append(out, newModelBudget("organization", o.ID, "LiteLLM Organization: "+o.ID, m, b))
+			}
 		}
 	}
 	return out
+}
+
+func newModelBudget(kind, id, who, model string, b spend.Budget) modelBudget {
+	return modelBudget{token: "model_budget:" + kind + ":" + id + ":" + model, bud: b, msg: who + ", exceeded budget for model=" + model}
 }
 
 // checkModelBudgets refuses the call when a per-model budget's spend reached its max: a
