@@ -356,6 +356,9 @@ func (a *Admin) GenerateKey(ctx context.Context, req KeyRequest) (KeyResult, err
 	if err := a.checkKeyOwners(ctx, vals, nil); err != nil {
 		return KeyResult{}, err
 	}
+	if err := a.teamMemberKeyDuration(ctx, req, vals); err != nil {
+		return KeyResult{}, err
+	}
 	key := req.Key
 	if key == "" {
 		key = keys.Generate()

@@ -168,6 +168,10 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	if req.Blocked != nil && !*req.Blocked && cur != nil && cur.Blocked {
 		return forbiddenf("only the proxy admin can unblock a key")
 	}
+	if p, ok := req.Extra["permissions"]; ok && grantsSpendRoutes(p) {
+		// get_spend_routes opens proxy-wide spend: no role grants it to itself
+		return forbiddenf("only the proxy admin can set a key's permissions")
+	}
 	bound, who := c.User, "user"
 	var lim *accounts.Limits
 	if teamID != "" && c.Team != nil && c.Team.ID == teamID {
@@ -490,4 +494,10 @@ func (a *Admin) groupOfOthers(name, teamID string) bool {
 		}
 	}
 	return false
+}
+
+// grantsSpendRoutes reports whether a permissions value grants get_spend_routes.
+func grantsSpendRoutes(raw json.RawMessage) bool {
+	var m map[string]any
+	return json.Unmarshal(raw, &m) == nil && m["get_spend_routes"] == true
 }

@@ -465,7 +465,7 @@ type principal struct {
 func mgmtCaller(p principal) mgmt.Caller {
 	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope}
 	if p.key != nil {
-		c.Token = p.key.Token
+		c.Token, c.SpendRoutes = p.key.Token, p.key.GetSpendRoutes
 	}
 	return c
 }
@@ -531,6 +531,9 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
+			}
+			if err := routeAllowed(vk, c.Request().URL.Path); err != nil { // allowed_routes, key_type
+				return err
 			}
 			if level == admin {
 				// the one decision for every management route: the roles table (admin/authz.go)
