@@ -51,7 +51,7 @@ func checkAccessKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 		case "guaranteed_throughput", "dynamic":
 			// LiteLLM reserves (guaranteed) or lends (dynamic) a model's capacity across keys
 			// (parallel_request_limiter_v3); lockstep's limiter does neither yet
-			return notYetField(name + "=" + s)
+			return notYetField(name)
 		default:
 			return badRequest("%s must be one of 'guaranteed_throughput', 'best_effort_throughput', 'dynamic', got %q", name, s)
 		}
