@@ -224,3 +224,60 @@ func TestAccessKeyFieldsAcrossReplicas(t *testing.T) {
 	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "acc-bad", "team_member_key_duration": "soon"})
 	require.Equal(t, 400, st, "%s", body)
 }
+
+// Issue 19 item 1: team_member_permissions (LiteLLM TeamMemberPermissionChecks) set on A let a
+// team member (role user) make, read and update the team's keys on B; a team without them
+// gives members LiteLLM's default (/key/info on the team's keys, no key writes); a route that
+// is not a key management route is a 400.
+func TestAccessTeamMemberPermissions(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	for _, u := range []string{"acc-m1", "acc-m2", "acc-adm"} {
+		st, body := a.Do(t, "POST", "/user/new", map[string]any{"user_id": u, "user_role": "internal_user"})
+		require.Equal(t, 200, st, "%s", body)
+	}
+	st, body := a.Do(t, "POST", "/team/new", map[string]any{"team_id": "acc-tp", "team_member_permissions": []string{"/key/generate", "/key/update", "/key/info"},
+		"members_with_roles": []map[string]any{{"user_id": "acc-m1", "role": "user"}, {"user_id": "acc-adm", "role": "admin"}}})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "acc-td",
+		"members_with_roles": []map[string]any{{"user_id": "acc-m2", "role": "user"}}})
+	require.Equal(t, 200, st, "%s", body)
+	m1, _ := govKey(t, a, map[string]any{"user_id": "acc-m1", "team_id": "acc-tp"})
+	m2, _ := govKey(t, a, map[string]any{"user_id": "acc-m2", "team_id": "acc-td"})
+	adminKey, _ := govKey(t, a, map[string]any{"user_id": "acc-adm", "team_id": "acc-tp"})
+	_, adminTok := govKey(t, a, map[string]any{"user_id": "acc-adm", "team_id": "acc-tp", "key_alias": "acc-admins"})
+	_, tdTok := govKey(t, a, map[string]any{"team_id": "acc-td", "key_alias": "acc-td-key"})
+
+	var made string
+	Eventually(t, "B lets the permitted member make a team key", func() bool {
+		st, body := b.DoKey(t, m1, "POST", "/key/generate", map[string]any{"team_id": "acc-tp", "key_alias": "acc-by-member"})
+		if st == 200 {
+			made = JSON(t, body)["key"].(string)
+		}
+		return st == 200
+	})
+	// another member's team key: readable and updatable by the permitted member
+	st, body = b.DoKey(t, m1, "GET", "/key/info?key="+adminTok, nil)
+	require.Equal(t, 200, st, "%s", body)
+	st, body = b.DoKey(t, m1, "POST", "/key/update", map[string]any{"key": adminTok, "key_alias": "acc-renamed"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = b.DoKey(t, m1, "POST", "/key/delete", map[string]any{"keys": []string{adminTok}})
+	require.NotEqual(t, 200, st, "delete is not in the team's permissions: %s", body)
+	st, body = b.DoKey(t, adminKey, "GET", "/key/info?key="+made, nil)
+	require.Equal(t, 200, st, "the team admin reads the member's team key: %s", body)
+
+	// the default: /key/info on the team's keys, no team key writes
+	Eventually(t, "B lets a default member read its team's key", func() bool {
+		st, _ := b.DoKey(t, m2, "GET", "/key/info?key="+tdTok, nil)
+		return st == 200
+	})
+	st, body = b.DoKey(t, m2, "POST", "/key/generate", map[string]any{"team_id": "acc-td"})
+	require.Equal(t, 403, st, "%s", body)
+	st, body = b.DoKey(t, m2, "POST", "/key/update", map[string]any{"key": tdTok, "key_alias": "x"})
+	require.Equal(t, 404, st, "%s", body)
+
+	st, body = a.Do(t, "POST", "/team/update", map[string]any{"team_id": "acc-td", "team_member_permissions": []string{"/chat/completions"}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "is not one of LiteLLM's key management routes")
+}

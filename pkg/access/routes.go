@@ -12,6 +12,7 @@ package access
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -140,4 +141,19 @@ func matchPattern(pattern, route string) bool {
 		// the placeholder takes the segment; a literal after it must follow
 		route = route[n:]
 	}
+}
+
+// InRoutes is LiteLLM's check_route_access: route is in list exactly, under a pattern ending
+// in "*", or by a "{param}" pattern.
+func InRoutes(list []string, route string) bool { return inGroup(list, route) }
+
+// DefaultTeamMemberPermissions are the key routes a team member (role user) may call on its
+// team's keys when the team sets no team_member_permissions (LiteLLM
+// team_member_permission_checks.py DEFAULT_TEAM_MEMBER_PERMISSIONS).
+var DefaultTeamMemberPermissions = []string{"/key/info", "/key/health"}
+
+// IsKeyManagementRoute reports whether route is one of LiteLLM's key management routes
+// (LiteLLMRoutes.key_management_routes, the values team_member_permissions may list).
+func IsKeyManagementRoute(route string) bool {
+	return route == "/key/health" || slices.Contains(keyManagementRoutes, route)
 }

@@ -116,6 +116,9 @@ type Team struct {
 		// longest, and the default, duration of a key /key/generate makes for a member of
 		// the team (admin.teamMemberKeyDuration).
 		MemberKeyDuration string `json:"team_member_key_duration"`
+		// MemberPermissions is LiteLLM's team_member_permissions: the key routes a member with
+		// role user may call on the team's keys (nil: access.DefaultTeamMemberPermissions).
+		MemberPermissions []string `json:"team_member_permissions"`
 	} `json:"litellm_fields"`
 	Limits
 }

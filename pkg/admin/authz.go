@@ -54,6 +54,32 @@ type Caller struct {
 	// SpendRoutes: the caller's key has LiteLLM's permissions {"get_spend_routes": true}
 	// (keys.Key.GetSpendRoutes): it may read the /global/spend routes (access.GlobalSpendRoutes).
 	SpendRoutes bool
+	// TeamKeys: the caller, a member with role user of its key's team, may act on the team's
+	// keys on the route being called as the team's admin would, because the team's
+	// team_member_permissions (LiteLLM's default: /key/info, /key/health) list the route
+	// (TeamMemberMay; set with Scope).
+	TeamKeys bool
+}
+
+// TeamMemberMay reports whether the caller, a member with role user of its key's team, may
+// call route (the request's path) on the team's keys under the team's team_member_permissions
+// (LiteLLM TeamMemberPermissionChecks.does_team_member_have_permissions_for_endpoint; a team
+// admin needs none, anyone else gets none).
+func (c Caller) TeamMemberMay(route string) bool {
+	if c.TeamRole() != accounts.RoleUser {
+		return false
+	}
+	perms := c.Team.Fields.MemberPermissions
+	if len(perms) == 0 {
+		perms = access.DefaultTeamMemberPermissions
+	}
+	return access.InRoutes(perms, route)
+}
+
+// teamKeysOf reports whether the caller acts on team teamID's keys: its admin, or a member
+// whose team_member_permissions list the route (TeamKeys).
+func (c Caller) teamKeysOf(teamID string) bool {
+	return teamID != "" && c.Team != nil && c.Team.ID == teamID && (c.TeamAdmin() || c.TeamKeys)
 }
 
 // UserID is the caller's user id ("" without a user).

@@ -66,6 +66,16 @@ func checkAccessKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 		if _, err := keys.ParseDuration(s); err != nil {
 			return badRequest("%s: %v", name, err)
 		}
+	case catalogue.KeyRoutes:
+		var l []string
+		if json.Unmarshal(raw, &l) != nil {
+			return badRequest("%s must be a list of key management routes ([\"/key/generate\", \"/key/update\"])", name)
+		}
+		for _, r := range l {
+			if !access.IsKeyManagementRoute(r) {
+				return badRequest("%s: %q is not one of LiteLLM's key management routes", name, r)
+			}
+		}
 	case catalogue.Permissions:
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil {

@@ -71,7 +71,7 @@ func notYetField(name string) error {
 
 func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 	switch k {
-	case catalogue.ObjectPermission, catalogue.KeyType, catalogue.LimitType, catalogue.Duration, catalogue.Permissions:
+	case catalogue.ObjectPermission, catalogue.KeyType, catalogue.LimitType, catalogue.Duration, catalogue.Permissions, catalogue.KeyRoutes:
 		return checkAccessKind(name, k, raw)
 	case catalogue.String:
 		return checkKind(name, fString, raw)

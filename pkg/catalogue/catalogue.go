@@ -81,6 +81,9 @@ const (
 	// non-admin key call the /global/spend routes (route_checks.py); other members grant
 	// nothing and are stored.
 	Permissions
+	// KeyRoutes is a list of LiteLLM key management routes ("/key/generate", "/key/update",
+	// ...; team_member_permissions).
+	KeyRoutes
 )
 
 // Field is one field of a LiteLLM request model.
@@ -162,8 +165,11 @@ var budgetTable = fieldSet{
 
 // teamBase: LiteLLM's TeamBase.
 var teamBase = fieldSet{
-	"team_alias": col, "team_id": col, "organization_id": col, "admins": notYet, "members": notYet,
-	"members_with_roles": col, "team_member_permissions": notYet, "metadata": col, "tpm_limit": col,
+	// admins and members: LiteLLM_TeamTable's legacy lists, kept by LiteLLM but never read for
+	// access (team roles come from members_with_roles only: _is_user_team_admin,
+	// team_member_permission_checks.py), so stored
+	"team_alias": col, "team_id": col, "organization_id": col, "admins": stored(Any), "members": stored(Any),
+	"members_with_roles": col, "team_member_permissions": honoured(KeyRoutes), "metadata": col, "tpm_limit": col,
 	"rpm_limit": col, "max_budget": col, "soft_budget": stored(Number), "budget_duration": col,
 	"models": col, "blocked": col, "router_settings": notYet, "access_group_ids": notYet,
 	// not in TeamBase but in LiteLLM_TeamTable, and a lockstep column since issue 13
