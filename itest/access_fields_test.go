@@ -281,3 +281,44 @@ func TestAccessTeamMemberPermissions(t *testing.T) {
 	require.Equal(t, 400, st, "%s", body)
 	require.Contains(t, string(body), "is not one of LiteLLM's key management routes")
 }
+
+// Issue 19 item 1: a key's organization_id (LiteLLM key organization_id) written on A binds the
+// key on B by that organization's limits (rpm_limit 1: the second call is 429) and its blocked
+// flag; an unknown organization and a team key naming another organization than its team's
+// are 400s, nothing stored.
+func TestAccessKeyOrganization(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	govMockModel(t, a, "acc-m", nil)
+	st, body := a.Do(t, "POST", "/organization/new", map[string]any{"organization_id": "acc-org", "rpm_limit": 1})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/organization/new", map[string]any{"organization_id": "acc-org2"})
+	require.Equal(t, 200, st, "%s", body)
+
+	k, _ := govKey(t, a, map[string]any{"organization_id": "acc-org"})
+	Eventually(t, "B serves the org key once", func() bool { st, _ := accChat(t, b, k, "/v1/chat/completions", nil); return st == 200 })
+	st, body = accChat(t, b, k, "/v1/chat/completions", nil)
+	require.Equal(t, 429, st, "the organization's rpm_limit 1 binds the key: %s", body)
+
+	k2, _ := govKey(t, a, map[string]any{"organization_id": "acc-org2"})
+	Eventually(t, "B serves the org2 key", func() bool { st, _ := accChat(t, b, k2, "/v1/chat/completions", nil); return st == 200 })
+	st, body = a.Do(t, "POST", "/organization/update", map[string]any{"organization_id": "acc-org2", "blocked": true})
+	require.Equal(t, 200, st, "%s", body)
+	Eventually(t, "B refuses the blocked organization's key", func() bool {
+		st, body := accChat(t, b, k2, "/v1/chat/completions", nil)
+		return st == 401 && accDetail(body) == "Authentication Error, organization acc-org2 is blocked."
+	})
+
+	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"key_alias": "acc-no", "organization_id": "acc-nope"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "Organization not found, passed organization_id=acc-nope")
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "acc-ot", "organization_id": "acc-org"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"key_alias": "acc-no", "team_id": "acc-ot", "organization_id": "acc-org2"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "organization_id: a key of team acc-ot belongs to the team's organization acc-org")
+	st, body = b.Do(t, "GET", "/key/list", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.NotContains(t, string(body), "acc-no")
+}

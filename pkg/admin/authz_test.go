@@ -251,3 +251,17 @@ func TestTeamMemberPermissions(t *testing.T) {
 		t.Fatal("a member without the permission made a team key")
 	}
 }
+
+// A key's organization_id replaces its user's organization as the one whose limits bind it:
+// only the proxy admin sets it.
+func TestKeyWriteCannotSetOrganization(t *testing.T) {
+	c := callers()["internal_user"]
+	req := KeyRequest{Extra: map[string]json.RawMessage{"organization_id": json.RawMessage(`"o-free"`)}}
+	if err := c.keyWriteAllowed(&req, nil); err == nil {
+		t.Fatal("an internal user set its key's organization_id")
+	}
+	req = KeyRequest{Extra: map[string]json.RawMessage{"organization_id": json.RawMessage(`null`)}}
+	if err := c.keyWriteAllowed(&req, nil); err != nil {
+		t.Fatal(err)
+	}
+}

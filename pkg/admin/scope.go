@@ -169,6 +169,10 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	if req.Blocked != nil && !*req.Blocked && cur != nil && cur.Blocked {
 		return forbiddenf("only the proxy admin can unblock a key")
 	}
+	if o, ok := req.Extra["organization_id"]; ok && string(o) != "null" && string(o) != `""` {
+		// a key's organization replaces its user's as the one whose limits bind it
+		return forbiddenf("only the proxy admin can set a key's organization_id")
+	}
 	if p, ok := req.Extra["permissions"]; ok && grantsSpendRoutes(p) {
 		// get_spend_routes opens proxy-wide spend: no role grants it to itself
 		return forbiddenf("only the proxy admin can set a key's permissions")

@@ -129,6 +129,17 @@ func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 			}
 		}
 	}
+	if p.org == nil && k.OrganizationID != "" {
+		// the key's own organization (LiteLLM key organization_id; a team key's is its team's)
+		o, ok := lookupAccount(ctx, s.Organizations, k.OrganizationID)
+		if !ok {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s of this key does not exist (deleted?).", k.OrganizationID))
+		}
+		if o.Blocked {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s is blocked.", o.ID))
+		}
+		p.org = o
+	}
 	if k.UserID != "" {
 		if u, ok := lookupAccount(ctx, s.Users, k.UserID); ok {
 			if u.Blocked {

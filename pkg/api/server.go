@@ -530,7 +530,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{key: vk}
-			if vk.TeamID != "" || vk.UserID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}

@@ -62,6 +62,10 @@ type Key struct {
 	// GetSpendRoutes: LiteLLM permissions {"get_spend_routes": true}, the /global/spend routes
 	// for a key that is not the admin's.
 	GetSpendRoutes bool
+	// OrganizationID is the key's own organization (LiteLLM key organization_id; "" none): a
+	// key without a team is bound by that organization's limits and budget. A team key's
+	// organization is its team's.
+	OrganizationID string
 }
 
 type row struct {
@@ -158,6 +162,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			AllowedRoutes  []string          `json:"allowed_routes"`
 			CacheControls  []string          `json:"allowed_cache_controls"`
 			Permissions    map[string]any    `json:"permissions"`
+			OrgID          string            `json:"organization_id"`
 			ObjectPerm     *struct {
 				Agents []string `json:"agents"`
 			} `json:"object_permission"`
@@ -189,6 +194,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			k.Agents = lf.ObjectPerm.Agents
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
+		k.OrganizationID = lf.OrgID
 	}
 	return k, nil
 }
