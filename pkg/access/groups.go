@@ -57,7 +57,7 @@ var mappedPassThroughRoutes = []string{
 
 var anthropicRoutes = []string{
 	"/v1/messages", "/v1/messages/count_tokens", "/v1/skills", "/v1/skills/{skill_id}",
-	// lockstep: Anthropic's Messages route without /v1 (provider.FormatMessages.Path)
+	// lockstep: Anthropic's Messages route without /v1 (format.FormatMessages.Path)
 	"/messages",
 }
 

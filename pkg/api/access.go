@@ -108,7 +108,9 @@ func (s *Server) teamsChanged() <-chan struct{} {
 
 // lookupOwners loads the team and the user a virtual key belongs to (read-through on a miss)
 // and refuses the key when its team does not exist or is blocked, or its user or the team's
-// organization is blocked (LiteLLM refuses keys of deleted or blocked teams).
+// organization is blocked (LiteLLM refuses keys of deleted or blocked teams). The key's
+// organization is its team's, else its own organization_id (refused when absent or blocked),
+// else its user's.
 func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 	k := p.key
 	if k.TeamID != "" {
