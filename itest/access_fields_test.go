@@ -193,6 +193,9 @@ func TestAccessKeyFieldsAcrossReplicas(t *testing.T) {
 		st, body := b.DoKey(t, uk, "POST", "/key/generate", map[string]any{"permissions": map[string]any{"get_spend_routes": true}})
 		return st == 403 && accDetail(body) == "only the proxy admin can set a key's permissions"
 	})
+	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"key_alias": "acc-no", "permissions": map[string]any{"lakera_prompt_injection": false}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), `field \"permissions.lakera_prompt_injection\" is not supported yet`)
 	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"key_alias": "acc-no", "tpm_limit_type": "guaranteed_throughput"})
 	require.Equal(t, 400, st, "%s", body)
 	require.Contains(t, string(body), `field \"tpm_limit_type\" is not supported yet`)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
@@ -81,8 +82,25 @@ func checkAccessKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 		if json.Unmarshal(raw, &m) != nil {
 			return badRequest("%s must be an object ({\"get_spend_routes\": true})", name)
 		}
-		if v, ok := m["get_spend_routes"]; ok && string(v) != "true" && string(v) != "false" && !isNull(v) {
-			return badRequest("%s.get_spend_routes must be true or false, got %s", name, v)
+		// LiteLLM's hooks read other members as per-key switches (a guardrail's name: false
+		// turns it off; pii, output_parse_pii, enable_llm_guard_check, allow_pii_decode, ...):
+		// lockstep enforces none of them yet, so each is refused rather than kept and ignored
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			v := m[n]
+			if n != "get_spend_routes" {
+				if !isNull(v) {
+					return notYetField(name + "." + n)
+				}
+				continue
+			}
+			if string(v) != "true" && string(v) != "false" && !isNull(v) {
+				return badRequest("%s.get_spend_routes must be true or false, got %s", name, v)
+			}
 		}
 	}
 	return nil

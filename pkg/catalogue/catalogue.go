@@ -78,8 +78,8 @@ const (
 	// Duration is a LiteLLM duration string ("30s", "1h", "30d", "1mo"; keys.ParseDuration).
 	Duration
 	// Permissions is LiteLLM's key permissions object: {"get_spend_routes": true} lets a
-	// non-admin key call the /global/spend routes (route_checks.py); other members grant
-	// nothing and are stored.
+	// non-admin key call the /global/spend routes (route_checks.py); any other member (LiteLLM's
+	// hooks read them as per-key guardrail and PII switches) is not supported yet.
 	Permissions
 	// KeyRoutes is a list of LiteLLM key management routes ("/key/generate", "/key/update",
 	// ...; team_member_permissions).
