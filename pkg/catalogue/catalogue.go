@@ -14,6 +14,9 @@
 // TeamMemberUpdateRequest, TeamMemberDeleteRequest, OrganizationMemberAddRequest,
 // OrganizationMemberUpdateRequest, OrganizationMemberDeleteRequest. user_name on
 // NewUserRequest is from LiteLLM's documented /user/new examples (older models accepted it).
+// How the access fields are enforced (allowed_routes, key_type, object_permission,
+// team_member_permissions, ...; pkg/access) was read at commit
+// 00145f91a8cbcac1f181228efe7acd0cfa71a731.
 package catalogue
 
 import (
