@@ -90,6 +90,7 @@ func (s *Server) keyGenerate(c echo.Context) error {
 	if err := s.checkBudgetLink(c.Request().Context(), extra); err != nil {
 		return err
 	}
+	applyKeyType(extra) // key_type → allowed_routes, as LiteLLM
 	req.Extra = extra
 	res, err := s.mgmt.GenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
