@@ -160,7 +160,7 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "agent_id": "ag-1"}, "agent_id"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "password": "secret-pass"}, "password"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "model_rpm_limit": map[string]any{"m": 1}}, "model_rpm_limit"},
-		{"/team/new", map[string]any{"team_id": "cat-no", "team_member_key_duration": "1d"}, "team_member_key_duration"},
+		{"/team/new", map[string]any{"team_id": "cat-no", "prompts": []string{"p"}}, "prompts"},
 		{"/organization/new", map[string]any{"organization_alias": "cat-no", "model_max_budget": map[string]any{"m": 1}}, "model_max_budget"},
 	} {
 		st, body := a.Do(t, "POST", c.path, c.body)
