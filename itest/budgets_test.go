@@ -122,7 +122,16 @@ func TestBudgetEnforcedViaEndUserAndKey(t *testing.T) {
 	require.Equal(t, "tpm-1", JSON(t, body)["budget_id"], "the link is returned")
 	st, body = a.Do(t, "POST", "/customer/new", map[string]any{"user_id": "purse", "budget_id": "usd"})
 	require.Equal(t, 200, st, "%s", body)
+	st, body = b.Do(t, "GET", "/customer/info?end_user_id=tiered", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, 1.0, JSON(t, body)["litellm_budget_table"].(map[string]any)["tpm_limit"], "LiteLLM: the linked budget's row, %s", body)
 	rpmKey, rpmToken := govKey(t, a, map[string]any{"budget_id": "rpm-2"})
+	// an organization on the same budget: its own window, its teams' keys across replicas
+	st, body = a.Do(t, "POST", "/organization/new", map[string]any{"organization_id": "bud-org", "budget_id": "rpm-2"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "bud-org-t", "organization_id": "bud-org"})
+	require.Equal(t, 200, st, "%s", body)
+	orgKey, _ := govKey(t, a, map[string]any{"team_id": "bud-org-t"})
 	for _, g := range c.G {
 		Eventually(t, g.ReplicaID+" holds the budgets and end users", func() bool {
 			regs := g.SyncLag(t)["registries"].(map[string]any)
@@ -157,6 +166,11 @@ func TestBudgetEnforcedViaEndUserAndKey(t *testing.T) {
 		return govDo(t, c.G[i%3], rpmKey, "bud-m", "hi")
 	})
 	require.LessOrEqual(t, admitted, 2, "never more than the budget's rpm_limit across the replicas")
+	require.GreaterOrEqual(t, admitted, 1)
+	admitted = countAdmitted(t, 9, "Rate limit exceeded for organization: bud-org. Limit type: requests. Current limit: 2", func(i int) (int, http.Header, []byte) {
+		return govDo(t, c.G[(i+1)%3], orgKey, "bud-m", "hi")
+	})
+	require.LessOrEqual(t, admitted, 2, "the organization's own window of the budget's rpm_limit")
 	require.GreaterOrEqual(t, admitted, 1)
 
 	// max_budget through the end user's budget (each call costs 0.05 USD)

@@ -497,6 +497,11 @@ func (s *Server) accountInfo(k accountKind) echo.HandlerFunc {
 		}
 		out["litellm_budget_table"] = map[string]any{"max_budget": out["max_budget"], "budget_duration": out["budget_duration"],
 			"tpm_limit": out["tpm_limit"], "rpm_limit": out["rpm_limit"], "max_parallel_requests": out["max_parallel_requests"]}
+		if bt, err := s.linkedBudgetTable(c.Request().Context(), out["budget_id"]); err != nil {
+			return err
+		} else if bt != nil {
+			out["litellm_budget_table"] = bt // LiteLLM: the linked budget's row
+		}
 		return c.JSON(http.StatusOK, out)
 	}
 }

@@ -230,3 +230,19 @@ func (s *Server) checkBudgetLink(ctx context.Context, lf map[string]json.RawMess
 	_ = json.Unmarshal(raw, &id) // kind-checked by the catalogue (String)
 	return s.mgmt.CheckBudgetRef(ctx, "budget_id", id)
 }
+
+// linkedBudgetTable is the budget row an object's budget_id (as its answer carries it) names,
+// as LiteLLM's litellm_budget_table; nil when the object links none (or the budget is gone).
+func (s *Server) linkedBudgetTable(ctx context.Context, id any) (map[string]any, error) {
+	bid, _ := id.(string)
+	if bid == "" {
+		return nil, nil
+	}
+	row, err := s.mgmt.Budget(ctx, bid)
+	if nf := (*mgmt.NotFound)(nil); errors.As(err, &nf) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return budgetJSON(row)
+}
