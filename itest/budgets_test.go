@@ -185,6 +185,18 @@ func TestBudgetEnforcedViaEndUserAndKey(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, served, 3) // 0, 0.05, 0.10 are below 0.12
 	require.Less(t, served, 20)
+
+	// spend on /customer/new (LiteLLM NewCustomerRequest.spend): the spend total starts there
+	st, body = a.Do(t, "POST", "/customer/new", map[string]any{"user_id": "prepaid", "budget_id": "usd", "spend": 0.12})
+	require.Equal(t, 200, st, "%s", body)
+	Eventually(t, "b holds the prepaid end user", func() bool {
+		return b.SyncLag(t)["registries"].(map[string]any)["end_users"].(map[string]any)["count"].(float64) == 3
+	})
+	st, body = chatAsEndUser(t, b, key, "bud-m", "prepaid")
+	require.Equal(t, 400, st, "refused at its first call: %s", body)
+	require.Contains(t, string(body), "Budget has been exceeded! End User=prepaid Current cost: 0.12")
+	st, body = a.Do(t, "POST", "/customer/new", map[string]any{"user_id": "neg", "spend": -1})
+	require.Equal(t, 400, st, "%s", body)
 }
 
 // budgetArray decodes b as a JSON array.

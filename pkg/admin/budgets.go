@@ -182,3 +182,18 @@ func (a *Admin) CheckBudgetRef(ctx context.Context, field, id string) error {
 	}
 	return nil
 }
+
+// CreateAccountSpend is CreateAccount that also sets the new account's spend total (USD, its
+// current budget period; LiteLLM NewCustomerRequest "spend") in the same transaction. spend
+// nil: CreateAccount. Errors: CreateAccount's, Invalid for a negative spend.
+func (a *Admin) CreateAccountSpend(ctx context.Context, k AccountKind, id string, vals store.Values, spend *float64) (store.Row, error) {
+	if spend == nil {
+		return a.CreateAccount(ctx, k, id, vals, nil)
+	}
+	if *spend < 0 {
+		return store.Row{}, invalid("spend", "spend must be a non-negative number (USD)")
+	}
+	return a.CreateAccount(ctx, k, id, vals, func(ctx context.Context, w *Writer, row store.Row) error {
+		return w.SetSpend(ctx, store.OwnerToken(ownerKinds[k.Type], row.ID), *spend)
+	})
+}

@@ -41,6 +41,8 @@ type accountKind struct {
 	newModel, updateModel catalogue.Model
 	// updateExtra are /update's fields besides the columns (spend: UpdateAccountSpend).
 	updateExtra fields
+	// newExtra are /new's fields besides the columns (spend: CreateAccountSpend).
+	newExtra fields
 }
 
 var (
@@ -50,7 +52,7 @@ var (
 		cols: limitFields.with(fields{"user_alias": fString, "user_email": fString, "user_role": fString, "organization_id": fString, "models": fStrings})}
 	orgKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
 		cols: limitFields.with(fields{"organization_alias": fString, "models": fStrings})}
-	endUserKind = accountKind{newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
+	endUserKind = accountKind{newExtra: fields{"spend": fNumber}, newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
 		cols: limitFields.with(fields{"alias": fString, "allowed_model_region": fString, "default_model": fString})}
 )
 
@@ -122,11 +124,17 @@ func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 // accountNew: POST /<kind>/new → the new row (200). A duplicate id is a 400.
 func (s *Server) accountNew(k accountKind) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		body, vals, err := s.decodeAccountNew(c, k, nil)
+		body, vals, err := s.decodeAccountNew(c, k, k.newExtra)
 		if err != nil {
 			return err
 		}
-		row, err := s.mgmt.CreateAccount(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, nil)
+		var spend *float64
+		if v, ok, err := optNumber(body, "spend"); err != nil {
+			return err
+		} else if ok {
+			spend = &v
+		}
+		row, err := s.mgmt.CreateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, spend)
 		if err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ func routeFields() map[catalogue.Model]fields {
 		catalogue.UpdateTeam:       teamKind.cols.with(id(teamKind)).with(teamKind.updateExtra),
 		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)),
 		catalogue.UpdateOrg:        orgKind.cols.with(id(orgKind)).with(orgKind.updateExtra),
-		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)),
+		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)).with(endUserKind.newExtra),
 		catalogue.UpdateCustomer:   endUserKind.cols.with(id(endUserKind)),
 		catalogue.OrgMemberAdd:     {"organization_id": fString, "member": fAny},
 		catalogue.OrgMemberUpdate:  {"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString},

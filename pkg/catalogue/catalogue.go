@@ -242,7 +242,7 @@ var Models = map[Model]fieldSet{
 		"models": col, "updated_by": stored(String), "object_permission": notYet,
 		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "blocked": col,
 	}),
-	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": notYet, "budget_reset_at": notYet, "metadata": col}),
+	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": col, "budget_reset_at": notYet, "metadata": col}),
 	UpdateCustomer: merge(customerFields, fieldSet{
 		"max_budget": col, "metadata": col, "budget_duration": col, "tpm_limit": col, "rpm_limit": col,
 		"max_parallel_requests": col,
