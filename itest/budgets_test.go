@@ -229,6 +229,12 @@ func TestTeamMemberBudgetAcrossReplicas(t *testing.T) {
 	for _, g := range c.G {
 		Eventually(t, g.ReplicaID+" holds the member budget", func() bool { return budgetCount(t, g) == 1 })
 	}
+	st, body = c.G[2].Do(t, "GET", "/team/info?team_id=tmb", nil)
+	require.Equal(t, 200, st, "%s", body)
+	ms := JSON(t, body)["team_memberships"].([]any)
+	require.Len(t, ms, 1)
+	require.Equal(t, bid, ms[0].(map[string]any)["budget_id"], "the member's budget is the team's member budget: %s", body)
+	require.Equal(t, 2.0, ms[0].(map[string]any)["litellm_budget_table"].(map[string]any)["rpm_limit"])
 	admitted := countAdmitted(t, 9, "Rate limit exceeded for team_member: tmb:m1. Limit type: requests. Current limit: 2", func(i int) (int, http.Header, []byte) {
 		return govDo(t, c.G[i%3], key, "tmb-m", "hi")
 	})
