@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/store"
@@ -152,3 +153,63 @@ func TestAuthorizeBudgets(t *testing.T) {
 }
 
 func budgetUser(id, role string) *accounts.User { return &accounts.User{ID: id, Role: strp(role)} }
+
+// A team's member budget: /team/new makes a budget and links it from the team in the same
+// transaction; /team/update changes that same budget.
+func TestTeamMemberBudget(t *testing.T) {
+	st := newFakeStore()
+	budgets, teams := &fakeSink{typ: store.Budget}, &fakeSink{typ: store.Team}
+	a := New(Deps{Store: st, Registries: []Sink{budgets, teams}, Supported: map[store.ObjectType]bool{store.Team: true, store.Budget: true}})
+	ctx := context.Background()
+	rpm := int64(2)
+	row, err := a.CreateTeamWith(ctx, "t1", store.Values{}, TeamMemberBudget{RPMLimit: &rpm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lf map[string]any
+	if err := json.Unmarshal(st.tables[store.Team]["t1"]["litellm_fields"].(store.JSONMerge), &lf); err != nil {
+		t.Fatal(err)
+	}
+	bid, _ := lf["team_member_budget_id"].(string)
+	if !strings.HasPrefix(bid, "team-t1-budget-") || row.ID != "t1" {
+		t.Fatalf("linked budget: %v %+v", lf, row)
+	}
+	if b := st.tables[store.Budget][bid]; b == nil || b["rpm_limit"] != int64(2) {
+		t.Fatalf("budget row: %v", b)
+	}
+	if len(budgets.applies) != 1 || len(teams.applies) != 1 {
+		t.Fatalf("one write, applied once per registry: %d %d", len(budgets.applies), len(teams.applies))
+	}
+	tpm := int64(7)
+	if _, err := a.UpdateTeam(ctx, "t1", store.Values{}, nil, TeamMemberBudget{TPMLimit: &tpm}); err != nil {
+		t.Fatal(err)
+	}
+	if b := st.tables[store.Budget][bid]; b["tpm_limit"] != int64(7) || b["rpm_limit"] != int64(2) || len(st.tables[store.Budget]) != 1 {
+		t.Fatalf("the same budget updated: %v", st.tables[store.Budget])
+	}
+	var nf *NotFound
+	if _, err := a.UpdateTeam(ctx, "nope", store.Values{}, nil, TeamMemberBudget{TPMLimit: &tpm}); !errors.As(err, &nf) {
+		t.Fatalf("unknown team: %v", err)
+	}
+}
+
+// temp_budget_increase and temp_budget_expiry go together, the expiry ahead.
+func TestCheckTempBudget(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	for _, c := range []struct {
+		extra map[string]json.RawMessage
+		want  string
+	}{
+		{map[string]json.RawMessage{}, ""},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`)}, "temp_budget_increase and temp_budget_expiry must be set together"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-01-01T00:00:00Z"`)}, "temp_budget_expiry must be an ISO 8601 date-time in the future"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`-1`), "temp_budget_expiry": raw(`"2027-01-01T00:00:00"`)}, "temp_budget_increase"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2027-01-01T00:00:00"`)}, ""},
+	} {
+		err := CheckTempBudget(c.extra, now)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v: %v, want %q", c.extra, err, c.want)
+		}
+	}
+}

@@ -112,6 +112,9 @@ func (t *fakeTx) row(typ store.ObjectType, r map[string]any) store.Row {
 		if b, ok := v.([]byte); ok {
 			v = json.RawMessage(b)
 		}
+		if b, ok := v.(store.JSONMerge); ok { // as written; the fake does not merge
+			v = json.RawMessage(b)
+		}
 		m[k] = v
 	}
 	data, err := json.Marshal(m)
