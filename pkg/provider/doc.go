@@ -1,7 +1,7 @@
 // Package provider calls upstream LLM APIs on behalf of the gateway and translates between
 // the wire formats clients speak and the ones upstreams serve.
 //
-// Four translatable inbound formats exist (see [Format]): OpenAI Chat Completions, OpenAI
+// Four translatable inbound formats exist (see [format.Format]): OpenAI Chat Completions, OpenAI
 // Responses, Anthropic Messages and OpenAI Embeddings; completions, images, moderations and audio
 // are passed through to OpenAI-compatible upstreams only. Upstreams speak the OpenAI API (openai,
 // azure and the OpenAI-compatible providers), the Anthropic Messages API (anthropic, Claude on
