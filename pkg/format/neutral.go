@@ -90,7 +90,7 @@ func (r *request) OutputFormat() (kind, schema string) { return r.format.kind, r
 // native form (LiteLLM's RESPONSE_FORMAT_TOOL_NAME, "json_tool_call").
 const JSONToolName = jsonToolName
 
-// UseJSONTool tells the gateway that the [OutputFormatWire] rendered structured output as
+// UseJSONTool tells the gateway that the provider.OutputFormatWire rendered structured output as
 // the forced [JSONToolName] tool: the answer's call of that tool reaches the client as the
 // message text, its tool_use stop reason a natural end (LiteLLM's
 // _transform_response_for_json_mode), plain and streamed.

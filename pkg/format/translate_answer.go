@@ -178,7 +178,7 @@ func (t usageTap) finish(b []byte, stop stopReason, stopSeq string, u usage) []b
 // for).
 func (r *request) SetStream(stream bool) { r.stream = stream }
 
-// Fixes is what the answer to r needs after translation (see [Fixes]); nil when nothing.
+// Fixes is what the answer to r needs after translation (see [AnswerFixes]); nil when nothing.
 func (r *request) Fixes() *xlate {
 	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
 		return &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}
