@@ -26,6 +26,7 @@ import (
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/api"
+	"lockstep/pkg/call"
 	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
@@ -446,7 +447,7 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger, models router.Builder) *registries {
 	r := &registries{st: st, supported: supported, rto: rto, log: log}
 	r.models = add(r, store.Model, models.BuildRow, router.Names)
-	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, api.GuardrailNames)
+	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, call.GuardrailNames)
 	r.agents = add(r, store.Agent, a2a.BuildRow, api.AgentNames)
 	r.keys = add(r, store.Key, keys.BuildRow, nil)
 	r.orgs = add(r, store.Organization, accounts.BuildOrganizationRow, nil)

@@ -62,7 +62,7 @@ func TestCallErrorA2A(t *testing.T) {
 	require.ErrorAs(t, a2aError(&pipeline.BudgetExceeded{Spend: 2, Max: 1}, agent), &ae)
 	require.Equal(t, a2a.CodeInternalError, ae.Code)
 	require.Equal(t, map[string]any{"type": "budget_exceeded", "status": 400}, ae.Data)
-	require.ErrorAs(t, a2aError(&guardrailBlock{BlockedError: &guardrail.BlockedError{Guardrail: "g", Message: "Content blocked: x"}, Input: true}, agent), &ae)
+	require.ErrorAs(t, a2aError(&pipeline.Blocked{BlockedError: &guardrail.BlockedError{Guardrail: "g", Message: "Content blocked: x"}, Input: true}, agent), &ae)
 	require.Equal(t, a2a.CodeInvalidParams, ae.Code)
 	require.Equal(t, map[string]any{"guardrail": "g"}, ae.Data)
 }

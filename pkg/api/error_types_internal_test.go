@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/store"
@@ -102,7 +103,7 @@ func TestStreamErrorTypesMatchPlainErrors(t *testing.T) {
 		&provider.UpstreamError{Status: 503, Message: "down"},
 		&provider.UpstreamError{Status: 504, Message: "slow"},
 		&provider.UpstreamError{Status: 529, Type: "overloaded_error", Message: "busy"},
-		&guardrailBlock{BlockedError: &guardrail.BlockedError{Message: "Content blocked: keyword 'x' detected"}},
+		&pipeline.Blocked{BlockedError: &guardrail.BlockedError{Message: "Content blocked: keyword 'x' detected"}},
 	} {
 		for path, f := range map[string]provider.Format{"/v1/chat/completions": provider.FormatChat, "/v1/messages": provider.FormatMessages} {
 			status, plain := render(t, s, path, err)

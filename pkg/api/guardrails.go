@@ -311,7 +311,7 @@ func (s *Server) applyGuardrail(c echo.Context) error {
 	if req.Text == nil {
 		return badRequest("text is required")
 	}
-	g, err := s.guardrailByName(c.Request().Context(), *req.Name)
+	g, err := s.pipe.Guardrail(c.Request().Context(), *req.Name)
 	if err != nil {
 		return err
 	}

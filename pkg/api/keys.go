@@ -193,7 +193,7 @@ func (s *Server) keyDelete(c echo.Context) error {
 // key it may not see (admin.KeyAs) is 404 "Key not found", as an absent one.
 func (s *Server) keyInfo(c echo.Context) error {
 	k := c.QueryParam("key")
-	if p := caller(c); p.key != nil && k == "" {
+	if p := caller(c); p.Key != nil && k == "" {
 		k = bearer(c) // LiteLLM: /key/info without ?key= is the caller's own
 	}
 	if k == "" {

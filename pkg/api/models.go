@@ -227,7 +227,7 @@ func (s *Server) modelInfo(c echo.Context) error {
 	})
 	data := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
-		if !p.canUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
+		if !p.CanUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
 			continue
 		}
 		data = append(data, s.modelInfoEntry(e))
@@ -247,25 +247,12 @@ func (s *Server) listModels(c echo.Context) error {
 	sort.Strings(names)
 	data := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		if !p.canUse(n, snap.ByName(n)) {
+		if !p.CanUse(n, snap.ByName(n)) {
 			continue
 		}
 		data = append(data, map[string]any{"id": n, "object": "model", "created": 1677610602, "owned_by": "openai"})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
-// groupAccess iterates the access groups of a model group's deployments.
-func groupAccess(group []*registry.Entry[*router.Deployment]) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for _, e := range group {
-			for _, g := range e.Value.AccessGroups {
-				if !yield(g) {
-					return
-				}
-			}
-		}
-	}
 }
 
 // modelOK answers with a model row the use-case wrote (and applied), secrets masked.

@@ -21,6 +21,7 @@ import (
 	"lockstep/itest/fakeupstream"
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/api"
+	"lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
@@ -66,7 +67,7 @@ func setupWith(t testing.TB, edit func(*api.Deps)) *bundle {
 	t.Helper()
 	b := &bundle{
 		models:     registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names}),
-		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: guardrail.BuildRow, Names: api.GuardrailNames}),
+		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: guardrail.BuildRow, Names: call.GuardrailNames}),
 		agents:     registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: a2a.BuildRow, Names: api.AgentNames}),
 		keys:       registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow}),
 		log:        &syncBuffer{},

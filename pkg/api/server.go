@@ -16,7 +16,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -26,6 +25,7 @@ import (
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
@@ -99,9 +99,10 @@ type Server struct {
 	longRunning map[string]bool
 	// masterToken is the sha256 of the master key: the api_key of the admin's spend logs.
 	masterToken string
-	// spendPrefix + spendSeq make spend log request ids unique across replicas and restarts.
-	spendPrefix string
-	spendSeq    atomic.Int64
+	// ids make call ids and spend log request ids unique across replicas and restarts.
+	ids *pipeline.IDs
+	// pipe is the call pipeline every LLM route and A2A call runs through.
+	pipe *pipeline.Pipeline
 }
 
 // New builds the server and its routes.
@@ -128,14 +129,16 @@ func New(d Deps) *Server {
 		s.masterToken = keys.Hash(d.MasterKey)
 	}
 	s.mgmt = newAdmin(d)
+	s.ids = pipeline.NewIDs(d.ReplicaID)
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = s.governance()
 	}
-	s.spendPrefix = fmt.Sprintf("%s-%s-", d.ReplicaID, strconv.FormatInt(time.Now().UnixNano(), 36))
+	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails,
+		Agents: d.Agents, Keys: d.Keys, Teams: d.Teams, Users: d.Users, EndUsers: d.EndUsers, Limits: s.Limits, IDs: s.ids}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.metrics = newMetrics(s)
-	s.a2a = a2a.NewHandler(agentResolver{s}, agentCompleter{s}, d.Log)
+	s.a2a = a2a.NewHandler(s.pipe, agentCompleter{s}, d.Log)
 
 	s.e.Use(s.front) // request id, access log, metrics, recovery, body limit, path parameters, sync token
 	s.routes()
@@ -318,7 +321,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	var ae *Error
 	var he *echo.HTTPError
 	var ue *provider.UpstreamError
-	var gb *guardrailBlock
+	var gb *pipeline.Blocked
 	var nd *router.NoDeploymentsError
 	switch {
 	case bodyTooLarge(err):
@@ -449,23 +452,19 @@ func (s *Server) detailRoute(method, path, what string, h echo.HandlerFunc) {
 
 // --- auth --------------------------------------------------------------------------------------
 
+// principal is the authenticated caller: who makes the call (call.Caller, the value the
+// pipeline takes) and the roles table's decision on a management route (mgmt.Authorize;
+// ScopeAll for the admin, ScopeNone on other routes).
 type principal struct {
-	admin bool
-	key   *keys.Key
-	// the key's team, internal user and organization (nil: none, or not found for the user)
-	team *accounts.Team
-	user *accounts.User
-	org  *accounts.Organization
-	// scope is the roles table's decision on a management route (mgmt.Authorize; ScopeAll for
-	// the admin, ScopeNone on other routes).
+	pipeline.Caller
 	scope mgmt.Scope
 }
 
 // mgmtCaller is the caller as the management use-cases take it (admin.Caller).
 func mgmtCaller(p principal) mgmt.Caller {
-	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope}
-	if p.key != nil {
-		c.Token = p.key.Token
+	c := mgmt.Caller{Master: p.Admin, User: p.User, Team: p.Team, Scope: p.scope}
+	if p.Key != nil {
+		c.Token = p.Key.Token
 	}
 	return c
 }
@@ -511,7 +510,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			startAuthSpan(c)
 			if s.MasterKey == "" {
-				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
+				setCaller(c, principal{Caller: pipeline.Caller{Admin: true}, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			k := bearer(c)
@@ -519,14 +518,14 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
 			if s.isMasterKey(k) {
-				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
+				setCaller(c, principal{Caller: pipeline.Caller{Admin: true}, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			vk, err := s.lookupKey(c.Request().Context(), k)
 			if err != nil {
 				return err
 			}
-			p := principal{key: vk}
+			p := principal{Caller: pipeline.Caller{Key: vk}}
 			if vk.TeamID != "" || vk.UserID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err

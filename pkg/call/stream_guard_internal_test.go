@@ -1,4 +1,4 @@
-package api
+package call
 
 import (
 	"encoding/json"
@@ -75,7 +75,7 @@ func streamMaskGuard(t testing.TB) *guardrail.Guardrail {
 // runGuarded streams frames (grouped into events as sizes says) through a guardedStream and
 // returns the frames the client receives and the concatenated content.
 func runGuarded(t testing.TB, g *guardrail.Guardrail, events [][]byte) ([]string, string) {
-	c := &call{f: provider.FormatChat, gs: []*guardrail.Guardrail{g}, post: true}
+	c := &Call{f: provider.FormatChat, gs: []*guardrail.Guardrail{g}, post: true}
 	st := &sliceStream{events: events}
 	gs := newGuardedStream(c, st, nil)
 	var out []byte
