@@ -25,6 +25,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
+	"lockstep/pkg/admin"
 	"lockstep/pkg/api"
 	"lockstep/pkg/call"
 	"lockstep/pkg/cluster"
@@ -369,7 +370,7 @@ func serve(ctx context.Context, args []string) error {
 		defer tracker.Stop()
 	}
 	srv := api.New(api.Deps{
-		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Cluster: view, Router: rt, Client: client,
+		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,

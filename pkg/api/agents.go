@@ -16,7 +16,6 @@ import (
 	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
-	"lockstep/pkg/store"
 )
 
 // agentRoutes: the agents management API (admin) and the A2A endpoints (any key), API.md
@@ -90,7 +89,7 @@ func agentEntryResponse(e *registry.Entry[*a2a.Agent]) (map[string]any, error) {
 // agentNew: POST /v1/agents {"agent_name", "agent_card_params", "litellm_params"} → the stored
 // agent with a new agent_id (uuid). Duplicate name or invalid definition: 400, nothing stored.
 func (s *Server) agentNew(c echo.Context) error {
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
+	if err := s.requireDB(mgmt.TypeAgent, "agents"); err != nil {
 		return err
 	}
 	var req agentRequest
@@ -113,7 +112,7 @@ func agentRowOK(c echo.Context, data []byte) error {
 }
 
 // agentDB reports whether agents are read from Postgres here.
-func (s *Server) agentDB() bool { return s.mgmt.Stored(store.Agent) }
+func (s *Server) agentDB() bool { return s.mgmt.Stored(mgmt.TypeAgent) }
 
 // agentList: GET /v1/agents → bare JSON array: config-file agents (by name), then the rows of
 // gateway.agents (by created_at). While Postgres is unreachable the DB agents this replica
@@ -169,7 +168,7 @@ func (s *Server) agentPatch(c echo.Context) error {
 	return s.agentEdit(c, s.mgmt.PatchAgent)
 }
 
-func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mgmt.AgentRequest) (store.Row, error)) error {
+func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mgmt.AgentRequest) (mgmt.Row, error)) error {
 	id := c.Param("id")
 	var req agentRequest
 	if err := decodeStrict(c, &req); err != nil {
@@ -178,7 +177,7 @@ func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mg
 	if err := s.mgmt.EditableAgent(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
+	if err := s.requireDB(mgmt.TypeAgent, "agents"); err != nil {
 		return err
 	}
 	row, err := edit(c.Request().Context(), id, req)
@@ -195,7 +194,7 @@ func (s *Server) agentDelete(c echo.Context) error {
 	if err := s.mgmt.DeletableAgent(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
+	if err := s.requireDB(mgmt.TypeAgent, "agents"); err != nil {
 		return err
 	}
 	if err := s.mgmt.DeleteAgent(c.Request().Context(), id); err != nil {

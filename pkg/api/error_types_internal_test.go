@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	mgmt "lockstep/pkg/admin"
 	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
-	"lockstep/pkg/store"
 )
 
 // render runs the error handler for err on a request matched to route pattern path.
@@ -60,7 +60,7 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 		{&provider.UpstreamError{Status: 504, Type: "timeout_error"}, "timeout_error", "timeout_error"},
 		{&provider.UpstreamError{Status: 402, Type: "billing_error"}, "billing_error", "billing_error"},
 		{&provider.UpstreamError{Status: 401, Type: "authentication_error"}, "authentication_error", "authentication_error"},
-		{fmt.Errorf("wrapped: %w", store.ErrUnavailable), "api_error", "service_unavailable"},
+		{fmt.Errorf("wrapped: %w", mgmt.ErrUnavailable), "api_error", "service_unavailable"},
 	} {
 		for _, p := range []string{"/v1/messages", "/messages"} {
 			_, body := render(t, s, p, tc.err)
@@ -77,7 +77,7 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 func TestDetailRouteOutageMessage(t *testing.T) {
 	t.Parallel()
 	s := New(Deps{Log: zerolog.Nop()})
-	err := fmt.Errorf("insert: %w", store.ErrUnavailable)
+	err := fmt.Errorf("insert: %w", mgmt.ErrUnavailable)
 	for path, what := range map[string]string{"/guardrails/:id": "guardrails", "/access_group/new": "access groups"} {
 		st, body := render(t, s, path, err)
 		require.Equal(t, 503, st)

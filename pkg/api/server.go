@@ -35,19 +35,22 @@ import (
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
-	"lockstep/pkg/store"
 )
 
-// Deps is everything a Server serves from. Store and Syncer are nil when no database is
+// Deps is everything a Server serves from. DB, Tasks and Syncer are nil when no database is
 // configured (config-file only): management writes then answer 503.
 type Deps struct {
 	ReplicaID string
 	MasterKey string // empty: no auth (every caller is admin), as LiteLLM without a master key
-	Store     *store.Store
-	Syncer    *notify.Syncer
-	Cluster   *cluster.Reporter // nil without a database
-	Router    *router.Router
-	Client    *provider.Client
+	// DB is the database behind the management use-cases and the spend reads (mgmt.PG).
+	DB mgmt.Database
+	// Tasks is the shared A2A task table (a2a.PGTasks): tasks/get and tasks/cancel on every
+	// replica.
+	Tasks   a2a.SharedTasks
+	Syncer  *notify.Syncer
+	Cluster *cluster.Reporter // nil without a database
+	Router  *router.Router
+	Client  *provider.Client
 	// Deployments builds deployments under the configured secrets policy and salt key
 	// (provider.Policy; nil: the default policy).
 	Deployments *provider.Builder
@@ -62,7 +65,7 @@ type Deps struct {
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
-	Supported    map[store.ObjectType]bool
+	Supported    map[mgmt.ObjectType]bool
 	Log          zerolog.Logger
 	MaxBodyBytes int64 // default 32 MiB
 	// Timeouts of the HTTP server (zero fields: the defaults, see Timeouts).
@@ -111,7 +114,7 @@ func New(d Deps) *Server {
 		d.MaxBodyBytes = 32 << 20
 	}
 	if d.Supported == nil {
-		d.Supported = map[store.ObjectType]bool{}
+		d.Supported = map[mgmt.ObjectType]bool{}
 	}
 	if d.Registries == nil {
 		var models registry.Info
@@ -253,8 +256,8 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 
 // Serve is Start on a listener of the caller's (closed on return).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	if s.Store != nil { // tasks/get and tasks/cancel on every replica
-		s.a2a.ShareTasks(ctx, sharedTasks{st: s.Store, replica: s.ReplicaID})
+	if s.Tasks != nil { // tasks/get and tasks/cancel on every replica
+		s.a2a.ShareTasks(ctx, s.Tasks)
 	}
 	srv := s.httpServer()
 	errc := make(chan error, 1)
@@ -342,18 +345,18 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, mgmt.ErrUnavailable):
 		ae = errf(http.StatusServiceUnavailable, "service_unavailable", "database unavailable: the change was not saved; retry when the database is back")
 		if what, ok := s.detail[c.Path()]; ok {
 			ae.Message = fmt.Sprintf("database unavailable: %s are stored in Postgres and nothing was changed; retry when the database is back", what)
 		}
 	case errors.As(err, &he):
 		ae = &Error{Status: he.Code, Message: fmt.Sprint(he.Message)}
-	case errors.Is(err, store.ErrInvalid):
-		ae = badRequest("invalid value: %s", sentinelReason(err, store.ErrInvalid, "the database refused the value"))
-	case errors.Is(err, store.ErrConflict):
-		ae = errf(http.StatusConflict, "conflict_error", "conflict: %s", sentinelReason(err, store.ErrConflict, "the object already exists"))
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, mgmt.ErrInvalid):
+		ae = badRequest("invalid value: %s", sentinelReason(err, mgmt.ErrInvalid, "the database refused the value"))
+	case errors.Is(err, mgmt.ErrConflict):
+		ae = errf(http.StatusConflict, "conflict_error", "conflict: %s", sentinelReason(err, mgmt.ErrConflict, "the object already exists"))
+	case errors.Is(err, mgmt.ErrNotFound):
 		ae = errf(http.StatusNotFound, "not_found_error", "not found")
 	default:
 		// The cause may name hosts, connection strings or SQL: it goes to the log, keyed by
@@ -601,6 +604,6 @@ func caller(c echo.Context) principal {
 }
 
 // requireDB refuses a management call on typ unless it is stored in Postgres here (admin.RequireDB).
-func (s *Server) requireDB(typ store.ObjectType, what string) error {
+func (s *Server) requireDB(typ mgmt.ObjectType, what string) error {
 	return s.mgmt.RequireDB(typ, what)
 }

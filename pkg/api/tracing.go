@@ -2,13 +2,13 @@ package api
 
 import (
 	"context"
+	mgmt "lockstep/pkg/admin"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 
-	"lockstep/pkg/store"
 	"lockstep/pkg/telemetry"
 )
 
@@ -62,7 +62,7 @@ func (rc *requestContext) endAuthSpan(err error) {
 // line (general_settings.spend_log_lines: message "spend_log" at info, the row's columns as
 // fields) and an OTLP log record (event name lockstep.spend_log, the columns as attributes,
 // when OTLP logs are on; telemetry.Setup).
-func (s *Server) exportSpendLog(l *store.SpendLog) {
+func (s *Server) exportSpendLog(l *mgmt.SpendLog) {
 	if s.SpendLogLines {
 		s.Log.Info().Str("request_id", l.RequestID).Str("call_type", l.CallType).Str("model", l.Model).
 			Str("model_group", l.ModelGroup).Str("model_id", l.ModelID).Str("api_key", l.APIKey).
@@ -88,7 +88,7 @@ func (s *Server) exportSpendLog(l *store.SpendLog) {
 }
 
 // spendStatus is the row's status as stored: "success" or "failure" ("" is stored as success).
-func spendStatus(l *store.SpendLog) string {
+func spendStatus(l *mgmt.SpendLog) string {
 	if l.Status == "" {
 		return "success"
 	}
