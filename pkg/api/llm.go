@@ -21,19 +21,6 @@ func invalidModel(f provider.Format, model string) error {
 	return &pipeline.UnknownModel{Route: f.RouteName(), Model: model}
 }
 
-func pyList(items []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, s := range items {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("'" + s + "'")
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
 // llm serves one LLM route: it decodes the request (body, model, stream), runs it through
 // the call pipeline (pipeline.Pipeline.Serve: model group → model access → limits →
 // guardrails → upstream, passthrough when formats match → post_call guardrails, with the
