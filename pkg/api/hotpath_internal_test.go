@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	pipeline "lockstep/pkg/call"
-	"lockstep/pkg/provider"
+	"lockstep/pkg/format"
 )
 
 // readBody reads what io.ReadAll reads, whatever Content-Length says, with one allocation
@@ -62,7 +62,7 @@ func TestScanRequestChecked(t *testing.T) {
 		rf, err := pipeline.ScanChecked([]byte(body))
 		require.False(t, rf.Model.Exists(), body)
 		var ae *Error
-		require.ErrorAs(t, bodyError(provider.FormatChat, err), &ae, body)
+		require.ErrorAs(t, bodyError(format.FormatChat, err), &ae, body)
 		require.Equal(t, 400, ae.Status, body)
 		require.Equal(t, want, ae.Message, body)
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/tidwall/gjson"
 
 	pipeline "lockstep/pkg/call"
+	"lockstep/pkg/format"
 	"lockstep/pkg/jsonscan"
-	"lockstep/pkg/provider"
 )
 
 // invalidModel is the route's refusal of a model it does not serve (pipeline.UnknownModel;
 // answered 400 invalid_request_error, param model).
-func invalidModel(f provider.Format, model string) error {
+func invalidModel(f format.Format, model string) error {
 	return &pipeline.UnknownModel{Route: f.RouteName(), Model: model}
 }
 
@@ -26,7 +26,7 @@ func invalidModel(f provider.Format, model string) error {
 // guardrails → upstream, passthrough when formats match → post_call guardrails, with the
 // request's hooks and fallbacks) and renders the answer, or an SSE stream flushed frame by
 // frame.
-func (s *Server) llm(f provider.Format) echo.HandlerFunc {
+func (s *Server) llm(f format.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		ctx := req.Context()
@@ -40,10 +40,10 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		var model string
 		var rf pipeline.Fields
 		if f.Multipart() {
-			if err = provider.CheckMultipart(body); err != nil {
+			if err = format.CheckMultipart(body); err != nil {
 				return err
 			}
-			if model, err = provider.MultipartModel(body); err != nil {
+			if model, err = format.MultipartModel(body); err != nil {
 				return err
 			}
 		} else {
@@ -61,7 +61,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if f.Streams() && !streamIsBool(rf.Stream) {
 			return badRequest(errStreamNotBool)
 		}
-		stream := f.Streams() && rf.Stream.Type == gjson.True // provider.StreamRequested
+		stream := f.Streams() && rf.Stream.Type == gjson.True // format.StreamRequested
 		spec := pipeline.Spec{
 			Format: f, Route: f.String(), Caller: caller(c).Caller, Model: model, Body: body, Stream: stream,
 			Header: c.Response().Header(), ReqHeader: c.Request().Header,
@@ -119,7 +119,7 @@ var jsonContentType = []string{echo.MIMEApplicationJSON}
 // stream writes a streamed call's events as they come. A failure after the first byte (the
 // upstream's, or a post_call BLOCK) ends the stream with one error event in the route's
 // format, typed as the same failure would be before the stream (errorInfo).
-func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, call *pipeline.Call) error {
+func (s *Server) stream(ctx context.Context, c echo.Context, f format.Format, call *pipeline.Call) error {
 	st, err := call.Stream(ctx)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, 
 		}
 		if err != nil {
 			ae := s.errorInfo(c, err)
-			_, _ = w.Write(provider.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
+			_, _ = w.Write(format.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
 			w.Flush()
 			return nil
 		}
@@ -164,7 +164,7 @@ var (
 
 // bodyError is the 400 of a request body jsonscan refused, in route f's words: its own text
 // for depth, duplicates and UTF-8 (API.md "Request bodies"), LiteLLM's for anything else.
-func bodyError(f provider.Format, err error) error {
+func bodyError(f format.Format, err error) error {
 	var je *jsonscan.Error
 	if errors.As(err, &je) && je.Kind != jsonscan.Syntax {
 		return badRequest("%s", je.Error())

@@ -11,8 +11,8 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 )
@@ -94,7 +94,7 @@ func lookupAgent(snap *registry.Snapshot[*a2a.Agent], idOrName string) *a2a.Agen
 // request's header and (message/send) the response's. The guardrails are the agent's plus
 // every default_on one.
 func (p *Pipeline) StartAgent(ctx context.Context, who Caller, header, respHeader http.Header, agent *a2a.Agent, text string, stream bool) (context.Context, *Call, error) {
-	body := provider.ChatRequest(agent.Model, text)
+	body := format.ChatRequest(agent.Model, text)
 	if stream {
 		// the usage chunk tells the limits step what the call cost
 		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
@@ -103,7 +103,7 @@ func (p *Pipeline) StartAgent(ctx context.Context, who Caller, header, respHeade
 		respHeader = nil
 	}
 	return p.Start(ctx, Spec{
-		Format: provider.FormatChat, Route: "a2a", Caller: who, Model: agent.Model, Body: body, Stream: stream,
+		Format: format.FormatChat, Route: "a2a", Caller: who, Model: agent.Model, Body: body, Stream: stream,
 		Header: respHeader, ReqHeader: header,
 		resolve: func(ctx context.Context) (target, error) { return p.agentTarget(ctx, agent) },
 		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lockstep/pkg/call"
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
@@ -45,7 +46,7 @@ func BenchmarkPipelineMock(b *testing.B) {
 			b.Fatal(err)
 		}
 		clear(hdr)
-		sp := call.Spec{Format: provider.FormatChat, Route: "chat", Model: "mock", Body: body, Header: hdr}
+		sp := call.Spec{Format: format.FormatChat, Route: "chat", Model: "mock", Body: body, Header: hdr}
 		_, err = p.Serve(ctx, sp, &rf, func(ctx context.Context, c *call.Call) error {
 			res, err := c.Do(ctx)
 			if err != nil {

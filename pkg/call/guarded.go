@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/router"
@@ -15,7 +16,7 @@ import (
 // guardedStream applies post_call guardrails to a stream and reports its end to the limits
 // step.
 //
-// Every text of every frame is checked (provider.MapStreamText). A streamed text (a delta:
+// Every text of every frame is checked (format.MapStreamText). A streamed text (a delta:
 // the content of one choice, one tool call's arguments, one content block, ...) is BLOCK-
 // checked as the tail of its whole text so far (streamCheckWindow) when its frame arrives, so
 // a keyword split across chunks is caught before the chunk completing it is sent. With a MASK
@@ -126,7 +127,7 @@ func (g *guardedStream) add(data []byte) error {
 		frame := data[pos : pos+n]
 		pos += n
 		var deltas []heldDelta
-		_, err := provider.MapStreamText(g.c.f, frame, func(t provider.Text) (string, error) {
+		_, err := format.MapStreamText(g.c.f, frame, func(t format.Text) (string, error) {
 			if !t.Delta {
 				return t.Value, nil
 			}
@@ -202,7 +203,7 @@ func (g *guardedStream) release(final bool) error {
 // delta of its text on a final release), complete texts are masked whole.
 func (g *guardedStream) emit(f *heldFrame, final bool) error {
 	i := 0
-	frame, err := provider.MapStreamText(g.c.f, f.frame, func(t provider.Text) (string, error) {
+	frame, err := format.MapStreamText(g.c.f, f.frame, func(t format.Text) (string, error) {
 		if !t.Delta || i >= len(f.deltas) {
 			return g.c.apply(guardrail.PostCall, t.Value, false)
 		}

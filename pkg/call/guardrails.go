@@ -7,8 +7,8 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 )
 
@@ -145,7 +145,7 @@ func (p *Pipeline) requestGuardrails(ctx context.Context, body []byte, rf *Field
 // transcriptions): every default_on guardrail plus the ones named in "guardrails" form fields
 // (a JSON array of names or a comma-separated list), which are removed from the body.
 func (p *Pipeline) multipartGuardrails(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
-	names, found, out, err := provider.MultipartGuardrails(body)
+	names, found, out, err := format.MultipartGuardrails(body)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
@@ -28,11 +29,11 @@ import (
 //  4. limits: Pipeline.Limits.Admit (no-op when nil), released by the spend step;
 //  5. guardrails pre_call (rewrites the request) and during_call (checks it while the
 //     upstream works; a block cancels the call), over every request text location
-//     (provider.MapRequestText); the guardrails are resolved by one resolver
+//     (format.MapRequestText); the guardrails are resolved by one resolver
 //     (resolveGuardrails) for requests, multipart forms, keys, teams and agents;
 //  6. route: the router (retries, cooldowns) or the agent's own deployment;
-//  7. guardrails post_call over every answer text location (provider.MapResponseText) or,
-//     streamed, every frame (provider.MapStreamText): BLOCK checks each streamed text as it
+//  7. guardrails post_call over every answer text location (format.MapResponseText) or,
+//     streamed, every frame (format.MapStreamText): BLOCK checks each streamed text as it
 //     grows (every choice, every tool call), MASK rewrites each frame, *.done and
 //     response.completed repeats included;
 //  8. spend: the Ticket from step 4 is told how the call ended (deployment, token usage).
@@ -72,7 +73,7 @@ type target struct {
 // Call is one request going through the pipeline; Start makes it, Do or Stream ends it.
 type Call struct {
 	p      *Pipeline
-	f      provider.Format
+	f      format.Format
 	target target
 	gs     []*guardrail.Guardrail
 	post   bool   // a post_call guardrail runs
@@ -96,7 +97,7 @@ type Call struct {
 
 // Spec is what a route gives the pipeline.
 type Spec struct {
-	Format provider.Format
+	Format format.Format
 	// Route is CallInfo.Route: the format's name ("chat", ...) or "a2a".
 	Route  string
 	Caller Caller
@@ -122,7 +123,7 @@ type Spec struct {
 
 // resolveGroup is step 2 of an LLM route: the model group (read-through on a miss); an
 // unknown name is an *UnknownModel.
-func (p *Pipeline) resolveGroup(ctx context.Context, f provider.Format, model string) (target, error) {
+func (p *Pipeline) resolveGroup(ctx context.Context, f format.Format, model string) (target, error) {
 	group, err := p.Router.Group(ctx, model)
 	if errors.Is(err, router.ErrUnknownModel) {
 		return target{}, &UnknownModel{Route: f.RouteName(), Model: model}
@@ -199,7 +200,7 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 		c.ticket = tk
 	}
 	fail := func(err error) (context.Context, *Call, error) {
-		c.done(nil, provider.Usage{}, err)
+		c.done(nil, format.Usage{}, err)
 		return ctx, nil, err
 	}
 	switch {
@@ -222,7 +223,7 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 	c.post = hasMode(c.gs, guardrail.PostCall)
 	if hasMode(c.gs, guardrail.PreCall) {
 		step = span.Child("guardrails.pre_call")
-		c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
+		c.body, err = format.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
 		step.EndErr(err)
 		if err != nil {
 			return fail(inputErr(err))
@@ -235,7 +236,7 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 		in, cancel := c.body, c.cancel
 		ds := span.Child("guardrails.during_call")
 		go func() {
-			_, err := provider.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
+			_, err := format.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
 			ds.EndErr(err)
 			if err != nil {
 				cancel()
@@ -253,7 +254,7 @@ func inputErr(err error) error {
 		return nil
 	}
 	var gb *Blocked
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	if errors.As(err, &gb) || errors.As(err, &ue) {
 		return err
 	}
@@ -262,8 +263,8 @@ func inputErr(err error) error {
 
 // check returns the TextFunc applying the mode-m guardrails to one complete text: the
 // masked text, or a *Blocked.
-func (c *Call) check(m guardrail.Mode, input bool) provider.TextFunc {
-	return func(t provider.Text) (string, error) { return c.apply(m, t.Value, input) }
+func (c *Call) check(m guardrail.Mode, input bool) format.TextFunc {
+	return func(t format.Text) (string, error) { return c.apply(m, t.Value, input) }
 }
 
 func (c *Call) apply(m guardrail.Mode, text string, input bool) (string, error) {
@@ -297,7 +298,7 @@ func (c *Call) waitDuring() error {
 }
 
 // done ends the call for the limits step (once).
-func (c *Call) done(d *router.Deployment, u provider.Usage, err error) {
+func (c *Call) done(d *router.Deployment, u format.Usage, err error) {
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -331,13 +332,13 @@ func (c *Call) Do(ctx context.Context) (*provider.Response, error) {
 		err = derr
 	}
 	if err != nil {
-		c.done(d, provider.Usage{}, err)
+		c.done(d, format.Usage{}, err)
 		return nil, err
 	}
 	usage := res.Usage
 	if c.post {
 		step := c.span.Child("guardrails.post_call")
-		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
+		body, err := format.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
 		step.EndErr(err)
 		if err != nil {
 			c.done(d, usage, err)
@@ -386,7 +387,7 @@ func (c *Call) Stream(ctx context.Context) (provider.Stream, error) {
 		if up != nil {
 			up.end()
 		}
-		c.done(d, provider.Usage{}, err)
+		c.done(d, format.Usage{}, err)
 		return nil, err
 	}
 	g := newGuardedStream(c, st, d)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 )
@@ -75,7 +76,7 @@ func streamMaskGuard(t testing.TB) *guardrail.Guardrail {
 // runGuarded streams frames (grouped into events as sizes says) through a guardedStream and
 // returns the frames the client receives and the concatenated content.
 func runGuarded(t testing.TB, g *guardrail.Guardrail, events [][]byte) ([]string, string) {
-	c := &Call{f: provider.FormatChat, gs: []*guardrail.Guardrail{g}, post: true}
+	c := &Call{f: format.FormatChat, gs: []*guardrail.Guardrail{g}, post: true}
 	st := &sliceStream{events: events}
 	gs := newGuardedStream(c, st, nil)
 	var out []byte

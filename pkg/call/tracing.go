@@ -1,7 +1,7 @@
 package call
 
 import (
-	"lockstep/pkg/provider"
+	"lockstep/pkg/format"
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/telemetry"
@@ -10,7 +10,7 @@ import (
 // endSpan ends the call's span (telemetry.StartCall in Start; once) with the GenAI outcome:
 // the deployment's provider and upstream model, the tokens, the cost the spend log records
 // (spend.Cost over model_info). Every hook is a nil check when tracing is off.
-func (c *Call) endSpan(d *router.Deployment, u provider.Usage, err error) {
+func (c *Call) endSpan(d *router.Deployment, u format.Usage, err error) {
 	if c.span == nil {
 		return
 	}
