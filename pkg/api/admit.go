@@ -27,7 +27,7 @@ func (s *Server) governance() *pipeline.Governance {
 // invalid_request_error (param "model"); a client input error 400 invalid_request_error; an
 // unknown guardrail 404 not_found_error; a key blocked or expired during the access
 // re-check 401 authentication_error; a missing enforced param 401 auth_error (param
-// "None"); a blocked end user 403 permission_error; the limits step's refusals
+// "None"); a blocked end user 403 permission_error; a cache control the key may not set 403; the limits step's refusals
 // (pipeline.Admitter) 429 rate_limit_error (Retry-After was set by Admit), 400
 // budget_exceeded, 503 service_unavailable; nil for any other error. Every message is the
 // error's own text.
@@ -39,6 +39,7 @@ func callError(err error) *Error {
 	var ku *pipeline.KeyUnusable
 	var mp *pipeline.MissingParam
 	var eb *pipeline.EndUserBlocked
+	var cc *pipeline.CacheControlRefused
 	switch {
 	case errors.As(err, &ad):
 		return &Error{Status: http.StatusUnauthorized, Type: ad.Type(), Param: "model", Message: ad.Error()}
@@ -54,6 +55,8 @@ func callError(err error) *Error {
 		return &Error{Status: http.StatusUnauthorized, Type: "auth_error", Param: "None", Message: mp.Error()}
 	case errors.As(err, &eb):
 		return &Error{Status: http.StatusForbidden, Type: "permission_error", Message: eb.Error()}
+	case errors.As(err, &cc):
+		return &Error{Status: http.StatusForbidden, Type: statusType(http.StatusForbidden), Message: cc.Error()}
 	}
 	return admitError(err)
 }

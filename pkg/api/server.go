@@ -462,13 +462,16 @@ func (s *Server) detailRoute(method, path, what string, h echo.HandlerFunc) {
 type principal struct {
 	pipeline.Caller
 	scope mgmt.Scope
+	// teamKeys: the team's team_member_permissions let this member act on the team's keys on
+	// the management route called (mgmt.Caller.TeamKeys).
+	teamKeys bool
 }
 
 // mgmtCaller is the caller as the management use-cases take it (admin.Caller).
 func mgmtCaller(p principal) mgmt.Caller {
-	c := mgmt.Caller{Master: p.Admin, User: p.User, Team: p.Team, Scope: p.scope}
+	c := mgmt.Caller{Master: p.Admin, User: p.User, Team: p.Team, Scope: p.scope, TeamKeys: p.teamKeys}
 	if p.Key != nil {
-		c.Token = p.Key.Token
+		c.Token, c.SpendRoutes = p.Key.Token, p.Key.GetSpendRoutes
 	}
 	return c
 }
@@ -530,18 +533,22 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{Caller: pipeline.Caller{Key: vk}}
-			if vk.TeamID != "" || vk.UserID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
 			}
+			if err := routeAllowed(vk, c.Request().URL.Path); err != nil { // allowed_routes, key_type
+				return err
+			}
 			if level == admin {
 				// the one decision for every management route: the roles table (admin/authz.go)
-				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mgmtCaller(p))
+				mc := mgmtCaller(p)
+				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mc)
 				if err != nil {
 					return err
 				}
-				p.scope = scope
+				p.scope, p.teamKeys = scope, mc.TeamMemberMay(c.Request().URL.Path) // team_member_permissions
 			}
 			if level == viewer && !viewerOK(p) {
 				return viewerRefused(c, p)

@@ -168,3 +168,13 @@ func (e *MissingParam) Error() string {
 type EndUserBlocked struct{ ID string }
 
 func (e *EndUserBlocked) Error() string { return "End user " + e.ID + " is blocked." }
+
+// CacheControlRefused is a call whose body's "cache" object sets a control its key's
+// allowed_cache_controls does not list (LiteLLM hooks/cache_control_check.py: HTTP 403
+// permission_error). Error is `Not allowed to set <Control> as a cache control. Contact admin
+// to change permissions.`
+type CacheControlRefused struct{ Control string }
+
+func (e *CacheControlRefused) Error() string {
+	return "Not allowed to set " + e.Control + " as a cache control. Contact admin to change permissions."
+}

@@ -46,3 +46,26 @@ func gjsonEscape(s string) string {
 	}
 	return b.String()
 }
+
+// checkCacheControls refuses a call whose body's "cache" object sets a control the key's
+// allowed_cache_controls does not list, with a *CacheControlRefused (LiteLLM's 403,
+// hooks/cache_control_check.py):
+//
+//	Not allowed to set no-cache as a cache control. Contact admin to change permissions.
+func checkCacheControls(allowed []string, body []byte) error {
+	cache := gjson.GetBytes(body, "cache")
+	if !cache.IsObject() {
+		return nil
+	}
+	var refused error
+	cache.ForEach(func(k, _ gjson.Result) bool {
+		for _, a := range allowed {
+			if a == k.String() {
+				return true
+			}
+		}
+		refused = &CacheControlRefused{Control: k.String()}
+		return false
+	})
+	return refused
+}

@@ -172,6 +172,11 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 			return ctx, nil, err
 		}
 	}
+	if k := who.Key; k != nil && len(k.AllowedCacheControls) > 0 {
+		if err := checkCacheControls(k.AllowedCacheControls, sp.Body); err != nil {
+			return ctx, nil, err
+		}
+	}
 	ci := CallInfo{Key: who.Key, Route: sp.Route, Model: sp.Model, Stream: sp.Stream, Header: sp.Header,
 		Team: who.Team, User: who.User, Organization: who.Org}
 	if rf == nil {
