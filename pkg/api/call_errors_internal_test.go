@@ -47,6 +47,8 @@ func TestCallErrorTable(t *testing.T) {
 		{&pipeline.MissingParam{Name: "[metadata][generation_name]"}, 401, "auth_error", "None",
 			"Authentication Error, BadRequest please pass param=[metadata][generation_name] in request body. This is a required param"},
 		{&pipeline.EndUserBlocked{ID: "eu1"}, 403, "permission_error", "", "End user eu1 is blocked."},
+		{&pipeline.CacheControlRefused{Control: "no-cache"}, 403, "permission_error", "",
+			"Not allowed to set no-cache as a cache control. Contact admin to change permissions."},
 		{fmt.Errorf("wrapped: %w", &pipeline.Unavailable{Err: &spend.UnavailableError{Err: errors.New("down")}}), 503, "service_unavailable", "",
 			"database unavailable: the budget of this key is held in Postgres, which is unreachable, and this replica has not read its spend yet: down"},
 	} {
