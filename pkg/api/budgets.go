@@ -12,7 +12,6 @@ import (
 	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/catalogue"
 	"lockstep/pkg/keys"
-	"lockstep/pkg/store"
 )
 
 // Budgets as objects (LiteLLM's /budget/* routes; the use-cases are admin/budgets.go): decoding
@@ -39,8 +38,8 @@ func (s *Server) budgetRoutes() {
 
 // decodeBudget decodes /budget/new and /budget/update: the body and the budget's column
 // values. budget_reset_at is an ISO 8601 / RFC 3339 time (400 naming it otherwise).
-func (s *Server) decodeBudget(c echo.Context) (map[string]json.RawMessage, store.Values, error) {
-	if err := s.requireDB(store.Budget, "budgets"); err != nil {
+func (s *Server) decodeBudget(c echo.Context) (map[string]json.RawMessage, mgmt.Values, error) {
+	if err := s.requireDB(mgmt.TypeBudget, "budgets"); err != nil {
 		return nil, nil, err
 	}
 	body, _, err := decodeFieldsModel(c, budgetCols.with(fields{"budget_id": fString}), catalogue.BudgetNew)
@@ -74,7 +73,7 @@ func parseISOTime(s string) (time.Time, error) {
 }
 
 // budgetJSON is a budget row as LiteLLM answers it (without the row version).
-func budgetJSON(r store.Row) (map[string]any, error) {
+func budgetJSON(r mgmt.Row) (map[string]any, error) {
 	var m map[string]any
 	if err := json.Unmarshal(r.Data, &m); err != nil {
 		return nil, err
@@ -83,7 +82,7 @@ func budgetJSON(r store.Row) (map[string]any, error) {
 	return m, nil
 }
 
-func budgetsJSON(rows []store.Row) ([]map[string]any, error) {
+func budgetsJSON(rows []mgmt.Row) ([]map[string]any, error) {
 	out := make([]map[string]any, 0, len(rows))
 	for _, r := range rows {
 		m, err := budgetJSON(r)
@@ -95,7 +94,7 @@ func budgetsJSON(rows []store.Row) ([]map[string]any, error) {
 	return out, nil
 }
 
-func budgetOK(c echo.Context, r store.Row) error {
+func budgetOK(c echo.Context, r mgmt.Row) error {
 	m, err := budgetJSON(r)
 	if err != nil {
 		return err
@@ -133,7 +132,7 @@ func (s *Server) budgetUpdate(c echo.Context) error {
 // budgetInfo: POST /budget/info {"budgets": [ids]} → the rows found, a bare array (LiteLLM
 // BudgetRequest, find_many).
 func (s *Server) budgetInfo(c echo.Context) error {
-	if err := s.requireDB(store.Budget, "budgets"); err != nil {
+	if err := s.requireDB(mgmt.TypeBudget, "budgets"); err != nil {
 		return err
 	}
 	body, err := decodeFields(c, fields{"budgets": fStrings})
@@ -153,7 +152,7 @@ func (s *Server) budgetInfo(c echo.Context) error {
 
 // budgetList: GET /budget/list → every budget, oldest first, a bare array.
 func (s *Server) budgetList(c echo.Context) error {
-	if err := s.requireDB(store.Budget, "budgets"); err != nil {
+	if err := s.requireDB(mgmt.TypeBudget, "budgets"); err != nil {
 		return err
 	}
 	rows, err := s.mgmt.Budgets(c.Request().Context())
@@ -179,7 +178,7 @@ var budgetSettingFields = []struct{ name, typ string }{
 // budget's, null when unset or the budget is unknown), "stored_in_db": true,
 // "field_default_value": null}. 400 without budget_id.
 func (s *Server) budgetSettings(c echo.Context) error {
-	if err := s.requireDB(store.Budget, "budgets"); err != nil {
+	if err := s.requireDB(mgmt.TypeBudget, "budgets"); err != nil {
 		return err
 	}
 	id := c.QueryParam("budget_id")
@@ -205,7 +204,7 @@ func (s *Server) budgetSettings(c echo.Context) error {
 // budgetDelete: POST /budget/delete {"id"} → the deleted row. Unknown: 404; still linked
 // from an object: 400 naming it.
 func (s *Server) budgetDelete(c echo.Context) error {
-	if err := s.requireDB(store.Budget, "budgets"); err != nil {
+	if err := s.requireDB(mgmt.TypeBudget, "budgets"); err != nil {
 		return err
 	}
 	body, err := decodeFields(c, fields{"id": fString})

@@ -6,7 +6,6 @@ import (
 
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
-	"lockstep/pkg/store"
 )
 
 // teamMemberBudgetFields are /team/new's and /team/update's member budget fields (LiteLLM
@@ -54,7 +53,7 @@ func (s *Server) teamMemberships(ctx context.Context, t *accounts.Team, userID s
 			continue
 		}
 		ms := map[string]any{"team_id": t.ID, "user_id": m.UserID, "budget_id": nil, "litellm_budget_table": nil,
-			"spend": s.ownerSpend(ctx, store.OwnerToken("team_member", store.TeamMemberID(t.ID, m.UserID)))}
+			"spend": s.ownerSpend(ctx, mgmt.OwnerToken("team_member", mgmt.TeamMemberID(t.ID, m.UserID)))}
 		if b, ok := t.MemberBudget(m.UserID); ok {
 			ms["budget_id"] = b.BudgetID
 			ms["litellm_budget_table"] = map[string]any{"budget_id": b.BudgetID, "max_budget": b.MaxBudget,
