@@ -100,6 +100,9 @@ type UpstreamError struct {
 	Retryable bool
 	// RetryAfter is the upstream's Retry-After (or retry-after-ms) hint, 0 when absent.
 	RetryAfter time.Duration
+	// Conn: the upstream gave no HTTP answer (the connection failed or broke), Status is 502;
+	// LiteLLM's APIConnectionError.
+	Conn bool
 }
 
 func (e *UpstreamError) Error() string {
@@ -368,7 +371,7 @@ func transportError(parent context.Context, err error, timeout time.Duration, wh
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &UpstreamError{Status: 504, Message: "upstream " + what + " timed out: " + err.Error(), Retryable: true}
 	}
-	return &UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true}
+	return &UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true, Conn: true}
 }
 
 const maxErrorBody = 64 << 10
