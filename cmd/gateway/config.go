@@ -118,7 +118,7 @@ func loadConfig(path string, preset map[string]bool) (*FileConfig, error) {
 		return nil, fmt.Errorf("config %s: %w", path, yamlSyntaxError(raw, err))
 	}
 	var unset []string
-	if err := resolveEnv(&node, "", preset, &unset); err != nil {
+	if err := resolveEnv(&node, "", preset, ignoredPaths(&node), &unset); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if len(unset) > 0 {
@@ -180,6 +180,10 @@ func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i].Value, root.Content[i+1]
 		if _, ok := sections[key]; !ok {
+			if key == "litellm_settings" && val.Kind == yaml.MappingNode {
+				notImplemented = append(notImplemented, unreadKeys(val, key, yamlKeys(reflect.TypeOf(LiteLLMSettings{})))...)
+				continue
+			}
 			if liteLLMSections[key] {
 				notImplemented = append(notImplemented, key)
 				continue
@@ -213,6 +217,9 @@ func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 			}
 			notImplemented = append(notImplemented, ni...)
 		}
+		if key == "router_settings" {
+			notImplemented = append(notImplemented, unreadKeys(val, key, yamlKeys(reflect.TypeOf(RouterSettings{})))...)
+		}
 		if err := checkPairs(val, key, nil, reflect.TypeOf(sections[key]).Elem()); err != nil {
 			return nil, err
 		}
@@ -242,6 +249,17 @@ func checkGeneralSettingsKeys(m *yaml.Node) ([]string, error) {
 		}
 	}
 	return ignored, nil
+}
+
+// unreadKeys are the keys of mapping m not in read, as "section.key".
+func unreadKeys(m *yaml.Node, section string, read []string) []string {
+	var out []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i].Value; !slices.Contains(read, k) {
+			out = append(out, section+"."+k)
+		}
+	}
+	return out
 }
 
 // yamlKeys are the yaml tag names of struct type t's fields.
@@ -287,10 +305,55 @@ func kindName(n *yaml.Node) string {
 	return "node"
 }
 
+// ignoredPaths are the paths of a config whose values lockstep does not read (LiteLLM's
+// sections other than the five it reads, the general_settings keys only LiteLLM defines, the
+// router_settings keys lockstep does not know, every litellm_settings key but callbacks and
+// success_callback): their os.environ/NAME is left unresolved, so a LiteLLM config naming
+// LANGFUSE_PUBLIC_KEY or REDIS_PASSWORD there starts without them set (API.md "Compatibility
+// policy": os.environ/ in a section lockstep ignores is not resolved).
+func ignoredPaths(doc *yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i].Value, root.Content[i+1]
+		if liteLLMSections[key] && key != "litellm_settings" {
+			out[key] = true
+			continue
+		}
+		var read []string
+		switch key {
+		case "litellm_settings":
+			read = yamlKeys(reflect.TypeOf(LiteLLMSettings{}))
+		case "general_settings":
+			read = yamlKeys(reflect.TypeOf(GeneralSettings{}))
+		case "router_settings":
+			read = yamlKeys(reflect.TypeOf(RouterSettings{}))
+		default:
+			continue
+		}
+		if val.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(val.Content); j += 2 {
+			if k := val.Content[j].Value; !slices.Contains(read, k) {
+				out[key+"."+k] = true
+			}
+		}
+	}
+	return out
+}
+
 // resolveEnv replaces every "os.environ/NAME" scalar with $NAME, except at the paths in preset
-// (set by a flag or env var: the value is dropped, unresolved). Each unset variable is added to
-// *unset as "path: environment variable NAME is not set"; other errors are returned.
-func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]string) error {
+// (set by a flag or env var: the value is dropped, unresolved) and under the paths in skip
+// (ignoredPaths: left as written). Each unset variable is added to *unset as "path:
+// environment variable NAME is not set"; other errors are returned.
+func resolveEnv(n *yaml.Node, path string, preset, skip map[string]bool, unset *[]string) error {
+	if skip[path] {
+		return nil
+	}
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for i, c := range n.Content {
@@ -298,7 +361,7 @@ func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]stri
 			if n.Kind == yaml.SequenceNode {
 				p = fmt.Sprintf("%s[%d]", path, i)
 			}
-			if err := resolveEnv(c, p, preset, unset); err != nil {
+			if err := resolveEnv(c, p, preset, skip, unset); err != nil {
 				return err
 			}
 		}
@@ -318,7 +381,7 @@ func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]stri
 			default:
 				return fmt.Errorf("%s: a mapping key must be a string (line %d)", strings.TrimSuffix(path, "."), k.Line)
 			}
-			if err := resolveEnv(n.Content[i+1], p, preset, unset); err != nil {
+			if err := resolveEnv(n.Content[i+1], p, preset, skip, unset); err != nil {
 				return err
 			}
 		}

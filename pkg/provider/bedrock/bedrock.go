@@ -49,8 +49,11 @@ var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setu
 
 // setupBedrock finishes a bedrock/<model-id> deployment (LiteLLM's bedrock provider):
 //
-//   - aws_region_name (env AWS_REGION, else AWS_DEFAULT_REGION; required) picks https://bedrock-runtime.{region}.amazonaws.com; api_base or
-//     aws_bedrock_runtime_endpoint replaces it.
+//   - aws_region_name (env AWS_REGION, else AWS_DEFAULT_REGION) picks
+//     https://bedrock-runtime.{region}.amazonaws.com; api_base or aws_bedrock_runtime_endpoint
+//     replaces it. Without any of them the deployment loads and its region is resolved on its
+//     first call (callRegion: AWS_REGION_NAME, AWS_REGION, AWS_DEFAULT_REGION, the AWS shared
+//     config, else us-west-2, as LiteLLM).
 //   - Credentials: aws_access_key_id + aws_secret_access_key (+ aws_session_token), else the
 //     AWS SDK's default chain (environment, shared config and credentials files with
 //     aws_profile_name, web identity, ECS/EC2 roles), resolved on first use and cached until
@@ -110,10 +113,7 @@ func setupBedrock(s *provider.Setup) error {
 			return cfg.Credentials, nil
 		})
 	}
-	if region == "" {
-		if d.MockResponse == nil {
-			return errors.New("litellm_params.aws_region_name (or AWS_REGION, AWS_DEFAULT_REGION) is required for provider \"bedrock\"")
-		}
+	if region == "" && d.MockResponse != nil {
 		return nil
 	}
 	if bs.chain != nil && d.MockResponse == nil {
@@ -124,6 +124,12 @@ func setupBedrock(s *provider.Setup) error {
 	base := endpoint
 	if base == "" {
 		base = d.APIBase
+	}
+	if base == "" && region == "" {
+		// LiteLLM resolves the region when it calls (BaseAWSLLM._get_aws_region_name): so does
+		// the signer, which then sends to that region's endpoint
+		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
+		base = "https://bedrock-runtime.amazonaws.com"
 	}
 	if base == "" {
 		base = "https://bedrock-runtime." + region + ".amazonaws.com"
@@ -144,10 +150,33 @@ func setupBedrock(s *provider.Setup) error {
 	return nil
 }
 
+// callRegion is the AWS region of a deployment configured without one, found when it is first
+// called, in LiteLLM's order (BaseAWSLLM._get_aws_region_name): AWS_REGION_NAME, AWS_REGION,
+// AWS_DEFAULT_REGION, the region of the AWS shared config (profile aws_profile_name, else
+// AWS_PROFILE or default), else us-west-2.
+func callRegion(profile string) string {
+	for _, env := range []string{"AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+	}
+	opts := []func(*config.LoadOptions) error{}
+	if profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(profile))
+	}
+	if cfg, err := config.LoadDefaultConfig(context.Background(), opts...); err == nil && cfg.Region != "" {
+		return cfg.Region
+	}
+	return "us-west-2"
+}
+
 // bedrockSigner signs each request with SigV4 for service "bedrock".
 type bedrockSigner struct {
 	signer *v4.Signer
 	region string
+	// lazyRegion: the deployment names no region (nor an endpoint): it is resolved on the
+	// first call (callRegion) and each request goes to bedrock-runtime.<region>.amazonaws.com
+	lazyRegion *provider.Lazy[string]
 	creds  aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
 	chain  *provider.Lazy[aws.CredentialsProvider] // the AWS default chain, loaded on first use
 }
@@ -170,8 +199,15 @@ func (b *bedrockSigner) Sign(ctx context.Context, req *http.Request, body []byte
 		}
 		return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}
+	region := b.region
+	if b.lazyRegion != nil {
+		region, _ = b.lazyRegion.Get() // callRegion never fails
+		u := *req.URL // the endpoint's parsed URL is shared: a copy
+		u.Host = "bedrock-runtime." + region + ".amazonaws.com"
+		req.URL, req.Host = &u, u.Host
+	}
 	sum := sha256.Sum256(body)
-	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "bedrock", b.region, time.Now()); err != nil {
+	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "bedrock", region, time.Now()); err != nil {
 		return &provider.UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
 	}
 	return nil
