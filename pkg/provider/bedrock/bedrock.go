@@ -62,56 +62,13 @@ var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setu
 //   - A "converse/" prefix on the model id (LiteLLM's route hint) is dropped.
 func setupBedrock(s *provider.Setup) error {
 	d := s.Deployment()
-	get := s.ParamOrEnv
-	region, err := get("aws_region_name", "AWS_REGION")
+	bs, region, profile, err := awsSigner(s, "bedrock")
 	if err != nil {
 		return err
 	}
-	if region == "" {
-		region = os.Getenv("AWS_DEFAULT_REGION")
-	}
-	keyID, err := get("aws_access_key_id", "")
+	endpoint, err := s.ParamOrEnv("aws_bedrock_runtime_endpoint", "")
 	if err != nil {
 		return err
-	}
-	secret, err := get("aws_secret_access_key", "")
-	if err != nil {
-		return err
-	}
-	session, err := get("aws_session_token", "")
-	if err != nil {
-		return err
-	}
-	profile, err := get("aws_profile_name", "")
-	if err != nil {
-		return err
-	}
-	endpoint, err := get("aws_bedrock_runtime_endpoint", "")
-	if err != nil {
-		return err
-	}
-	if (keyID == "") != (secret == "") {
-		return errors.New("litellm_params.aws_access_key_id and aws_secret_access_key must be given together for provider \"bedrock\"")
-	}
-	bs := &bedrockSigner{signer: v4.NewSigner(), region: region}
-	if keyID != "" {
-		bs.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, session))
-		s.AddSecrets(secret, session)
-	} else {
-		bs.chain = provider.NewLazy(func() (aws.CredentialsProvider, error) {
-			opts := []func(*config.LoadOptions) error{}
-			if profile != "" {
-				opts = append(opts, config.WithSharedConfigProfile(profile))
-			}
-			cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
-			if err != nil {
-				return nil, err
-			}
-			if cfg.Credentials == nil {
-				return nil, errors.New("no credential provider in the AWS configuration")
-			}
-			return cfg.Credentials, nil
-		})
 	}
 	if region == "" && d.MockResponse != nil {
 		return nil
@@ -150,6 +107,59 @@ func setupBedrock(s *provider.Setup) error {
 	return nil
 }
 
+// awsSigner reads the AWS litellm_params LiteLLM's bedrock and sagemaker providers share
+// (BaseAWSLLM): aws_region_name (env AWS_REGION, else AWS_DEFAULT_REGION; "" when none),
+// aws_access_key_id + aws_secret_access_key (+ aws_session_token), else the AWS SDK's default
+// chain (aws_profile_name), and returns the SigV4 signer. Errors name the field and provider.
+func awsSigner(s *provider.Setup, name string) (bs *bedrockSigner, region, profile string, err error) {
+	get := s.ParamOrEnv
+	if region, err = get("aws_region_name", "AWS_REGION"); err != nil {
+		return nil, "", "", err
+	}
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	keyID, err := get("aws_access_key_id", "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	secret, err := get("aws_secret_access_key", "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	session, err := get("aws_session_token", "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	if profile, err = get("aws_profile_name", ""); err != nil {
+		return nil, "", "", err
+	}
+	if (keyID == "") != (secret == "") {
+		return nil, "", "", fmt.Errorf("litellm_params.aws_access_key_id and aws_secret_access_key must be given together for provider %q", name)
+	}
+	bs = &bedrockSigner{signer: v4.NewSigner(), region: region}
+	if keyID != "" {
+		bs.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, session))
+		s.AddSecrets(secret, session)
+		return bs, region, profile, nil
+	}
+	bs.chain = provider.NewLazy(func() (aws.CredentialsProvider, error) {
+		opts := []func(*config.LoadOptions) error{}
+		if profile != "" {
+			opts = append(opts, config.WithSharedConfigProfile(profile))
+		}
+		cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Credentials == nil {
+			return nil, errors.New("no credential provider in the AWS configuration")
+		}
+		return cfg.Credentials, nil
+	})
+	return bs, region, profile, nil
+}
+
 // callRegion is the AWS region of a deployment configured without one, found when it is first
 // called, in LiteLLM's order (BaseAWSLLM._get_aws_region_name): AWS_REGION_NAME, AWS_REGION,
 // AWS_DEFAULT_REGION, the region of the AWS shared config (profile aws_profile_name, else
@@ -176,9 +186,12 @@ type bedrockSigner struct {
 	region string
 	// lazyRegion: the deployment names no region (nor an endpoint): it is resolved on the
 	// first call (callRegion) and each request goes to bedrock-runtime.<region>.amazonaws.com
+	// (runtime.sagemaker.<region>.amazonaws.com)
 	lazyRegion *provider.Lazy[string]
-	creds  aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
-	chain  *provider.Lazy[aws.CredentialsProvider] // the AWS default chain, loaded on first use
+	// service is the SigV4 service: "" for bedrock, "sagemaker"
+	service string
+	creds   aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
+	chain   *provider.Lazy[aws.CredentialsProvider] // the AWS default chain, loaded on first use
 }
 
 // sign signs req. Only successes are cached: the default chain's configuration is loaded
@@ -199,16 +212,22 @@ func (b *bedrockSigner) Sign(ctx context.Context, req *http.Request, body []byte
 		}
 		return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}
+	service, host := b.service, "bedrock-runtime."
+	if service == "" {
+		service = "bedrock"
+	} else {
+		host = "runtime." + service + "."
+	}
 	region := b.region
 	if b.lazyRegion != nil {
 		region, _ = b.lazyRegion.Get() // callRegion never fails
-		u := *req.URL // the endpoint's parsed URL is shared: a copy
-		u.Host = "bedrock-runtime." + region + ".amazonaws.com"
+		u := *req.URL                  // the endpoint's parsed URL is shared: a copy
+		u.Host = host + region + ".amazonaws.com"
 		req.URL, req.Host = &u, u.Host
 	}
 	sum := sha256.Sum256(body)
-	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "bedrock", region, time.Now()); err != nil {
-		return &provider.UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
+	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), service, region, time.Now()); err != nil {
+		return &provider.UpstreamError{Status: 500, Message: service + ": sign request: " + err.Error()}
 	}
 	return nil
 }
