@@ -27,12 +27,12 @@ type FileConfig struct {
 	RouterSettings  RouterSettings    `yaml:"router_settings"`
 	// LiteLLMSettings: of LiteLLM's litellm_settings, lockstep reads callbacks and
 	// success_callback ("otel" turns OpenTelemetry on; docs/configuration.md); the rest is
-	// accepted and ignored.
+	// accepted, logged once and ignored, its os.environ/NAME values left unresolved.
 	LiteLLMSettings LiteLLMSettings `yaml:"litellm_settings"`
 
 	// notImplemented are the keys present that LiteLLM defines and lockstep accepts without
-	// reading (its other top-level sections, general_settings keys), as "section" or
-	// "general_settings.key": serve logs them once at start.
+	// reading (its other top-level sections, general_settings, router_settings and
+	// litellm_settings keys), as "section" or "section.key": serve logs them once at start.
 	notImplemented []string
 }
 
@@ -165,8 +165,8 @@ var entryFields = map[string][]string{
 // define (liteLLMGeneralSettings; with a "did you mean" for a near miss), and a value of the
 // wrong type anywhere in the sections lockstep reads (named as section.key, e.g.
 // router_settings.num_retries). Unknown keys inside router_settings are accepted and ignored.
-// It returns the LiteLLM sections and general_settings keys present that lockstep does not
-// read (FileConfig.notImplemented).
+// It returns the LiteLLM sections, general_settings keys, router_settings keys and
+// litellm_settings keys present that lockstep does not read (FileConfig.notImplemented).
 func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 	if len(doc.Content) == 0 {
 		return nil, nil
