@@ -100,6 +100,9 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if f.Multipart() {
 			spec.guardrails = s.multipartGuardrails // a method value: multipart routes only
 		}
+		if f == provider.FormatChat && strings.IndexByte(model, ',') >= 0 {
+			return s.batchCompletion(ctx, c, spec) // LiteLLM's batch completion across models
+		}
 		if strings.HasPrefix(model, AgentModelPrefix) && !f.Multipart() {
 			if err := s.agentModelSpec(ctx, f, &spec); err != nil {
 				return err
