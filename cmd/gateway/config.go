@@ -81,6 +81,9 @@ type GeneralSettings struct {
 	// *_API_BASE; [] allows none. DATABASE_URL, GATEWAY_* and *_MASTER_KEY are never allowed.
 	// Config-file objects may name any variable.
 	AllowedEnvSecrets []string `yaml:"allowed_env_secrets"`
+	// ModerationModel (LiteLLM's moderation_model) is the model every /moderations call uses,
+	// whatever the request names; unset: the request's model, else omni-moderation-latest.
+	ModerationModel string `yaml:"moderation_model"`
 }
 
 // spendRetention returns the spend-log retention period and prune interval (0, 0: none).

@@ -373,6 +373,7 @@ func serve(ctx context.Context, args []string) error {
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
+		ModerationModel: cfg.GeneralSettings.ModerationModel,
 	})
 	if master == "" {
 		log.Warn().Str("addr", addr).Msg("no master key set: every caller is admin, so only loopback addresses are served (set --master-key or GATEWAY_MASTER_KEY)")

@@ -85,6 +85,12 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 			}
 			model = strings.Clone(rf.model.String()) // rf aliases the body
 		}
+		if f == provider.FormatModerations {
+			if model, body, err = s.moderationModel(model, body); err != nil {
+				return err
+			}
+			rf = scanRequest(body)
+		}
 		if model == "" {
 			return invalidModel(f, "")
 		}
@@ -110,6 +116,33 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		}
 		return s.callWithFallbacks(ctx, c, spec, &rf)
 	}
+}
+
+// DefaultModerationModel is the model of a /moderations request naming none, as LiteLLM's
+// moderation() leaves it to OpenAI's default (https://platform.openai.com/docs/api-reference/moderations).
+const DefaultModerationModel = "omni-moderation-latest"
+
+// moderationModel is the model a /moderations call uses and its body naming it: LiteLLM's
+// proxy sets data["model"] = general_settings.moderation_model or the request's model
+// (litellm/proxy/proxy_server.py moderations), and a request naming none gets OpenAI's
+// default model, DefaultModerationModel; it is routed like any model name (a model group of
+// that name, else a wildcard group such as openai/*).
+func (s *Server) moderationModel(model string, body []byte) (string, []byte, error) {
+	want := model
+	switch {
+	case s.ModerationModel != "":
+		want = s.ModerationModel
+	case want == "":
+		want = DefaultModerationModel
+	}
+	if want == model {
+		return model, body, nil
+	}
+	out, err := sjson.SetBytes(body, "model", want)
+	if err != nil {
+		return "", nil, badRequest("%v", err)
+	}
+	return want, out, nil
 }
 
 // answer writes a non-streamed call's answer with LiteLLM's response headers.

@@ -79,6 +79,9 @@ type Deps struct {
 	// SpendLogLines also writes each spend-log row as a structured log line ("spend_log";
 	// general_settings.spend_log_lines).
 	SpendLogLines bool
+	// ModerationModel is general_settings.moderation_model: the model every /moderations
+	// call uses (moderationModel); "" when unset.
+	ModerationModel string
 }
 
 // Server is one replica's HTTP API.
@@ -99,6 +102,8 @@ type Server struct {
 	longRunning map[string]bool
 	// masterToken is the sha256 of the master key: the api_key of the admin's spend logs.
 	masterToken string
+	// wildcards caches the provider model lists of wildcard deployments (/model_group/info)
+	wildcards wildcardLists
 	// spendPrefix + spendSeq make spend log request ids unique across replicas and restarts.
 	spendPrefix string
 	spendSeq    atomic.Int64
