@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"lockstep/pkg/provider"
+	"lockstep/pkg/format"
 )
 
 // errBatchStream refuses a streamed batch completion.
@@ -106,7 +106,7 @@ func (s *Server) batchOne(ctx context.Context, c echo.Context, spec callSpec, bo
 		sp := spec
 		sp.model, sp.body, sp.header, sp.resolve = model, b, cc.Response().Header(), nil
 		if strings.HasPrefix(model, AgentModelPrefix) {
-			if err := s.agentModelSpec(ctx, provider.FormatChat, &sp); err != nil {
+			if err := s.agentModelSpec(ctx, format.FormatChat, &sp); err != nil {
 				return err
 			}
 		}

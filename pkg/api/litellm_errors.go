@@ -3,7 +3,7 @@ package api
 import (
 	"strings"
 
-	"lockstep/pkg/provider"
+	"lockstep/pkg/format"
 	"lockstep/pkg/router"
 )
 
@@ -11,7 +11,7 @@ import (
 // text behind the prefix of the LiteLLM exception class its exception mapping raises
 // (litellm/exceptions.py, whose constructors set message = "litellm.<Class>: " + message;
 // litellm/litellm_core_utils/exception_mapping_utils.py picks the class). err is the failed
-// call's error (a *router.Error or the *provider.UpstreamError itself), ue its upstream error.
+// call's error (a *router.Error or the *format.UpstreamError itself), ue its upstream error.
 // The classes, by router.Classify and the status:
 //
 //	context window (code context_length_exceeded, "maximum context length", …)
@@ -36,7 +36,7 @@ import (
 // Only upstream failures get a prefix: the gateway's own refusals (unknown model, key access,
 // budgets, rate limits, guardrails, "No deployments available", a RouterRateLimitError in
 // LiteLLM, which is no litellm exception) keep the texts API.md gives.
-func liteLLMMessage(err error, ue *provider.UpstreamError) string {
+func liteLLMMessage(err error, ue *format.UpstreamError) string {
 	if strings.HasPrefix(ue.Message, "litellm.") {
 		return ue.Message
 	}
@@ -44,7 +44,7 @@ func liteLLMMessage(err error, ue *provider.UpstreamError) string {
 }
 
 // liteLLMPrefix is the class prefix liteLLMMessage puts before an upstream error of class c.
-func liteLLMPrefix(c router.Class, ue *provider.UpstreamError) string {
+func liteLLMPrefix(c router.Class, ue *format.UpstreamError) string {
 	switch c {
 	case router.ClassContextWindow:
 		return "litellm.ContextWindowExceededError: litellm.BadRequestError: "

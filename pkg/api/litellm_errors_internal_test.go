@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"lockstep/pkg/provider"
+	"lockstep/pkg/format"
 	"lockstep/pkg/router"
 )
 
@@ -18,8 +18,8 @@ func TestLiteLLMErrorPrefixTable(t *testing.T) {
 	t.Parallel()
 	s := New(Deps{Log: zerolog.Nop()})
 	up := func(status int, code, msg string) error {
-		return &router.Error{Class: router.Classify(&provider.UpstreamError{Status: status, Code: code, Message: msg}),
-			Err: &provider.UpstreamError{Status: status, Code: code, Message: msg}}
+		return &router.Error{Class: router.Classify(&format.UpstreamError{Status: status, Code: code, Message: msg}),
+			Err: &format.UpstreamError{Status: status, Code: code, Message: msg}}
 	}
 	for _, tc := range []struct {
 		err  error
@@ -41,8 +41,8 @@ func TestLiteLLMErrorPrefixTable(t *testing.T) {
 		{up(502, "", "m"), "litellm.BadGatewayError: m"},
 		{up(503, "", "m"), "litellm.ServiceUnavailableError: m"},
 		{up(501, "", "m"), "litellm.APIError: m"},
-		{&provider.UpstreamError{Status: 502, Conn: true, Message: "m"}, "litellm.APIConnectionError: m"},
-		{&provider.UpstreamError{Status: 429, Message: "litellm.RateLimitError: mock"}, "litellm.RateLimitError: mock"},
+		{&format.UpstreamError{Status: 502, Conn: true, Message: "m"}, "litellm.APIConnectionError: m"},
+		{&format.UpstreamError{Status: 429, Message: "litellm.RateLimitError: mock"}, "litellm.RateLimitError: mock"},
 		{&router.NoDeploymentsError{Model: "g"}, "No deployments available for selected model, Try again in 1 seconds. Passed model=g. pre-call-checks=False, cooldown_list=[]"},
 	} {
 		_, body := render(t, s, "/v1/chat/completions", tc.err)

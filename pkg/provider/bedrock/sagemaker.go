@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -72,7 +73,7 @@ func setupSageMaker(s *provider.Setup) error {
 
 func (sagemakerAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
 	if len(r.Tools()) > 0 {
-		return nil, provider.BadRequest("tools: not supported by provider %s (a text-generation endpoint takes a prompt)", d.Provider)
+		return nil, format.BadRequest("tools: not supported by provider %s (a text-generation endpoint takes a prompt)", d.Provider)
 	}
 	var parts []string
 	parts = append(parts, r.System()...)
@@ -80,7 +81,7 @@ func (sagemakerAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte
 		var b strings.Builder
 		for _, p := range m.Parts() {
 			if p.Kind() != provider.PartText {
-				return nil, provider.BadRequest("messages: only text can be sent to provider %s (a text-generation endpoint takes a prompt)", d.Provider)
+				return nil, format.BadRequest("messages: only text can be sent to provider %s (a text-generation endpoint takes a prompt)", d.Provider)
 			}
 			b.WriteString(p.Text())
 		}
@@ -104,7 +105,7 @@ func (sagemakerAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte
 // generated is the answer's text and its token counts: TGI's details.generated_tokens when
 // present, else ⌈bytes/4⌉ (the container reports no usage; LiteLLM counts with a tokenizer).
 func generated(raw []byte) (string, provider.Tokens, error) {
-	if !provider.ValidJSON(raw) {
+	if !format.ValidJSON(raw) {
 		return "", provider.Tokens{}, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
@@ -180,4 +181,4 @@ func (d *sagemakerDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool
 	return d.r.Finish(b, provider.StopEnd, "", t), text, true
 }
 
-func (d *sagemakerDecoder) EOF(b []byte) ([]byte, error) { return b, provider.ErrTruncated }
+func (d *sagemakerDecoder) EOF(b []byte) ([]byte, error) { return b, format.ErrTruncated }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -32,14 +33,14 @@ func TestSageMaker(t *testing.T) {
 	require.NoError(t, err)
 	d, err := pb.NewDeployment("id", "sm", []byte(`{"model":"sagemaker/my-llama-ep","api_base":"`+srv.URL+`","aws_region_name":"us-east-1","aws_access_key_id":"AKIDUNIT","aws_secret_access_key":"unit-secret-0001"}`))
 	require.NoError(t, err)
-	res, err := provider.NewClient().Do(context.Background(), d, provider.FormatChat,
+	res, err := provider.NewClient().Do(context.Background(), d, format.FormatChat,
 		[]byte(`{"model":"sm","max_tokens":20,"temperature":0.1,"messages":[{"role":"system","content":"Be kind."},{"role":"user","content":"Hi"}]}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"inputs":"Be kind.\n\nHi","parameters":{"max_new_tokens":20,"temperature":0.1}}`, bodies[0])
 	require.Equal(t, "Hello there", gjson.GetBytes(res.Body, "choices.0.message.content").Str, "%s", res.Body)
 	require.Equal(t, int64(3), gjson.GetBytes(res.Body, "usage.completion_tokens").Int())
 
-	st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"sm","stream":true,"messages":[{"role":"user","content":"Hi"}]}`))
+	st, err := provider.NewClient().Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"sm","stream":true,"messages":[{"role":"user","content":"Hi"}]}`))
 	require.NoError(t, err)
 	var all strings.Builder
 	for {

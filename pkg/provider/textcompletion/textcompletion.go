@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -53,7 +54,7 @@ func prompt(d *provider.Deployment, r *provider.Request) (string, error) {
 			case provider.PartText:
 				b.WriteString(p.Text())
 			default:
-				return "", provider.BadRequest("messages: only text can be sent to provider %s (a completions model takes a prompt)", d.Provider)
+				return "", format.BadRequest("messages: only text can be sent to provider %s (a completions model takes a prompt)", d.Provider)
 			}
 		}
 		parts = append(parts, b.String())
@@ -63,7 +64,7 @@ func prompt(d *provider.Deployment, r *provider.Request) (string, error) {
 
 func (completionsAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
 	if len(r.Tools()) > 0 {
-		return nil, provider.BadRequest("tools: not supported by provider %s (a completions model takes a prompt)", d.Provider)
+		return nil, format.BadRequest("tools: not supported by provider %s (a completions model takes a prompt)", d.Provider)
 	}
 	text, err := prompt(d, r)
 	if err != nil {
@@ -102,7 +103,7 @@ func usageOf(j gjson.Result) provider.Tokens {
 }
 
 func (completionsAPI) Result(raw []byte) (*provider.Result, error) {
-	if !provider.ValidJSON(raw) {
+	if !format.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
@@ -180,4 +181,4 @@ func (d *decoder) finish(b []byte) []byte {
 	return d.r.Finish(b, d.stop, "", d.tokens)
 }
 
-func (d *decoder) EOF(b []byte) ([]byte, error) { return b, provider.ErrTruncated }
+func (d *decoder) EOF(b []byte) ([]byte, error) { return b, format.ErrTruncated }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -41,14 +42,14 @@ func TestTextCompletionOpenAI(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "text-completion-openai", d.Provider)
 	chat := `{"model":"grp","max_tokens":7,"temperature":0.5,"stop":["\n"],"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say hello"}]}`
-	res, err := provider.NewClient().Do(context.Background(), d, provider.FormatChat, []byte(chat))
+	res, err := provider.NewClient().Do(context.Background(), d, format.FormatChat, []byte(chat))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"model":"gpt-3.5-turbo-instruct","prompt":"Be brief.\n\nSay hello","max_tokens":7,"temperature":0.5,"stop":["\n"]}`, got[0])
 	require.Equal(t, "Hello", gjson.GetBytes(res.Body, "choices.0.message.content").Str, "%s", res.Body)
 	require.Equal(t, "stop", gjson.GetBytes(res.Body, "choices.0.finish_reason").Str)
 	require.Equal(t, int64(4), gjson.GetBytes(res.Body, "usage.prompt_tokens").Int())
 
-	st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say hello"}]}`))
+	st, err := provider.NewClient().Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say hello"}]}`))
 	require.NoError(t, err)
 	var all strings.Builder
 	for {
@@ -67,9 +68,9 @@ func TestTextCompletionOpenAI(t *testing.T) {
 	require.Contains(t, s, `"completion_tokens":2`)
 
 	// a tool call cannot be a prompt
-	_, err = provider.NewClient().Do(context.Background(), d, provider.FormatChat,
+	_, err = provider.NewClient().Do(context.Background(), d, format.FormatChat,
 		[]byte(`{"model":"grp","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 400, ue.Status)
 	require.Equal(t, "tools: not supported by provider text-completion-openai (a completions model takes a prompt)", ue.Message)
