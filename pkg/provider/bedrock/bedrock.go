@@ -83,11 +83,14 @@ func setupBedrock(s *provider.Setup) error {
 	if base == "" {
 		base = d.APIBase
 	}
-	if base == "" && region == "" {
+	if region == "" {
 		// LiteLLM resolves the region when it calls (BaseAWSLLM._get_aws_region_name): so does
-		// the signer, which then sends to that region's endpoint
+		// the signer, which then sends to that region's endpoint unless one is given
 		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
-		base = "https://bedrock-runtime.amazonaws.com"
+		if base == "" {
+			bs.regionHost = true
+			base = "https://bedrock-runtime.amazonaws.com"
+		}
 	}
 	if base == "" {
 		base = "https://bedrock-runtime." + region + ".amazonaws.com"
@@ -189,6 +192,9 @@ type bedrockSigner struct {
 	// first call (callRegion) and each request goes to bedrock-runtime.<region>.amazonaws.com
 	// (runtime.sagemaker.<region>.amazonaws.com)
 	lazyRegion *provider.Lazy[string]
+	// regionHost: the endpoint is the region's own (no endpoint or api_base given): the
+	// request's host is set from the resolved region
+	regionHost bool
 	// service is the SigV4 service: "" for bedrock, "sagemaker"
 	service string
 	creds   aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
@@ -222,7 +228,9 @@ func (b *bedrockSigner) Sign(ctx context.Context, req *http.Request, body []byte
 	region := b.region
 	if b.lazyRegion != nil {
 		region, _ = b.lazyRegion.Get() // callRegion never fails
-		u := *req.URL                  // the endpoint's parsed URL is shared: a copy
+	}
+	if b.regionHost {
+		u := *req.URL // the endpoint's parsed URL is shared: a copy
 		u.Host = host + region + ".amazonaws.com"
 		req.URL, req.Host = &u, u.Host
 	}

@@ -139,7 +139,7 @@ func TestBedrockRegionAtCallTime(t *testing.T) {
 	require.Equal(t, "eu-north-1", callRegion(""))
 
 	bs := &bedrockSigner{signer: v4.NewSigner(), creds: credentials.NewStaticCredentialsProvider("AKIDUNIT", "s", ""),
-		lazyRegion: provider.NewLazy(func() (string, error) { return callRegion(""), nil })}
+		lazyRegion: provider.NewLazy(func() (string, error) { return callRegion(""), nil }), regionHost: true}
 	req, err := http.NewRequest("POST", "https://bedrock-runtime.amazonaws.com/model/m/converse", nil)
 	require.NoError(t, err)
 	shared := req.URL

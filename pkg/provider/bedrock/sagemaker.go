@@ -53,11 +53,14 @@ func setupSageMaker(s *provider.Setup) error {
 	if base == "" {
 		base = d.APIBase
 	}
-	switch {
-	case base == "" && region == "":
+	if region == "" {
 		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
-		base = "https://runtime.sagemaker.amazonaws.com"
-	case base == "":
+		if base == "" {
+			bs.regionHost = true
+			base = "https://runtime.sagemaker.amazonaws.com"
+		}
+	}
+	if base == "" {
 		base = "https://runtime.sagemaker." + region + ".amazonaws.com"
 	}
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
