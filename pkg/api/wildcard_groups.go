@@ -81,6 +81,13 @@ func (w *wildcardLists) list(ctx context.Context, c *provider.Client, d *provide
 	if err != nil || len(ids) == 0 {
 		return nil, false
 	}
-	w.m.Store(d, wildcardList{ids: ids, at: time.Now()})
+	now := time.Now()
+	w.m.Range(func(k, v any) bool { // entries of replaced deployments expire here
+		if now.Sub(v.(wildcardList).at) >= wildcardListTTL {
+			w.m.Delete(k)
+		}
+		return true
+	})
+	w.m.Store(d, wildcardList{ids: ids, at: now})
 	return ids, true
 }
