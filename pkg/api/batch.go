@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"lockstep/pkg/format"
+	pipeline "lockstep/pkg/call"
 )
 
 // errBatchStream refuses a streamed batch completion.
@@ -29,11 +29,11 @@ const errBatchStream = "stream: a comma-separated model (batch completion) is an
 // is the first successful completion alone (with its headers), the other calls are
 // cancelled; when every call fails, the first name's error is the answer. fastest_response is
 // not sent upstream; a non-boolean one is a 400. A streamed batch is a 400 (errBatchStream).
-func (s *Server) batchCompletion(ctx context.Context, c echo.Context, spec callSpec) error {
-	if spec.stream {
+func (s *Server) batchCompletion(ctx context.Context, c echo.Context, spec pipeline.Spec) error {
+	if spec.Stream {
 		return badRequest(errBatchStream)
 	}
-	body := spec.body
+	body := spec.Body
 	fastest := gjson.GetBytes(body, "fastest_response")
 	if fastest.Exists() {
 		if fastest.Type != gjson.True && fastest.Type != gjson.False {
@@ -44,7 +44,7 @@ func (s *Server) batchCompletion(ctx context.Context, c echo.Context, spec callS
 			return badRequest("%v", err)
 		}
 	}
-	names := strings.Split(spec.model, ",")
+	names := strings.Split(spec.Model, ",")
 	for i := range names {
 		names[i] = strings.TrimSpace(names[i])
 	}
@@ -90,28 +90,34 @@ func (s *Server) batchCompletion(ctx context.Context, c echo.Context, spec callS
 
 // batchOne runs the call of one model of a batch completion into a buffer: the answer, or the
 // error as the error handler renders it for the route.
-func (s *Server) batchOne(ctx context.Context, c echo.Context, spec callSpec, body []byte, model string) *batchResponse {
+func (s *Server) batchOne(ctx context.Context, c echo.Context, spec pipeline.Spec, body []byte, model string) *batchResponse {
 	rec := &batchResponse{header: http.Header{}}
 	cc := s.e.NewContext(c.Request().WithContext(ctx), rec)
 	cc.SetPath(c.Path())
 	cc.Set(principalKey, c.Get(principalKey))
 	err := func() error {
 		if model == "" {
-			return invalidModel(spec.format, "")
+			return invalidModel(spec.Format, "")
 		}
 		b, err := sjson.SetBytes(body, "model", model)
 		if err != nil {
 			return badRequest("%v", err)
 		}
 		sp := spec
-		sp.model, sp.body, sp.header, sp.resolve = model, b, cc.Response().Header(), nil
-		if strings.HasPrefix(model, AgentModelPrefix) {
-			if err := s.agentModelSpec(ctx, format.FormatChat, &sp); err != nil {
+		sp.Model, sp.Body, sp.Header = model, b, cc.Response().Header()
+		if strings.HasPrefix(model, pipeline.AgentModelPrefix) {
+			if err := s.pipe.AgentModel(ctx, &sp); err != nil {
 				return err
 			}
 		}
-		rf := scanRequest(b)
-		return s.callWithFallbacks(ctx, cc, sp, &rf)
+		rf := pipeline.Scan(b)
+		failed, err := s.pipe.Serve(ctx, sp, &rf, func(ctx context.Context, call *pipeline.Call) error {
+			return s.answer(ctx, cc, call)
+		})
+		if failed != nil && !cc.Response().Committed {
+			failed.SetHeaders(cc.Response().Header(), nil)
+		}
+		return err
 	}()
 	if err != nil {
 		s.errorHandler(err, cc)
