@@ -74,7 +74,7 @@ func setupSageMaker(s *provider.Setup) error {
 	return nil
 }
 
-func (sagemakerAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (sagemakerAPI) Request(d *provider.Deployment, r *format.Request) ([]byte, error) {
 	if len(r.Tools()) > 0 {
 		return nil, format.BadRequest("tools: not supported by provider %s (a text-generation endpoint takes a prompt)", d.Provider)
 	}
@@ -83,7 +83,7 @@ func (sagemakerAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte
 	for _, m := range r.Messages() {
 		var b strings.Builder
 		for _, p := range m.Parts() {
-			if p.Kind() != provider.PartText {
+			if p.Kind() != format.PartText {
 				return nil, format.BadRequest("messages: only text can be sent to provider %s (a text-generation endpoint takes a prompt)", d.Provider)
 			}
 			b.WriteString(p.Text())
@@ -102,14 +102,14 @@ func (sagemakerAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte
 	if len(r.StopSequences()) > 0 {
 		params["stop"] = r.StopSequences()
 	}
-	return provider.Marshal(map[string]any{"inputs": strings.Join(parts, "\n\n"), "parameters": params}), nil
+	return format.Marshal(map[string]any{"inputs": strings.Join(parts, "\n\n"), "parameters": params}), nil
 }
 
 // generated is the answer's text and its token counts: TGI's details.generated_tokens when
 // present, else ⌈bytes/4⌉ (the container reports no usage; LiteLLM counts with a tokenizer).
-func generated(raw []byte) (string, provider.Tokens, error) {
+func generated(raw []byte) (string, format.Tokens, error) {
 	if !format.ValidJSON(raw) {
-		return "", provider.Tokens{}, provider.ErrBadUpstreamJSON
+		return "", format.Tokens{}, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
 	if j.IsArray() {
@@ -120,15 +120,15 @@ func generated(raw []byte) (string, provider.Tokens, error) {
 	if out == 0 && text != "" {
 		out = int64(len(text)+3) / 4
 	}
-	return text, provider.Tokens{Out: out}, nil
+	return text, format.Tokens{Out: out}, nil
 }
 
-func (sagemakerAPI) Result(raw []byte) (*provider.Result, error) {
+func (sagemakerAPI) Result(raw []byte) (*format.Result, error) {
 	text, t, err := generated(raw)
 	if err != nil {
 		return nil, err
 	}
-	r := provider.NewResult(provider.NewID("chatcmpl-"), "")
+	r := format.NewResult(format.NewID("chatcmpl-"), "")
 	if text != "" {
 		r.AddText(text)
 	}
@@ -138,7 +138,7 @@ func (sagemakerAPI) Result(raw []byte) (*provider.Result, error) {
 
 func (sagemakerAPI) Frames(body io.Reader) provider.FrameReader { return &wholeBody{r: body} }
 
-func (sagemakerAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (sagemakerAPI) Decoder(r format.Renderer, model string) format.Decoder {
 	return &sagemakerDecoder{r: r, model: model}
 }
 
@@ -168,7 +168,7 @@ func (w *wholeBody) Current() (raw, event, data []byte) { return w.data, nil, w.
 
 // sagemakerDecoder renders the one answer as a stream: start, its text, finish.
 type sagemakerDecoder struct {
-	r     provider.Renderer
+	r     format.Renderer
 	model string
 }
 
@@ -177,11 +177,11 @@ func (d *sagemakerDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool
 	if err != nil {
 		return d.r.Fail(b, 502, "invalid upstream answer: "+err.Error()), "", true
 	}
-	b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
+	b = d.r.Start(b, format.NewID("chatcmpl-"), d.model, format.Tokens{})
 	if text != "" {
 		b = d.r.Text(b, text)
 	}
-	return d.r.Finish(b, provider.StopEnd, "", t), text, true
+	return d.r.Finish(b, format.StopEnd, "", t), text, true
 }
 
 func (d *sagemakerDecoder) EOF(b []byte) ([]byte, error) { return b, format.ErrTruncated }

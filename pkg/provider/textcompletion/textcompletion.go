@@ -44,14 +44,14 @@ var _ provider.Wire = completionsAPI{}
 // _transform_prompt base case; for several messages LiteLLM sends one prompt per message and
 // answers one choice each, where lockstep sends them as one prompt and answers one choice).
 // Tool calls and results are not text a completion model reads: refused with 400, as images.
-func prompt(d *provider.Deployment, r *provider.Request) (string, error) {
+func prompt(d *provider.Deployment, r *format.Request) (string, error) {
 	var parts []string
 	parts = append(parts, r.System()...)
 	for _, m := range r.Messages() {
 		var b strings.Builder
 		for _, p := range m.Parts() {
 			switch p.Kind() {
-			case provider.PartText:
+			case format.PartText:
 				b.WriteString(p.Text())
 			default:
 				return "", format.BadRequest("messages: only text can be sent to provider %s (a completions model takes a prompt)", d.Provider)
@@ -62,7 +62,7 @@ func prompt(d *provider.Deployment, r *provider.Request) (string, error) {
 	return strings.Join(parts, "\n\n"), nil
 }
 
-func (completionsAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (completionsAPI) Request(d *provider.Deployment, r *format.Request) ([]byte, error) {
 	if len(r.Tools()) > 0 {
 		return nil, format.BadRequest("tools: not supported by provider %s (a completions model takes a prompt)", d.Provider)
 	}
@@ -84,34 +84,34 @@ func (completionsAPI) Request(d *provider.Deployment, r *provider.Request) ([]by
 	if r.Stream() {
 		body.StreamOptions = map[string]bool{"include_usage": true} // every call is charged
 	}
-	return provider.Marshal(body), nil
+	return format.Marshal(body), nil
 }
 
-func stopOf(reason string) provider.Stop {
+func stopOf(reason string) format.Stop {
 	switch reason {
 	case "length":
-		return provider.StopLength
+		return format.StopLength
 	case "content_filter":
-		return provider.StopFilter
+		return format.StopFilter
 	}
-	return provider.StopEnd
+	return format.StopEnd
 }
 
-func usageOf(j gjson.Result) provider.Tokens {
+func usageOf(j gjson.Result) format.Tokens {
 	u := j.Get("usage")
-	return provider.Tokens{In: u.Get("prompt_tokens").Int(), Out: u.Get("completion_tokens").Int()}
+	return format.Tokens{In: u.Get("prompt_tokens").Int(), Out: u.Get("completion_tokens").Int()}
 }
 
-func (completionsAPI) Result(raw []byte) (*provider.Result, error) {
+func (completionsAPI) Result(raw []byte) (*format.Result, error) {
 	if !format.ValidJSON(raw) {
-		return nil, provider.ErrBadUpstreamJSON
+		return nil, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
 	id := j.Get("id").Str
 	if id == "" {
-		id = provider.NewID("chatcmpl-")
+		id = format.NewID("chatcmpl-")
 	}
-	r := provider.NewResult(id, j.Get("model").Str)
+	r := format.NewResult(id, j.Get("model").Str)
 	c := j.Get("choices.0")
 	if t := c.Get("text").Str; t != "" {
 		r.AddText(t)
@@ -123,7 +123,7 @@ func (completionsAPI) Result(raw []byte) (*provider.Result, error) {
 
 func (completionsAPI) Frames(body io.Reader) provider.FrameReader { return provider.NewSSEReader(body) }
 
-func (completionsAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (completionsAPI) Decoder(r format.Renderer, model string) format.Decoder {
 	return &decoder{r: r, model: model}
 }
 
@@ -131,11 +131,11 @@ func (completionsAPI) Decoder(r provider.Renderer, model string) provider.Decode
 // finish_reason on the last choice frame, usage on that frame or on a final frame without
 // choices (stream_options.include_usage), then "data: [DONE]".
 type decoder struct {
-	r       provider.Renderer
+	r       format.Renderer
 	model   string
 	started bool
-	stop    provider.Stop
-	tokens  provider.Tokens
+	stop    format.Stop
+	tokens  format.Tokens
 }
 
 func (d *decoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
@@ -154,9 +154,9 @@ func (d *decoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 		}
 		id := strings.Clone(j.Get("id").Str)
 		if id == "" {
-			id = provider.NewID("chatcmpl-")
+			id = format.NewID("chatcmpl-")
 		}
-		b = d.r.Start(b, id, m, provider.Tokens{})
+		b = d.r.Start(b, id, m, format.Tokens{})
 	}
 	if j.Get("usage.prompt_tokens").Exists() {
 		d.tokens = usageOf(j)
@@ -176,7 +176,7 @@ func (d *decoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 func (d *decoder) finish(b []byte) []byte {
 	if !d.started {
 		d.started = true
-		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
+		b = d.r.Start(b, format.NewID("chatcmpl-"), d.model, format.Tokens{})
 	}
 	return d.r.Finish(b, d.stop, "", d.tokens)
 }
