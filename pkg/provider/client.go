@@ -322,7 +322,7 @@ func transportError(parent context.Context, err error, timeout time.Duration, wh
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &format.UpstreamError{Status: 504, Message: "upstream " + what + " timed out: " + err.Error(), Retryable: true}
 	}
-	return &format.UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true}
+	return &format.UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true, Conn: true}
 }
 
 const maxErrorBody = 64 << 10
