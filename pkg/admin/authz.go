@@ -120,6 +120,7 @@ const (
 	ownTeams = "the key's team and the teams the caller's user is a member of"
 	ownTeam  = "the team the caller administers (the key's team, where the key's user has the role admin)"
 	ownModel = "models whose model_info.team_id is the team the caller administers"
+	ownSpend = "the spend logs of the caller's user (LiteLLM's *_internal_user spend reports)"
 )
 
 // Rules is the table: "METHOD pattern" (echo's route pattern) → rule. A management route not
@@ -144,6 +145,15 @@ var Rules = map[string]Rule{
 	"POST /model/update":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	"PATCH /model/:id/update":   {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	"POST /model/delete":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
+	// spend reports (LiteLLM's global_spend_tracking_routes an internal user may call, each
+	// answered for its own user); the others are the proxy admin's, read by proxy_admin_viewer
+	"GET /global/spend/logs":       {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/spend/keys":       {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/spend/models":     {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/spend/provider":   {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/activity":         {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/activity/model":   {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"POST /global/spend/end_users": {}, // a read sent as POST (LiteLLM's admin UI)
 }
 
 // RuleOf is the table's row for a route (method and echo route pattern): Rules' entry, or the

@@ -56,6 +56,17 @@ func TestAuthorizeTable(t *testing.T) {
 		{"POST", "/team/member_delete", "AA----O---"},
 		{"DELETE", "/guardrails/:id", "AA--------"},
 		{"GET", "/guardrails/list", "AAA-------"},
+		{"GET", "/global/spend/logs", "AAAOOOOO--"},
+		{"GET", "/global/spend/keys", "AAAOOOOO--"},
+		{"GET", "/global/spend/models", "AAAOOOOO--"},
+		{"GET", "/global/spend/provider", "AAAOOOOO--"},
+		{"GET", "/global/activity", "AAAOOOOO--"},
+		{"GET", "/global/activity/model", "AAAOOOOO--"},
+		{"GET", "/global/spend", "AAA-------"},
+		{"GET", "/global/spend/report", "AAA-------"},
+		{"GET", "/global/spend/teams", "AAA-------"},
+		{"POST", "/global/spend/end_users", "AAA-------"},
+		{"POST", "/global/spend/reset", "AA--------"},
 	}
 	cs := callers()
 	for _, tc := range cases {

@@ -12,7 +12,8 @@ import (
 // (pipeline.Governance).
 func (s *Server) governance() *pipeline.Governance {
 	return &pipeline.Governance{Limiter: s.Limiter, Spend: s.Spend, MasterToken: s.masterToken, ReplicaID: s.ReplicaID,
-		NewID: s.nextSpendID, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog}
+		NewID: s.nextSpendID, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog,
+		ProxyBudget: s.ProxyBudget}
 }
 
 // callError is the API error of the call pipeline's typed errors (pkg/call): a model access

@@ -80,6 +80,8 @@ type call struct {
 	mock      func(ctx context.Context, c *call) error
 	timeout   []string        // x-litellm-timeout when the request set one; nil: the deployment's
 	span      *telemetry.Span // the call's span (tracing.go); nil when tracing is off
+	respID    string          // the answer's id the client saw (response_id.go), for the spend log
+	images    int             // images an image generation answered (priced per image)
 }
 
 // callSpec is what a route gives the pipeline.
@@ -274,7 +276,7 @@ func (c *call) done(d *router.Deployment, u provider.Usage, err error) {
 	}
 	if c.ticket != nil {
 		step := c.span.Child("spend")
-		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err})
+		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err, ResponseID: c.respID, Images: c.images})
 		step.End()
 		c.ticket = nil
 	}
@@ -306,6 +308,10 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 		return nil, err
 	}
 	usage := res.Usage
+	c.respID = responseID(res.Body)
+	if c.f == provider.FormatImages {
+		c.images = imageCount(res.Body)
+	}
 	if c.post {
 		step := c.span.Child("guardrails.post_call")
 		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))

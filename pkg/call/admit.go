@@ -73,4 +73,10 @@ type Outcome struct {
 	Usage provider.Usage
 	// Err is why the call failed; nil on success.
 	Err error
+	// ResponseID is the answer's "id" the client saw ("" when none): the spend log's
+	// request_id as LiteLLM logs it (store.SpendLog.ResponseID).
+	ResponseID string
+	// Images is the number of images an image generation answered (0 otherwise), priced at
+	// the deployment's output_cost_per_image each (spend.ImageCost).
+	Images int
 }

@@ -37,6 +37,11 @@ type Governance struct {
 	// Export is told every spend log after it is recorded (the structured log line and OTLP
 	// log record); nil: none.
 	Export func(*store.SpendLog)
+	// ProxyBudget is the proxy-wide budget (litellm_settings max_budget, budget_duration;
+	// zero: none): every call's spend counts toward the user store.ProxyBudgetUser, and a
+	// virtual key's call is refused once that spend reached Max (LiteLLM common_checks'
+	// global proxy budget; the master key is not refused, as LiteLLM's skips those checks).
+	ProxyBudget spend.Budget
 }
 
 var _ Admitter = (*Governance)(nil)
@@ -50,7 +55,9 @@ type govCall struct {
 	callType string
 	model    string
 	id       string // the call id (CallInfo.CallID): the spend log's request_id
-	start    time.Time
+	// keyAlias and teamAlias are the key's and its team's aliases (spend log metadata)
+	keyAlias, teamAlias string
+	start               time.Time
 	done     atomic.Bool
 	// owners are the call's user, team, organization and end user (owners.go); ownerTickets
 	// their rate-limit admissions.
@@ -71,9 +78,17 @@ func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 	k := ci.Key
 	switch {
 	case k != nil:
-		gc.token = k.Token
+		gc.token, gc.keyAlias = k.Token, k.Alias
 	case g.MasterToken != "":
 		gc.token = g.MasterToken
+	}
+	if ci.Team != nil && ci.Team.Alias != nil {
+		gc.teamAlias = *ci.Team.Alias
+	}
+	if k != nil && g.ProxyBudget.Has && g.Spend != nil {
+		if err := g.Spend.Check(ctx, store.OwnerToken("user", store.ProxyBudgetUser), g.ProxyBudget); err != nil {
+			return nil, g.refusal(h, k, err)
+		}
 	}
 	gc.owners = callOwners(ci)
 	if k == nil {
@@ -221,7 +236,8 @@ func (gc *govCall) Done(o Outcome) {
 	}
 	l := store.SpendLog{RequestID: id, APIKey: gc.token, CallType: gc.callType, Model: gc.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
-		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success"}
+		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success",
+		ResponseID: o.ResponseID, KeyAlias: gc.keyAlias, TeamAlias: gc.teamAlias, ProxyBudget: g.ProxyBudget.Has}
 	if o.Err != nil {
 		l.Status = "failure"
 	}
@@ -241,6 +257,9 @@ func (gc *govCall) Done(o Outcome) {
 		l.ModelID = d.ModelID
 		l.ModelGroup = d.Group()
 		l.Spend = spend.Cost(d.ModelInfo, o.Usage.PromptTokens, o.Usage.CompletionTokens)
+		if o.Images > 0 {
+			l.Spend += spend.ImageCost(d.ModelInfo, o.Images)
+		}
 	}
 	g.Spend.Record(l)
 	if g.Export != nil {
