@@ -58,7 +58,7 @@ type govCall struct {
 	// keyAlias and teamAlias are the key's and its team's aliases (spend log metadata)
 	keyAlias, teamAlias string
 	start               time.Time
-	done     atomic.Bool
+	done                atomic.Bool
 	// owners are the call's user, team, organization and end user (owners.go); ownerTickets
 	// their rate-limit admissions.
 	owners       []owner
