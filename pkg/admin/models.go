@@ -66,7 +66,9 @@ func (a *Admin) configModel(id string) bool {
 }
 
 // CreateModel is /model/new: a new gateway.models row (model_info.id, or a new uuid, is its
-// id; litellm_params secrets sealed at rest), applied after commit. Errors: Invalid
+// id; litellm_params secrets sealed at rest), applied after commit. A model with
+// model_info.team_id is its team's, stored as LiteLLM stores team models (teamModel: a unique
+// model_name, the team's model_aliases and models updated in the same transaction). Errors: Invalid
 // ("model_name is required", "litellm_params is required", "Invalid model: ...", an id of a
 // config-file model), Conflict "model with id=<id> already exists".
 func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, error) {
@@ -85,8 +87,13 @@ func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, err
 	}
 	info["id"] = id
 	delete(info, "db_model")
+	name := *req.ModelName
+	tm, isTeam := teamModelOf(info, name) // LiteLLM's team model: a unique name, the team's alias
+	if isTeam {
+		name = tm.unique
+	}
 	infoJSON, _ := json.Marshal(info)
-	if err := validateModel(a.build, id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
+	if err := validateModel(a.build, id, name, req.LitellmParams, infoJSON); err != nil {
 		return store.Row{}, err
 	}
 	if a.configModel(id) {
@@ -96,9 +103,12 @@ func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, err
 	err := a.Write(ctx, func(w *Writer) error {
 		var err error
 		row, err = w.Insert(ctx, store.Model, store.Values{
-			"model_id": id, "model_name": *req.ModelName, "litellm_params": a.build.SealParams(req.LitellmParams), "model_info": infoJSON,
+			"model_id": id, "model_name": name, "litellm_params": a.build.SealParams(req.LitellmParams), "model_info": infoJSON,
 		})
-		return err
+		if err != nil || !isTeam {
+			return err
+		}
+		return tm.addToTeam(ctx, w)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return store.Row{}, conflict("model with id=%s already exists", id)

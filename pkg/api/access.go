@@ -28,6 +28,9 @@ func (p principal) canUse(name string, group []*registry.Entry[*router.Deploymen
 	if !p.teamModelsOK(group) {
 		return false
 	}
+	if pub := p.teamPublicName(group); pub != "" {
+		name = pub // a team model is checked under the name its team calls it by (LiteLLM checks before the alias)
+	}
 	ag := groupAccess(group)
 	if !p.key.CanUse(name, ag) {
 		return false
@@ -53,6 +56,18 @@ func (p principal) teamModelsOK(group []*registry.Entry[*router.Deployment]) boo
 		}
 	}
 	return true
+}
+
+// teamPublicName is the name the caller's team calls group by when group is one of the team's
+// own models (router.Deployment.TeamPublicName, LiteLLM's team_public_model_name); "" else.
+func (p principal) teamPublicName(group []*registry.Entry[*router.Deployment]) string {
+	if p.key == nil || p.key.TeamID == "" || len(group) == 0 {
+		return ""
+	}
+	if d := group[0].Value; d.TeamID == p.key.TeamID {
+		return d.TeamPublicName
+	}
+	return ""
 }
 
 // accessDenied is the refusal of a model the caller may not use, naming the list that refused
