@@ -310,7 +310,7 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 	}
 	usage := res.Usage
 	c.respID = responseID(res.Body)
-	if c.f == provider.FormatImages {
+	if c.f == format.FormatImages {
 		c.images = imageCount(res.Body)
 	}
 	if c.post {
