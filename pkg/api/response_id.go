@@ -12,6 +12,12 @@ import (
 // response.created, "message.id" of message_start). "" when the body has none (embeddings,
 // an error). One gjson scan of the top level, no allocation but the id itself.
 func responseID(body []byte) string {
+	// fast path: "id" first, as OpenAI-compatible upstreams and lockstep's own renderers write it
+	if rest, ok := bytes.CutPrefix(bytes.TrimLeft(body, " \t\r\n"), idFirst); ok {
+		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return string(rest[:i])
+		}
+	}
 	r := gjson.GetBytes(body, "id")
 	if r.Type == gjson.String {
 		return r.Str
@@ -24,7 +30,10 @@ func responseID(body []byte) string {
 	return ""
 }
 
-var dataPrefix = []byte("data:")
+var (
+	dataPrefix = []byte("data:")
+	idFirst    = []byte(`{"id":"`)
+)
 
 // streamResponseID is responseID of the first SSE "data:" payload in frames that has an id
 // (a stream's first event names the answer's id in every format lockstep streams).
