@@ -259,6 +259,7 @@ func TestSpendLogsLiteLLM(t *testing.T) {
 	var ids []string
 	for i := 0; i < 3; i++ {
 		st, h, body := postAs(t, a, key, "/v1/chat/completions", map[string]any{"model": "sl-model", "user": "sl-customer",
+			"metadata": map[string]any{"tags": []string{"tag-a", fmt.Sprintf("tag-%d", i)}},
 			"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, nil)
 		require.Equal(t, 200, st, "%s", body)
 		id, _ := JSON(t, body)["id"].(string)
@@ -284,6 +285,7 @@ func TestSpendLogsLiteLLM(t *testing.T) {
 	require.NotEqual(t, ids[1], l["call_id"])
 	require.Equal(t, token, l["api_key"])
 	require.Equal(t, "sl-customer", l["end_user"])
+	require.Equal(t, []any{"tag-a", "tag-1"}, l["request_tags"])
 	meta := l["metadata"].(map[string]any)
 	require.Equal(t, map[string]any{"user_api_key": token, "user_api_key_alias": "sl-key", "user_api_key_team_id": "sl-team",
 		"user_api_key_team_alias": "SL Team", "user_api_key_org_id": "sl-org", "user_api_key_user_id": "sl-user",
@@ -371,6 +373,16 @@ func TestSpendLogsLiteLLM(t *testing.T) {
 	require.Equal(t, time.Now().UTC().Format("Jan 02"), act["daily_data"].([]any)[0].(map[string]any)["date"])
 	am := get(b, MasterKey, "/global/activity/model?start_date="+today+"&end_date="+today).([]any)
 	require.Equal(t, "sl-model", am[0].(map[string]any)["model"])
+	// request tags (metadata.tags): per tag, all names, the legacy /spend/tags
+	tags := get(b, MasterKey, "/global/spend/tags?start_date="+today+"&end_date="+today).(map[string]any)["spend_per_tag"].([]any)
+	require.Len(t, tags, 4)
+	require.Equal(t, map[string]any{"name": "tag-a", "spend": 0.09, "log_count": 3.0}, tags[0])
+	one := get(b, MasterKey, "/global/spend/tags?start_date="+today+"&end_date="+today+"&tags=tag-2").(map[string]any)["spend_per_tag"].([]any)
+	require.Equal(t, []any{map[string]any{"name": "tag-2", "spend": 0.03, "log_count": 1.0}}, one)
+	require.ElementsMatch(t, []any{"tag-a", "tag-0", "tag-1", "tag-2"}, get(b, MasterKey, "/global/spend/all_tag_names").(map[string]any)["tag_names"])
+	legacy := get(b, MasterKey, "/spend/tags").([]any)
+	require.Equal(t, "tag-a", legacy[0].(map[string]any)["individual_request_tag"])
+	require.EqualValues(t, 3, legacy[0].(map[string]any)["log_count"])
 
 	// the internal user's own reports (its two keys' four calls), never the other key's
 	Eventually(t, "B knows the user's own key", func() bool {

@@ -461,6 +461,9 @@ func TestRolesMatrix(t *testing.T) {
 		ghost("GET /global/spend/report", "GET", "/global/spend/report", nil, false, 400),
 		ghost("POST /global/spend/end_users", "POST", "/global/spend/end_users", map[string]any{}, false, 200),
 		ghost("GET /global/all_end_users", "GET", "/global/all_end_users", nil, false, 200),
+		ghost("GET /global/spend/tags", "GET", "/global/spend/tags?start_date="+today+"&end_date="+today, nil, false, 200),
+		ghost("GET /global/spend/all_tag_names", "GET", "/global/spend/all_tag_names", nil, false, 200),
+		ghost("GET /spend/tags", "GET", "/spend/tags", nil, false, 200),
 		ghost("POST /global/spend/reset", "POST", "/global/spend/reset", nil, true, 200),
 	)
 

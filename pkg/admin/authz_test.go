@@ -67,6 +67,7 @@ func TestAuthorizeTable(t *testing.T) {
 		{"GET", "/global/spend/teams", "AAA-------"},
 		{"POST", "/global/spend/end_users", "AAA-------"},
 		{"POST", "/global/spend/reset", "AA--------"},
+		{"GET", "/global/spend/tags", "AAA-------"},
 	}
 	cs := callers()
 	for _, tc := range cases {

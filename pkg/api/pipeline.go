@@ -157,6 +157,7 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 	if ci.EndUserID, ci.EndUser, err = s.endUser(sp.reqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
+	ci.Tags = requestTags(rf.tags)
 	if eu := ci.EndUser; eu != nil && eu.AllowedModelRegion != "" && t.direct == nil && len(t.group) > 0 {
 		// LiteLLM's region routing: only the deployments in the end user's region.
 		if t.group = router.InRegion(t.group, eu.AllowedModelRegion); len(t.group) == 0 {

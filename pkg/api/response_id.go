@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -57,6 +58,22 @@ func streamResponseID(frames []byte) string {
 		}
 	}
 	return ""
+}
+
+// requestTags are a request's metadata.tags (LiteLLM's request_tags of its spend log): the
+// strings of the array, copied (tags aliases the request body); nil without any.
+func requestTags(tags gjson.Result) []string {
+	if !tags.IsArray() {
+		return nil
+	}
+	var out []string
+	tags.ForEach(func(_, v gjson.Result) bool {
+		if v.Type == gjson.String {
+			out = append(out, strings.Clone(v.Str))
+		}
+		return true
+	})
+	return out
 }
 
 // imageCount is the number of images an OpenAI Images answer carries ("data" entries), which

@@ -12,10 +12,10 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,6 +37,68 @@ func (s *Server) spendReportRoutes() {
 	s.e.GET("/global/activity", s.globalActivity(false), s.auth(admin))
 	s.e.GET("/global/activity/model", s.globalActivity(true), s.auth(admin))
 	s.e.GET("/global/all_end_users", s.globalAllEndUsers, s.auth(admin))
+	s.e.GET("/global/spend/tags", s.globalSpendTags, s.auth(admin))
+	s.e.GET("/global/spend/all_tag_names", s.globalSpendTagNames, s.auth(admin))
+	s.e.GET("/spend/tags", s.spendTags, s.auth(admin))
+}
+
+// globalSpendTags: GET /global/spend/tags?start_date=&end_date=[&tags=a,b] → the spend per
+// request tag (metadata.tags) between the dates, both included, highest first:
+// {"spend_per_tag": [{"name", "spend" (rounded to 4 places), "log_count"}]}; tags (comma-
+// separated; "all-tags" or none: every tag) selects tags (LiteLLM ui_get_spend_by_tags over
+// its DailyTagSpend view).
+func (s *Server) globalSpendTags(c echo.Context) error {
+	start, end, err := reportDates(c)
+	if err != nil {
+		return err
+	}
+	var only []string
+	if v := c.QueryParam("tags"); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			if t == "all-tags" {
+				only = nil
+				break
+			}
+			only = append(only, t)
+		}
+	}
+	rows, err := s.report(c, `SELECT tag AS name, sum(spend)::float8 AS spend, count(*) AS log_count
+		FROM gateway.spend_logs, jsonb_array_elements_text(request_tags) AS tag
+		WHERE start_time::date >= $1::date AND start_time::date <= $2::date AND (coalesce(cardinality($3::text[]), 0) = 0 OR tag = ANY($3::text[]))
+		GROUP BY tag ORDER BY spend DESC`, start, end, only)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if v, ok := r["spend"].(float64); ok {
+			r["spend"], _ = strconv.ParseFloat(strconv.FormatFloat(v, 'f', 4, 64), 64)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"spend_per_tag": rows})
+}
+
+// globalSpendTagNames: GET /global/spend/all_tag_names → {"tag_names": [every request tag]}.
+func (s *Server) globalSpendTagNames(c echo.Context) error {
+	rows, err := s.report(c, `SELECT DISTINCT tag FROM gateway.spend_logs, jsonb_array_elements_text(request_tags) AS tag ORDER BY tag`)
+	if err != nil {
+		return err
+	}
+	out := make([]any, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r["tag"])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tag_names": out})
+}
+
+// spendTags: GET /spend/tags → [{"individual_request_tag", "log_count", "total_spend"}], every
+// request tag over all time (LiteLLM's get_spend_by_tags).
+func (s *Server) spendTags(c echo.Context) error {
+	rows, err := s.report(c, `SELECT tag AS individual_request_tag, count(*) AS log_count, sum(spend)::float8 AS total_spend
+		FROM gateway.spend_logs, jsonb_array_elements_text(request_tags) AS tag GROUP BY tag ORDER BY total_spend DESC`)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rows)
 }
 
 // reportStore is the store behind the reports, with this replica's own logs flushed first.
@@ -504,12 +566,16 @@ func spendLogJSON(l store.SpendLog) map[string]any {
 		"status":                   l.Status,
 		"litellm_call_id":          l.RequestID,
 	}
+	tags := l.RequestTags
+	if tags == nil {
+		tags = []string{}
+	}
 	return map[string]any{
 		"request_id": rid, "call_id": l.RequestID, "call_type": l.CallType, "api_key": l.APIKey, "spend": l.Spend,
 		"total_tokens": l.TotalTokens, "prompt_tokens": l.PromptTokens, "completion_tokens": l.CompletionTokens,
 		"startTime": l.StartTime, "endTime": l.EndTime, "model": l.Model, "model_id": l.ModelID, "model_group": l.Model,
 		"user": l.User, "team_id": l.TeamID, "organization_id": l.OrganizationID, "end_user": l.EndUser,
-		"status": l.Status, "replica_id": l.ReplicaID, "metadata": meta, "request_tags": json.RawMessage("[]"),
+		"status": l.Status, "replica_id": l.ReplicaID, "metadata": meta, "request_tags": tags,
 	}
 }
 

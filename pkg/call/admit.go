@@ -62,6 +62,8 @@ type CallInfo struct {
 	EndUser   *accounts.EndUser
 	// CallID is the call's id (x-litellm-call-id; the spend log's request_id).
 	CallID string
+	// Tags are the request's metadata.tags (the spend log's request_tags; nil: none).
+	Tags []string
 }
 
 // Outcome is how an admitted call ended.

@@ -57,6 +57,7 @@ type govCall struct {
 	id       string // the call id (CallInfo.CallID): the spend log's request_id
 	// keyAlias and teamAlias are the key's and its team's aliases (spend log metadata)
 	keyAlias, teamAlias string
+	tags                []string // the request's metadata.tags
 	start               time.Time
 	done                atomic.Bool
 	// owners are the call's user, team, organization and end user (owners.go); ownerTickets
@@ -70,7 +71,7 @@ type govCall struct {
 // (Retry-After set), *Unavailable when a limited key's leases or spend cannot be read from
 // Postgres.
 func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
-	gc := &govCall{g: g, callType: ci.Route, model: ci.Model, start: time.Now(), id: ci.CallID}
+	gc := &govCall{g: g, callType: ci.Route, model: ci.Model, start: time.Now(), id: ci.CallID, tags: ci.Tags}
 	h := ci.Header
 	if h == nil {
 		h = http.Header{}
@@ -237,7 +238,7 @@ func (gc *govCall) Done(o Outcome) {
 	l := store.SpendLog{RequestID: id, APIKey: gc.token, CallType: gc.callType, Model: gc.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
 		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success",
-		ResponseID: o.ResponseID, KeyAlias: gc.keyAlias, TeamAlias: gc.teamAlias, ProxyBudget: g.ProxyBudget.Has}
+		ResponseID: o.ResponseID, KeyAlias: gc.keyAlias, TeamAlias: gc.teamAlias, ProxyBudget: g.ProxyBudget.Has, RequestTags: gc.tags}
 	if o.Err != nil {
 		l.Status = "failure"
 	}

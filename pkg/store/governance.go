@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -134,6 +135,8 @@ type SpendLog struct {
 	// metadata user_api_key_alias, user_api_key_team_alias; sql/013).
 	KeyAlias  string `json:"key_alias"`
 	TeamAlias string `json:"team_alias"`
+	// RequestTags are the request's metadata.tags (LiteLLM SpendLogs.request_tags; sql/013).
+	RequestTags []string `json:"request_tags"`
 	// ProxyBudget: the call also counts toward the proxy-wide budget (litellm_settings
 	// max_budget), the key_spend token ProxyBudgetToken. Not stored.
 	ProxyBudget bool `json:"-"`
@@ -229,10 +232,10 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		b.Queue(`WITH ins AS (
 			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
 				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status,
-				response_id, key_alias, team_alias)
+				response_id, key_alias, team_alias, request_tags)
 			SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::text[], $4::text::text[], $5::text::text[], $6::float8[], $7::bigint[],
 				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[],
-				$17::text::text[], $18::text::text[], $19::text::text[], $20::text::text[])
+				$17::text::text[], $18::text::text[], $19::text::text[], $20::text::text[], $23::text::jsonb[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING api_key, spend, user_id, team_id, organization_id, end_user),
 			tot AS (
@@ -258,7 +261,8 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 				}
 				return l.Status
 			}), col(func(l *SpendLog) string { return l.ResponseID }), col(func(l *SpendLog) string { return l.KeyAlias }),
-			col(func(l *SpendLog) string { return l.TeamAlias }), ProxyBudgetUser, proxyBudgeted(logs))
+			col(func(l *SpendLog) string { return l.TeamAlias }), ProxyBudgetUser, proxyBudgeted(logs),
+			col(func(l *SpendLog) string { return tagsJSON(l.RequestTags) }))
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
@@ -288,6 +292,15 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
 	}
 	return out, now, nil
+}
+
+// tagsJSON renders request tags as a JSON array ("[]" for none).
+func tagsJSON(tags []string) string {
+	if len(tags) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
 }
 
 // proxyBudgeted reports whether the batch counts toward the proxy-wide budget (the flag is
