@@ -117,7 +117,7 @@ func TestTeamModelsSamePublicName(t *testing.T) {
 	up1, up2 := fakeupstream.Start(t, fakeupstream.WithReply(func(fakeupstream.ReplyInput) string { return "from team one" })), fakeupstream.Start(t, fakeupstream.WithReply(func(fakeupstream.ReplyInput) string { return "from team two" }))
 	p := StartPair(t, GatewayOpts{})
 	a, b := p.A, p.B
-	keyOf := map[string]string{}
+	keyOf, idOf := map[string]string{}, map[string]string{}
 	for team, up := range map[string]*fakeupstream.Server{"pub-t1": up1, "pub-t2": up2} {
 		st, body := a.Do(t, "POST", "/team/new", map[string]any{"team_id": team, "models": []string{"base-model"}})
 		require.Equal(t, 200, st, "%s", body)
@@ -125,6 +125,7 @@ func TestTeamModelsSamePublicName(t *testing.T) {
 			"litellm_params": map[string]any{"model": "openai/up", "api_base": up.URL + "/v1", "api_key": "sk-up"},
 			"model_info":     map[string]any{"team_id": team}})
 		require.Equal(t, 200, st, "%s", body)
+		idOf[team] = JSON(t, body)["model_id"].(string)
 		st, body = a.Do(t, "POST", "/key/generate", map[string]any{"team_id": team})
 		require.Equal(t, 200, st, "%s", body)
 		keyOf[team] = JSON(t, body)["key"].(string)
@@ -143,4 +144,16 @@ func TestTeamModelsSamePublicName(t *testing.T) {
 	}
 	st, body := agChat(t, b, none, "shared-name")
 	require.Equal(t, 400, st, "a key of neither team: no such model for it: %s", body)
+
+	// /model/update with a new model_name renames a team model's public name (its stored
+	// name stays): team one's key reaches it by the new name on B
+	st, body = a.Do(t, "POST", "/model/update", map[string]any{"model_name": "renamed-name", "model_info": map[string]any{"id": idOf["pub-t1"]}})
+	require.Equal(t, 200, st, "%s", body)
+	require.Regexp(t, `^model_name_pub-t1_`, JSON(t, body)["model_name"])
+	Eventually(t, "B serves team one's model under its new public name", func() bool {
+		st, _ := agChat(t, b, keyOf["pub-t1"], "renamed-name")
+		return st == 200
+	})
+	st, body = agChat(t, b, keyOf["pub-t2"], "renamed-name")
+	require.Equal(t, 400, st, "%s", body)
 }

@@ -167,8 +167,10 @@ func updateModel(ctx context.Context, b *provider.Builder, w *Writer, id, name s
 //
 // A litellm_params secret sent back in the masked form /model/info shows ("sk****3456",
 // "http://u:****@host/v1") keeps the stored secret (provider.RestoreMaskedSecrets), as
-// LiteLLM's /model/update does. Errors: Invalid (a config-file model, "model_name cannot be
-// empty", "Invalid model: ..."), NotFound "Model with id=<id> not found".
+// LiteLLM's /model/update does. A team model (model_info.team_id) keeps its stored unique
+// model_name: a model_name sent is its new team_public_model_name, aliased for the team.
+// Errors: Invalid (a config-file model, "model_name cannot be empty", "Invalid model: ..."),
+// NotFound "Model with id=<id> not found".
 func (a *Admin) EditModel(ctx context.Context, id string, req ModelInput) (store.Row, error) {
 	if a.configModel(id) {
 		return store.Row{}, invalid("model_info.id", configModelErr)
@@ -191,15 +193,26 @@ func (a *Admin) EditModel(ctx context.Context, id string, req ModelInput) (store
 			return err
 		}
 		curInfo, _ := objectOf(cur.ModelInfo, "model_info")
+		curTeam, _ := curInfo["team_id"].(string)
 		name := cur.ModelName
+		var renamed *teamModel
 		if req.ModelName != nil {
 			if *req.ModelName == "" {
 				return invalid("model_name", "model_name cannot be empty")
 			}
 			name = *req.ModelName
 		}
-		row, err = updateModel(ctx, a.build, w, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
-		return err
+		info := mergeObjects(curInfo, req.ModelInfo)
+		if curTeam != "" && name != cur.ModelName {
+			// a team model keeps its stored name; the name sent is its new public name, aliased
+			// for the team (teamModel)
+			renamed = &teamModel{teamID: curTeam, public: name, unique: cur.ModelName}
+			info["team_public_model_name"], name = name, cur.ModelName
+		}
+		if row, err = updateModel(ctx, a.build, w, id, name, mergeObjects(params, patch), info); err != nil || renamed == nil {
+			return err
+		}
+		return renamed.addToTeam(ctx, w)
 	})
 	return row, err
 }
