@@ -120,27 +120,6 @@ func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
 	return m, nil
 }
 
-// memberNulls gives every member of a team row's members_with_roles both "user_id" and
-// "user_email", null when the member has none, as LiteLLM's Member model serialises
-// (user_email: null for a member added by user_id only).
-func memberNulls(m map[string]any) {
-	ms, ok := m["members_with_roles"].([]any)
-	if !ok {
-		return
-	}
-	for _, v := range ms {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
-		for _, f := range [...]string{"user_id", "user_email"} {
-			if _, ok := mm[f]; !ok {
-				mm[f] = nil
-			}
-		}
-	}
-}
-
 // accountNew: POST /<kind>/new → the new row (200). A duplicate id is a 400.
 func (s *Server) accountNew(k accountKind) echo.HandlerFunc {
 	return func(c echo.Context) error {
