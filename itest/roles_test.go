@@ -243,7 +243,8 @@ func TestRolesMatrix(t *testing.T) {
 			wantOwn: adminWrite(200), wantOth: adminWrite(200)},
 		{name: "POST /key/unblock", own: keyWrite("POST", "/key/unblock", "key", ownKey, nil), other: keyWrite("POST", "/key/unblock", "key", otherKey, nil),
 			wantOwn: adminWrite(200), wantOth: adminWrite(200)},
-		{name: "GET /spend/logs", own: fixed("GET", "/spend/logs", nil), other: fixed("GET", "/spend/logs", nil), wantOwn: adminRead(200), wantOth: adminRead(200)},
+		{name: "GET /spend/logs", own: fixed("GET", "/spend/logs", nil), other: fixed("GET", "/spend/logs?user_id=u-other", nil),
+			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 200 200 200 200 200 200 200"},
 
 		// users
 		{name: "GET /user/info", own: func(_ *roleEnv, p rolePrincipal) roleReq {
@@ -439,31 +440,35 @@ func TestRolesMatrix(t *testing.T) {
 		)
 	}
 
-	// spend reports (issue 19 item 10): an internal user (either role) reads its own user's,
-	// a plain key none, proxy_admin_viewer every one; the rest are the proxy admin's
+	// spend reports (issue 19 item 10), LiteLLM's route lists: an internal user reads its
+	// own user's on its internal_user_routes, an internal_user_viewer on its view-only routes
+	// (which add /global/spend/logs), a plain key none, proxy_admin_viewer every one; the
+	// proxy-wide ones are the proxy admin's
 	ownSpend := "401 401 403 200 200 200 200 200 200 200"
 	today := time.Now().UTC().Format("2006-01-02")
 	dates := "?start_date=" + today + "&end_date=" + today
-	for _, path := range []string{"/global/spend/logs", "/global/spend/keys", "/global/spend/models", "/global/spend/provider" + dates,
-		"/global/activity" + dates, "/global/activity/model" + dates} {
-		routes = append(routes, roleRoute{name: "GET " + strings.Split(path, "?")[0], own: fixed("GET", path, nil),
+	spendRow := func(method, path string, body any, want string) roleRoute {
+		return roleRoute{name: method + " " + strings.Split(path, "?")[0], own: fixed(method, path, body),
 			other: func(e *roleEnv, p rolePrincipal) roleReq {
 				sep := "?"
 				if strings.Contains(path, "?") {
 					sep = "&"
 				}
-				return roleReq{"GET", path + sep + "api_key=" + otherKey(e, p), nil}
-			}, wantOwn: ownSpend, wantOth: ownSpend})
+				return roleReq{method, path + sep + "api_key=" + otherKey(e, p), body}
+			}, wantOwn: want, wantOth: want}
+	}
+	for _, path := range []string{"/global/spend/keys", "/global/spend/models", "/global/spend/provider" + dates,
+		"/global/activity" + dates, "/global/activity/model" + dates, "/global/spend/tags" + dates, "/spend/tags"} {
+		routes = append(routes, spendRow("GET", path, nil, ownSpend))
 	}
 	routes = append(routes,
+		spendRow("GET", "/global/spend/logs", nil, "401 401 403 403 403 403 200 200 200 200"),
+		spendRow("POST", "/global/spend/end_users", map[string]any{}, ownSpend),
 		ghost("GET /global/spend", "GET", "/global/spend", nil, false, 200),
 		ghost("GET /global/spend/teams", "GET", "/global/spend/teams", nil, false, 200),
 		ghost("GET /global/spend/report", "GET", "/global/spend/report", nil, false, 400),
-		ghost("POST /global/spend/end_users", "POST", "/global/spend/end_users", map[string]any{}, false, 200),
 		ghost("GET /global/all_end_users", "GET", "/global/all_end_users", nil, false, 200),
-		ghost("GET /global/spend/tags", "GET", "/global/spend/tags?start_date="+today+"&end_date="+today, nil, false, 200),
 		ghost("GET /global/spend/all_tag_names", "GET", "/global/spend/all_tag_names", nil, false, 200),
-		ghost("GET /spend/tags", "GET", "/spend/tags", nil, false, 200),
 		ghost("POST /global/spend/reset", "POST", "/global/spend/reset", nil, true, 200),
 	)
 

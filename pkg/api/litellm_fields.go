@@ -3,11 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	mgmt "lockstep/pkg/admin"
 
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/catalogue"
-	"lockstep/pkg/store"
 )
 
 // LiteLLM request fields without a lockstep column (pkg/catalogue; API.md "Compatibility
@@ -36,7 +36,7 @@ func splitLiteLLM(m catalogue.Model, body map[string]json.RawMessage, known func
 		switch f.Treatment {
 		case catalogue.NotYet:
 			if !isDefault(raw) {
-				return nil, badRequest("field %q is not supported yet: lockstep does not enforce it, and a field that would limit a caller is never accepted and ignored", name)
+				return nil, notYetField(name)
 			}
 		case catalogue.Honoured, catalogue.Stored:
 			if err := checkCatalogueKind(name, f.Kind, raw); err != nil {
@@ -63,8 +63,16 @@ func isDefault(raw json.RawMessage) bool {
 	return false
 }
 
+// notYetField is the 400 for a LiteLLM field (or member, "object_permission.models") lockstep
+// does not enforce yet, set to a value that would change what a caller may do.
+func notYetField(name string) error {
+	return badRequest("field %q is not supported yet: lockstep does not enforce it, and a field that would limit a caller is never accepted and ignored", name)
+}
+
 func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 	switch k {
+	case catalogue.ObjectPermission, catalogue.KeyType, catalogue.LimitType, catalogue.Duration, catalogue.Permissions, catalogue.KeyRoutes:
+		return checkAccessKind(name, k, raw)
 	case catalogue.String:
 		return checkKind(name, fString, raw)
 	case catalogue.Strings:
@@ -102,12 +110,12 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 
 // litellmFieldsValue is the litellm_fields value of a write: the fields merged into the
 // stored object (nil: none given).
-func litellmFieldsValue(extra map[string]json.RawMessage) store.Values {
+func litellmFieldsValue(extra map[string]json.RawMessage) mgmt.Values {
 	if len(extra) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(extra)
-	return store.Values{"litellm_fields": store.JSONMerge(b)}
+	return mgmt.Values{"litellm_fields": mgmt.JSONMerge(b)}
 }
 
 // decodeFieldsModel is decodeFields for a route serving LiteLLM request model m: the body's

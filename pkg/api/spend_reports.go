@@ -21,7 +21,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	mgmt "lockstep/pkg/admin"
-	"lockstep/pkg/store"
 )
 
 func (s *Server) spendReportRoutes() {
@@ -65,7 +64,8 @@ func (s *Server) globalSpendTags(c echo.Context) error {
 	rows, err := s.report(c, `SELECT tag AS name, sum(spend)::float8 AS spend, count(*) AS log_count
 		FROM gateway.spend_logs, jsonb_array_elements_text(request_tags) AS tag
 		WHERE start_time::date >= $1::date AND start_time::date <= $2::date AND (coalesce(cardinality($3::text[]), 0) = 0 OR tag = ANY($3::text[]))
-		GROUP BY tag ORDER BY spend DESC`, start, end, only)
+			AND ($4 = '' OR user_id = $4)
+		GROUP BY tag ORDER BY spend DESC`, start, end, only, ownUser(c))
 	if err != nil {
 		return err
 	}
@@ -94,22 +94,23 @@ func (s *Server) globalSpendTagNames(c echo.Context) error {
 // request tag over all time (LiteLLM's get_spend_by_tags).
 func (s *Server) spendTags(c echo.Context) error {
 	rows, err := s.report(c, `SELECT tag AS individual_request_tag, count(*) AS log_count, sum(spend)::float8 AS total_spend
-		FROM gateway.spend_logs, jsonb_array_elements_text(request_tags) AS tag GROUP BY tag ORDER BY total_spend DESC`)
+		FROM gateway.spend_logs, jsonb_array_elements_text(request_tags) AS tag WHERE ($1 = '' OR user_id = $1)
+		GROUP BY tag ORDER BY total_spend DESC`, ownUser(c))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, rows)
 }
 
-// reportStore is the store behind the reports, with this replica's own logs flushed first.
-func (s *Server) reportStore(c echo.Context) (*store.Store, error) {
-	if s.Store == nil {
+// reportStore is the database behind the reports, with this replica's own logs flushed first.
+func (s *Server) reportStore(c echo.Context) (mgmt.Database, error) {
+	if s.DB == nil {
 		return nil, errf(http.StatusServiceUnavailable, "service_unavailable", "no database configured: spend logs are stored in Postgres; set --database-url or general_settings.database_url")
 	}
 	if s.Spend != nil {
 		_ = s.Spend.Flush(c.Request().Context())
 	}
-	return s.Store, nil
+	return s.DB, nil
 }
 
 // ownUser is the user whose spend an internal user's report is limited to; "" for a caller
@@ -305,8 +306,8 @@ func (s *Server) globalSpendEndUsers(c echo.Context) error {
 		token = mgmt.TokenOf(*req.APIKey)
 	}
 	rows, err := s.report(c, `SELECT end_user, count(*) AS total_count, sum(spend)::float8 AS total_spend FROM gateway.spend_logs
-		WHERE start_time >= $1 AND start_time < $2 AND ($3 = '' OR api_key = $3)
-		GROUP BY end_user ORDER BY total_spend DESC LIMIT 100`, start, end, token)
+		WHERE start_time >= $1 AND start_time < $2 AND ($3 = '' OR api_key = $3) AND ($4 = '' OR user_id = $4)
+		GROUP BY end_user ORDER BY total_spend DESC LIMIT 100`, start, end, token, ownUser(c))
 	if err != nil {
 		return err
 	}
@@ -544,7 +545,7 @@ func (s *Server) globalAllEndUsers(c echo.Context) error {
 // row): request_id is the answer's id the client saw (the call id when there is none: a
 // failed call), call_id the call's x-litellm-call-id, and metadata carries LiteLLM's
 // user_api_key_* keys.
-func spendLogJSON(l store.SpendLog) map[string]any {
+func spendLogJSON(l mgmt.SpendLog) map[string]any {
 	rid := l.RequestID
 	if l.ResponseID != "" {
 		rid = l.ResponseID
@@ -583,11 +584,11 @@ func spendLogJSON(l store.SpendLog) map[string]any {
 // schedules its first budget reset when it has a budget_duration, at start-up; nothing without
 // a proxy budget or a database.
 func (s *Server) EnsureProxyBudget(ctx context.Context, duration string) error {
-	if !s.ProxyBudget.Has || s.Store == nil {
+	if !s.ProxyBudget.Has || s.DB == nil {
 		return nil
 	}
 	if err := s.mgmt.EnsureProxyBudgetUser(ctx, s.ProxyBudget.Max, duration); err != nil {
 		return err
 	}
-	return s.Store.EnsureBudgetReset(ctx, store.OwnerToken("user", store.ProxyBudgetUser), s.ProxyBudget.Every)
+	return s.DB.EnsureBudgetReset(ctx, mgmt.OwnerToken("user", mgmt.ProxyBudgetUser), s.ProxyBudget.Every)
 }
