@@ -183,6 +183,8 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	require.NoError(t, err, h.Get("x-litellm-response-cost"))
 	require.InDelta(t, want, cost, 1e-12)
 	first := h.Get("x-litellm-call-id")
+	firstID, _ := JSON(t, body)["id"].(string) // the spend log's request_id (LiteLLM: the response id)
+	require.NotEmpty(t, firstID, "%s", body)
 
 	// streamed: the same headers (the cost is not known before the stream ends)
 	st, h, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "stream": true}, map[string]string{"x-litellm-timeout": "5"})
@@ -226,8 +228,8 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	require.Equal(t, "litellm.RateLimitError: This is a mock exception for model=hd-main, to trigger a rate limit error.", fbErr(t, body)["message"])
 	require.Empty(t, ok.Requests())
 
-	// the spend logs: the answered call under its x-litellm-call-id, status success; the
-	// failed one, status failure (LiteLLM SpendLogs.status)
+	// the spend logs: the answered call under its response id, status success; the failed
+	// one (no answer) under its x-litellm-call-id, status failure (LiteLLM SpendLogs.status)
 	st, b = p.B.Do(t, "GET", "/spend/logs?api_key="+token, nil)
 	require.Equal(t, 200, st, "%s", b)
 	var logs []map[string]any
@@ -240,7 +242,7 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 			failures++
 		}
 	}
-	require.Equal(t, "success", status[first], "%s", b)
+	require.Equal(t, "success", status[firstID], "%s", b)
 	require.Equal(t, "failure", status[failedID], "%s", b)
 	require.Equal(t, 1, failures, "%s", b)
 

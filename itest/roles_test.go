@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -242,7 +243,8 @@ func TestRolesMatrix(t *testing.T) {
 			wantOwn: adminWrite(200), wantOth: adminWrite(200)},
 		{name: "POST /key/unblock", own: keyWrite("POST", "/key/unblock", "key", ownKey, nil), other: keyWrite("POST", "/key/unblock", "key", otherKey, nil),
 			wantOwn: adminWrite(200), wantOth: adminWrite(200)},
-		{name: "GET /spend/logs", own: fixed("GET", "/spend/logs", nil), other: fixed("GET", "/spend/logs", nil), wantOwn: adminRead(200), wantOth: adminRead(200)},
+		{name: "GET /spend/logs", own: fixed("GET", "/spend/logs", nil), other: fixed("GET", "/spend/logs?user_id=u-other", nil),
+			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 200 200 200 200 200 200 200"},
 
 		// users
 		{name: "GET /user/info", own: func(_ *roleEnv, p rolePrincipal) roleReq {
@@ -446,6 +448,38 @@ func TestRolesMatrix(t *testing.T) {
 		)
 	}
 
+	// spend reports (issue 19 item 10), LiteLLM's route lists: an internal user reads its
+	// own user's on its internal_user_routes, an internal_user_viewer on its view-only routes
+	// (which add /global/spend/logs), a plain key none, proxy_admin_viewer every one; the
+	// proxy-wide ones are the proxy admin's
+	ownSpend := "401 401 403 200 200 200 200 200 200 200"
+	today := time.Now().UTC().Format("2006-01-02")
+	dates := "?start_date=" + today + "&end_date=" + today
+	spendRow := func(method, path string, body any, want string) roleRoute {
+		return roleRoute{name: method + " " + strings.Split(path, "?")[0], own: fixed(method, path, body),
+			other: func(e *roleEnv, p rolePrincipal) roleReq {
+				sep := "?"
+				if strings.Contains(path, "?") {
+					sep = "&"
+				}
+				return roleReq{method, path + sep + "api_key=" + otherKey(e, p), body}
+			}, wantOwn: want, wantOth: want}
+	}
+	for _, path := range []string{"/global/spend/keys", "/global/spend/models", "/global/spend/provider" + dates,
+		"/global/activity" + dates, "/global/activity/model" + dates, "/global/spend/tags" + dates, "/spend/tags"} {
+		routes = append(routes, spendRow("GET", path, nil, ownSpend))
+	}
+	routes = append(routes,
+		spendRow("GET", "/global/spend/logs", nil, "401 401 403 403 403 403 200 200 200 200"),
+		spendRow("POST", "/global/spend/end_users", map[string]any{}, ownSpend),
+		ghost("GET /global/spend", "GET", "/global/spend", nil, false, 200),
+		ghost("GET /global/spend/teams", "GET", "/global/spend/teams", nil, false, 200),
+		ghost("GET /global/spend/report", "GET", "/global/spend/report", nil, false, 400),
+		ghost("GET /global/all_end_users", "GET", "/global/all_end_users", nil, false, 200),
+		ghost("GET /global/spend/all_tag_names", "GET", "/global/spend/all_tag_names", nil, false, 200),
+		ghost("POST /global/spend/reset", "POST", "/global/spend/reset", nil, true, 200),
+	)
+
 	var failures []string
 	for _, r := range routes {
 		for _, side := range []string{"own", "other"} {
@@ -559,50 +593,54 @@ func TestRolesSelfServiceLimits(t *testing.T) {
 	require.Equal(t, "cap-user", JSON(t, b)["user_id"])
 }
 
-// TestTeamNewSameNewMemberRace: 50 parallel /team/new naming the same new member, half by
-// user_email and half by user_id, half on each replica: 0 errors, one user made for the id
-// and one for the email, and every team lists its member.
+// TestTeamNewSameNewMemberRace: 10, then 50 parallel /team/new naming the same new member,
+// half by user_email and half by user_id, half on each replica: 0 errors, one user made for
+// the id and one for the email, and every team lists its member.
 func TestTeamNewSameNewMemberRace(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
-	const n = 50
-	var wg sync.WaitGroup
-	errs := make(chan string, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			g := p.A
-			if i%2 == 1 {
-				g = p.B
+	for _, n := range []int{10, 50} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			uid, email := fmt.Sprintf("race-member-%d", n), fmt.Sprintf("race%d@example.com", n)
+			var wg sync.WaitGroup
+			errs := make(chan string, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					g := p.A
+					if i%2 == 1 {
+						g = p.B
+					}
+					member := map[string]any{"user_id": uid, "role": "user"}
+					if i%4 >= 2 {
+						member = map[string]any{"user_email": email, "role": "user"}
+					}
+					st, b := g.Do(t, "POST", "/team/new", map[string]any{"members_with_roles": []any{member}})
+					if st != 200 {
+						errs <- fmt.Sprintf("%d: %s", st, b)
+					}
+				}(i)
 			}
-			member := map[string]any{"user_id": "race-member", "role": "user"}
-			if i%4 >= 2 {
-				member = map[string]any{"user_email": "race@example.com", "role": "user"}
+			wg.Wait()
+			close(errs)
+			var all []string
+			for e := range errs {
+				all = append(all, e)
 			}
-			st, b := g.Do(t, "POST", "/team/new", map[string]any{"members_with_roles": []any{member}})
-			if st != 200 {
-				errs <- fmt.Sprintf("%d: %s", st, b)
+			require.Empty(t, all, "0 errors")
+			st, b := p.A.Do(t, "GET", "/user/list?user_email="+email, nil)
+			require.Equal(t, 200, st, "%s", b)
+			require.EqualValues(t, 1, JSON(t, b)["total"], "one user for the email: %s", b)
+			st, b = p.B.Do(t, "GET", "/user/info?user_id="+uid, nil)
+			require.Equal(t, 200, st, "%s", b)
+			byID := 0
+			for i := 0; i < n; i++ {
+				if i%4 < 2 {
+					byID++
+				}
 			}
-		}(i)
+			require.Len(t, JSON(t, b)["teams"], byID, "the member by id is in every team naming it")
+		})
 	}
-	wg.Wait()
-	close(errs)
-	var all []string
-	for e := range errs {
-		all = append(all, e)
-	}
-	require.Empty(t, all, "0 errors")
-	st, b := p.A.Do(t, "GET", "/user/list?user_email=race@example.com", nil)
-	require.Equal(t, 200, st, "%s", b)
-	require.EqualValues(t, 1, JSON(t, b)["total"], "one user for the email: %s", b)
-	st, b = p.B.Do(t, "GET", "/user/info?user_id=race-member", nil)
-	require.Equal(t, 200, st, "%s", b)
-	byID := 0
-	for i := 0; i < n; i++ {
-		if i%4 < 2 {
-			byID++
-		}
-	}
-	require.Len(t, JSON(t, b)["teams"], byID, "the member by id is in every team naming it")
 }

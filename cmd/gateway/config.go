@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"lockstep/pkg/keys"
 	"lockstep/pkg/router"
+	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
 
@@ -484,6 +486,32 @@ func toJSON(field string, v any) ([]byte, error) {
 type LiteLLMSettings struct {
 	Callbacks       callbackList `yaml:"callbacks"`
 	SuccessCallback callbackList `yaml:"success_callback"`
+	// MaxBudget and BudgetDuration are the proxy-wide budget (LiteLLM's litellm.max_budget,
+	// litellm.budget_duration): every call's spend counts toward the user
+	// "litellm-proxy-budget"; once it reached max_budget (USD, > 0), virtual keys are refused
+	// on every replica (400 budget_exceeded); budget_duration ("30d", "1mo") resets it.
+	MaxBudget      *float64 `yaml:"max_budget"`
+	BudgetDuration string   `yaml:"budget_duration"`
+}
+
+// proxyBudget is the proxy-wide budget of litellm_settings (zero Budget: none; LiteLLM
+// applies one only when max_budget > 0). Errors name the field.
+func (l LiteLLMSettings) proxyBudget() (spend.Budget, error) {
+	if l.MaxBudget == nil || *l.MaxBudget == 0 {
+		return spend.Budget{}, nil
+	}
+	if m := *l.MaxBudget; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return spend.Budget{}, fmt.Errorf("litellm_settings.max_budget must be a number of USD >= 0, got %v", m)
+	}
+	b := spend.Budget{Max: *l.MaxBudget, Has: true}
+	if l.BudgetDuration != "" {
+		d, err := keys.ParseDuration(l.BudgetDuration)
+		if err != nil {
+			return spend.Budget{}, fmt.Errorf("litellm_settings.budget_duration: %w", err)
+		}
+		b.Every = d
+	}
+	return b, nil
 }
 
 // callbacks is every callback named, both lists.

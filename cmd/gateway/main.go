@@ -370,13 +370,21 @@ func serve(ctx context.Context, args []string) error {
 		_ = tracker.Start(ctx)
 		defer tracker.Stop()
 	}
+	proxyBudget, err := cfg.LiteLLMSettings.proxyBudget()
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
+		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
 	})
+	if err := srv.EnsureProxyBudget(ctx, cfg.LiteLLMSettings.BudgetDuration); err != nil {
+		log.Warn().Err(err).Msg("could not write the proxy budget user litellm-proxy-budget; it is enforced all the same")
+	}
 	if master == "" {
 		log.Warn().Str("addr", addr).Msg("no master key set: every caller is admin, so only loopback addresses are served (set --master-key or GATEWAY_MASTER_KEY)")
 	}

@@ -172,6 +172,7 @@ func (noDB) ListUsers(context.Context, store.UserFilter, int, int) ([]store.Row,
 // PG adapts *store.Store; nil: no database.
 type Database interface {
 	Store
+	SpendReports
 	SpendLogs(ctx context.Context, token string, start, end time.Time, limit int) ([]SpendLog, error)
 	GetKeySpend(ctx context.Context, tokens []string) (map[string]KeySpend, error)
 }

@@ -151,6 +151,7 @@ const (
 	ownTeams = "the key's team and the teams the caller's user is a member of"
 	ownTeam  = "the team the caller administers (the key's team, where the key's user has the role admin)"
 	ownModel = "models whose model_info.team_id is the team the caller administers"
+	ownSpend = "the spend logs of the caller's user (LiteLLM's *_internal_user spend reports)"
 )
 
 // Rules is the table: "METHOD pattern" (echo's route pattern) → rule. A management route not
@@ -177,6 +178,21 @@ var Rules = map[string]Rule{
 	"POST /model/delete":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	// budgets are admin objects; /budget/info is a read sent as POST (LiteLLM BudgetRequest)
 	"POST /budget/info": {},
+	// spend reads (LiteLLM's internal_user_routes: /global/spend/tags, keys, models,
+	// provider, end_users, /global/activity(/model) and the spend_tracking_routes; its
+	// internal_user_view_only_routes add /global/spend/logs), each answered for the caller's
+	// own user; the proxy-wide ones (/global/spend, teams, report) stay the admin's, read by
+	// proxy_admin_viewer (API.md: an internal_user_viewer reads its own)
+	"GET /global/spend/logs":       {Self: whoUserViewer, Own: ownSpend},
+	"GET /global/spend/keys":       {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/spend/models":     {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/spend/provider":   {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/spend/tags":       {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"POST /global/spend/end_users": {Self: whoUser | whoUserViewer, Own: ownSpend}, // a read sent as POST
+	"GET /global/activity":         {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /global/activity/model":   {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /spend/logs":              {Self: whoUser | whoUserViewer, Own: ownSpend},
+	"GET /spend/tags":              {Self: whoUser | whoUserViewer, Own: ownSpend},
 }
 
 // RuleOf is the table's row for a route (method and echo route pattern): Rules' entry, or the

@@ -235,7 +235,8 @@ func (a *Admin) checkKeyOwners(ctx context.Context, vals store.Values, upd *KeyR
 			models = cur.Models
 		}
 	}
-	if uid, _ := vals["user_id"].(string); uid != "" {
+	if uid, _ := vals["user_id"].(string); uid != "" && upd != nil {
+		// on /key/generate a user_id not yet stored is created with the key (GenerateKey)
 		if _, err := a.st.Get(ctx, store.User, uid); errors.Is(err, store.ErrNotFound) {
 			return invalidf("user_id: user %s does not exist; create it with /user/new", uid)
 		} else if err != nil {
@@ -346,7 +347,8 @@ func (a *Admin) keySpendOf(ctx context.Context, token string) (*store.KeySpend, 
 
 // GenerateKey is /key/generate: a new key (req.Key when given, which must start with "sk-";
 // else a random one), only its sha256 stored, with its budget reset scheduled when
-// budget_duration is given. Errors: Invalid (a field, an owner that does not exist, models
+// budget_duration is given. A user_id no user has yet is created with the key, in the same
+// transaction (role internal_user; LiteLLM's generate_key_helper_fn upserts the key's user). Errors: Invalid (a field, an owner that does not exist, models
 // outside the team's), NotFound, Conflict (the key exists).
 func (a *Admin) GenerateKey(ctx context.Context, req KeyRequest) (KeyResult, error) {
 	vals, budgetSet, every, err := keyValues(req)
@@ -377,6 +379,13 @@ func (a *Admin) GenerateKey(ctx context.Context, req KeyRequest) (KeyResult, err
 	var resetAt *time.Time
 	err = a.Write(ctx, func(w *Writer) error {
 		var err error
+		if uid, _ := vals["user_id"].(string); uid != "" {
+			// a user_id not yet stored becomes a user (internal_user), as LiteLLM's
+			// /key/generate creates the user row of the key's user_id; race-safe as members
+			if _, _, err := ensureUsers(ctx, w, []accounts.Member{{UserID: uid}}); err != nil {
+				return err
+			}
+		}
 		if row, err = w.Insert(ctx, store.Key, vals); err != nil {
 			return err
 		}

@@ -44,7 +44,6 @@ func TestGenerateKey(t *testing.T) {
 		{KeyRequest{MaxBudget: raw(`-1`)}, "max_budget must be a non-negative number (USD) or null, got -1"},
 		{KeyRequest{BudgetDuration: raw(`5`)}, "budget_duration must be a duration string like 30s, 1h, 1d, 30d or 1mo, got 5"},
 		{KeyRequest{BudgetDuration: raw(`"1x"`)}, `budget_duration: "1x" is not a duration like 30s, 30m, 1h, 30d, 2w or 1mo`},
-		{KeyRequest{UserID: ptr("nobody")}, "user_id: user nobody does not exist; create it with /user/new"},
 		{KeyRequest{TeamID: ptr("nobody")}, "team_id: team nobody does not exist; create it with /team/new"},
 		{KeyRequest{TeamID: ptr("t1"), Models: &[]string{"gpt", "other", "tagged"}}, "Model not in team's allowed models: ['other', 'tagged']. Team t1 can only access models=['gpt', 'grp']"},
 	} {
@@ -67,6 +66,13 @@ func TestGenerateKey(t *testing.T) {
 	e, ok := kr.Load().ByID(keys.Hash("sk-mine"))
 	if !ok || e.Value.TeamID != "t1" || !e.Value.Limits.HasRPM || e.Value.Limits.RPM != 5 {
 		t.Fatalf("the writer serves its new key at once: %+v", e)
+	}
+	// a user_id no user has yet: the user is made with the key (LiteLLM), role internal_user
+	if _, err := a.GenerateKey(ctx, KeyRequest{UserID: ptr("nobody-yet")}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := st.Get(ctx, store.User, "nobody-yet"); err != nil || !strings.Contains(string(u.Data), `"user_role":"internal_user"`) {
+		t.Fatalf("the key's new user: %s %v", u.Data, err)
 	}
 	_, err = a.GenerateKey(ctx, KeyRequest{Key: "sk-mine"})
 	if !errors.Is(err, store.ErrConflict) {

@@ -66,7 +66,9 @@ func (a *Admin) configModel(id string) bool {
 }
 
 // CreateModel is /model/new: a new gateway.models row (model_info.id, or a new uuid, is its
-// id; litellm_params secrets sealed at rest), applied after commit. Errors: Invalid
+// id; litellm_params secrets sealed at rest), applied after commit. A model with
+// model_info.team_id is its team's, stored as LiteLLM stores team models (teamModel: a unique
+// model_name, the team's model_aliases and models updated in the same transaction). Errors: Invalid
 // ("model_name is required", "litellm_params is required", "Invalid model: ...", an id of a
 // config-file model), Conflict "model with id=<id> already exists".
 func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, error) {
@@ -85,8 +87,13 @@ func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, err
 	}
 	info["id"] = id
 	delete(info, "db_model")
+	name := *req.ModelName
+	tm, isTeam := teamModelOf(info, name) // LiteLLM's team model: a unique name, the team's alias
+	if isTeam {
+		name = tm.unique
+	}
 	infoJSON, _ := json.Marshal(info)
-	if err := validateModel(a.build, id, *req.ModelName, req.LitellmParams, infoJSON); err != nil {
+	if err := validateModel(a.build, id, name, req.LitellmParams, infoJSON); err != nil {
 		return store.Row{}, err
 	}
 	if a.configModel(id) {
@@ -96,9 +103,12 @@ func (a *Admin) CreateModel(ctx context.Context, req ModelInput) (store.Row, err
 	err := a.Write(ctx, func(w *Writer) error {
 		var err error
 		row, err = w.Insert(ctx, store.Model, store.Values{
-			"model_id": id, "model_name": *req.ModelName, "litellm_params": a.build.SealParams(req.LitellmParams), "model_info": infoJSON,
+			"model_id": id, "model_name": name, "litellm_params": a.build.SealParams(req.LitellmParams), "model_info": infoJSON,
 		})
-		return err
+		if err != nil || !isTeam {
+			return err
+		}
+		return tm.addToTeam(ctx, w)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return store.Row{}, conflict("model with id=%s already exists", id)
@@ -157,8 +167,10 @@ func updateModel(ctx context.Context, b *provider.Builder, w *Writer, id, name s
 //
 // A litellm_params secret sent back in the masked form /model/info shows ("sk****3456",
 // "http://u:****@host/v1") keeps the stored secret (provider.RestoreMaskedSecrets), as
-// LiteLLM's /model/update does. Errors: Invalid (a config-file model, "model_name cannot be
-// empty", "Invalid model: ..."), NotFound "Model with id=<id> not found".
+// LiteLLM's /model/update does. A team model (model_info.team_id) keeps its stored unique
+// model_name: a model_name sent is its new team_public_model_name, aliased for the team.
+// Errors: Invalid (a config-file model, "model_name cannot be empty", "Invalid model: ..."),
+// NotFound "Model with id=<id> not found".
 func (a *Admin) EditModel(ctx context.Context, id string, req ModelInput) (store.Row, error) {
 	if a.configModel(id) {
 		return store.Row{}, invalid("model_info.id", configModelErr)
@@ -181,15 +193,26 @@ func (a *Admin) EditModel(ctx context.Context, id string, req ModelInput) (store
 			return err
 		}
 		curInfo, _ := objectOf(cur.ModelInfo, "model_info")
+		curTeam, _ := curInfo["team_id"].(string)
 		name := cur.ModelName
+		var renamed *teamModel
 		if req.ModelName != nil {
 			if *req.ModelName == "" {
 				return invalid("model_name", "model_name cannot be empty")
 			}
 			name = *req.ModelName
 		}
-		row, err = updateModel(ctx, a.build, w, id, name, mergeObjects(params, patch), mergeObjects(curInfo, req.ModelInfo))
-		return err
+		info := mergeObjects(curInfo, req.ModelInfo)
+		if curTeam != "" && name != cur.ModelName {
+			// a team model keeps its stored name; the name sent is its new public name, aliased
+			// for the team (teamModel)
+			renamed = &teamModel{teamID: curTeam, public: name, unique: cur.ModelName}
+			info["team_public_model_name"], name = name, cur.ModelName
+		}
+		if row, err = updateModel(ctx, a.build, w, id, name, mergeObjects(params, patch), info); err != nil || renamed == nil {
+			return err
+		}
+		return renamed.addToTeam(ctx, w)
 	})
 	return row, err
 }

@@ -114,6 +114,7 @@ func (s *Server) accountJSON(r mgmt.Row) (map[string]any, error) {
 	delete(m, "version")
 	delete(m, "team_member_budgets") // shown as team_memberships (teamMemberships)
 	withLiteLLMFields(m)             // tags, user_name, model_aliases, ... (sql/011)
+	memberNulls(m)
 	if _, ok := m["spend"]; !ok {
 		m["spend"] = s.accountSpend(context.Background(), r.Type, r.ID)
 	}

@@ -21,7 +21,7 @@ type (
 func (s *Server) governance() *pipeline.Governance {
 	return &pipeline.Governance{Limiter: s.Limiter, Spend: s.Spend, MasterToken: s.masterToken, ReplicaID: s.ReplicaID,
 		NewID: s.ids.Next, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog,
-		Budgets: s.budgetByID}
+		Budgets: s.budgetByID, ProxyBudget: s.ProxyBudget}
 }
 
 // budgetByID is the budget id as this replica's budgets registry holds it (nil: none).

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -36,6 +37,47 @@ func (s *Server) readiness(c echo.Context) error {
 		body["db"] = dbStatus(st)
 		body["sync_state"] = st
 	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// readinessDetails: GET /health/readiness/details (any key) → readiness' answer plus LiteLLM's
+// authenticated diagnostics (its /health/readiness/details: "status", "db", "cache",
+// "litellm_version", "success_callbacks", "use_aiohttp_transport", "log_level",
+// "is_detailed_debug"): cache null (lockstep has no response cache), litellm_version the
+// build version (Deps.Version), success_callbacks the configured litellm_settings callbacks,
+// use_aiohttp_transport false, log_level the logger's level in Python's names (INFO, DEBUG,
+// ...). 503 with the reason while not ready, as /health/readiness.
+func (s *Server) readinessDetails(c echo.Context) error {
+	if s.Syncer != nil && !s.Syncer.Ready() {
+		return s.readiness(c)
+	}
+	body := map[string]any{"status": "healthy", "replica_id": s.ReplicaID, "db": "Not connected"}
+	if s.Syncer != nil {
+		st := s.Syncer.State()
+		body["db"] = dbStatus(st)
+		body["sync_state"] = st
+	}
+	level := strings.ToUpper(s.Log.GetLevel().String())
+	switch level {
+	case "WARN":
+		level = "WARNING"
+	case "FATAL", "PANIC":
+		level = "CRITICAL"
+	case "TRACE":
+		level = "DEBUG"
+	case "", "DISABLED":
+		level = "INFO"
+	}
+	callbacks := s.Callbacks
+	if callbacks == nil {
+		callbacks = []string{}
+	}
+	body["cache"] = nil
+	body["litellm_version"] = s.Version
+	body["success_callbacks"] = callbacks
+	body["use_aiohttp_transport"] = false
+	body["log_level"] = level
+	body["is_detailed_debug"] = level == "DEBUG"
 	return c.JSON(http.StatusOK, body)
 }
 

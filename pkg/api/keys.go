@@ -105,6 +105,7 @@ func (s *Server) keyOK(c echo.Context, res mgmt.KeyResult) error {
 		return err
 	}
 	out["key"] = res.Key
+	out["token_id"] = out["token"] // LiteLLM GenerateKeyResponse.token_id: the key's hash
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -269,8 +270,9 @@ func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// spendLogs: GET /spend/logs?api_key=<token or key>&start_date=&end_date= → the spend logs
-// (LiteLLM SpendLogs rows), newest first. Dates are YYYY-MM-DD (end_date inclusive) or RFC 3339.
+// spendLogs: GET /spend/logs?api_key=<token or key>&request_id=&user_id=&start_date=&end_date=
+// → the spend logs (LiteLLM SpendLogs rows, spendLogJSON), newest first; request_id matches the
+// answer's id (or the call id of a log without one). Dates are YYYY-MM-DD (end_date inclusive) or RFC 3339.
 func (s *Server) spendLogs(c echo.Context) error {
 	if s.DB == nil {
 		return errf(http.StatusServiceUnavailable, "service_unavailable", "no database configured: spend logs are stored in Postgres; set --database-url or general_settings.database_url")
@@ -291,11 +293,20 @@ func (s *Server) spendLogs(c echo.Context) error {
 		// this replica's own calls are visible at once
 		_ = s.Spend.Flush(c.Request().Context())
 	}
-	logs, err := s.DB.SpendLogs(c.Request().Context(), token, start, end, 10000)
+	userID := c.QueryParam("user_id")
+	if own := ownUser(c); own != "" {
+		userID = own // an internal user's own logs (LiteLLM forces user_id to the caller's)
+	}
+	logs, err := s.DB.SpendLogsWhere(c.Request().Context(), mgmt.SpendLogFilter{Token: token,
+		RequestID: c.QueryParam("request_id"), UserID: userID, Start: start, End: end})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, logs)
+	out := make([]map[string]any, len(logs))
+	for i, l := range logs {
+		out[i] = spendLogJSON(l)
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // parseDate reads a YYYY-MM-DD date (UTC; as an end, the day after it) or an RFC 3339 time.

@@ -184,3 +184,24 @@ func withLiteLLMFields(out map[string]any) {
 		}
 	}
 }
+
+// memberNulls gives every member of a team row's members_with_roles both "user_id" and
+// "user_email", null when the member has none, as LiteLLM's Member model serialises
+// (user_email: null for a member added by user_id only).
+func memberNulls(m map[string]any) {
+	ms, ok := m["members_with_roles"].([]any)
+	if !ok {
+		return
+	}
+	for _, v := range ms {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, f := range [...]string{"user_id", "user_email"} {
+			if _, ok := mm[f]; !ok {
+				mm[f] = nil
+			}
+		}
+	}
+}

@@ -251,10 +251,15 @@ func (s *Server) listModels(c echo.Context) error {
 	sort.Strings(names)
 	data := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		if !p.CanUse(n, snap.ByName(n)) {
+		g := snap.ByName(n)
+		if !p.CanUse(n, g) {
 			continue
 		}
-		data = append(data, map[string]any{"id": n, "object": "model", "created": 1677610602, "owned_by": "openai"})
+		id := n
+		if pub := p.TeamPublicName(g); pub != "" {
+			id = pub // a team's own model, listed by the name the team calls it (LiteLLM team models)
+		}
+		data = append(data, map[string]any{"id": id, "object": "model", "created": 1677610602, "owned_by": "openai"})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -89,6 +89,15 @@ type Deps struct {
 	// ModerationModel is general_settings.moderation_model: the model every /moderations
 	// call uses (moderationModel); "" when unset.
 	ModerationModel string
+	// ProxyBudget is the proxy-wide budget (litellm_settings max_budget, budget_duration):
+	// every call counts toward the user store.ProxyBudgetUser; a virtual key's call is refused
+	// once its spend reached Max (pipeline.Governance.ProxyBudget). Zero: none.
+	ProxyBudget spend.Budget
+	// Version is the build version /health/readiness/details reports as litellm_version.
+	Version string
+	// Callbacks are the litellm_settings callbacks configured (callbacks, success_callback),
+	// reported by /health/readiness/details as success_callbacks.
+	Callbacks []string
 }
 
 // Server is one replica's HTTP API.
@@ -212,6 +221,7 @@ func (s *Server) routes() {
 	e.GET("/health/liveliness", s.liveliness)
 	e.GET("/health/liveness", s.liveliness)
 	e.GET("/health/readiness", s.readiness)
+	e.GET("/health/readiness/details", s.readinessDetails, s.auth(anyKey))
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/sync/lag", s.syncLag, s.auth(viewer))
 	e.GET("/sync/cluster", s.syncCluster, s.auth(viewer))
@@ -228,7 +238,7 @@ func (s *Server) routes() {
 	e.GET("/model_group/info", s.modelGroupInfo, s.auth(anyKey))
 	e.GET("/health", s.health, s.auth(admin))
 	s.markLongRunning("/health")
-	e.GET("/routes", s.listRoutes, s.auth(anyKey))
+	e.GET("/routes", s.listRoutes) // no key, as LiteLLM's /routes
 	for _, p := range []string{"/v1/models", "/models"} {
 		e.GET(p, s.listModels, s.auth(anyKey))
 	}
@@ -251,6 +261,7 @@ func (s *Server) routes() {
 	s.accessGroupRoutes()
 	s.accountRoutes()
 	s.budgetRoutes()
+	s.spendReportRoutes()
 	s.uiRoutes()
 }
 

@@ -62,6 +62,8 @@ type CallInfo struct {
 	EndUser   *accounts.EndUser
 	// CallID is the call's id (x-litellm-call-id; the spend log's request_id).
 	CallID string
+	// Tags are the request's metadata.tags (the spend log's request_tags; nil: none).
+	Tags []string
 }
 
 // Outcome is how an admitted call ended.
@@ -73,4 +75,10 @@ type Outcome struct {
 	Usage format.Usage
 	// Err is why the call failed; nil on success.
 	Err error
+	// ResponseID is the answer's "id" the client saw ("" when none): the spend log's
+	// request_id as LiteLLM logs it (store.SpendLog.ResponseID).
+	ResponseID string
+	// Images is the number of images an image generation answered (0 otherwise), priced at
+	// the deployment's output_cost_per_image each (spend.ImageCost).
+	Images int
 }

@@ -56,6 +56,9 @@ func (p Caller) CanUse(name string, group []*registry.Entry[*router.Deployment])
 	if !p.teamModelsOK(group) {
 		return false
 	}
+	if pub := p.TeamPublicName(group); pub != "" {
+		name = pub // a team model is checked under the name its team calls it by (LiteLLM checks before the alias)
+	}
 	ag := GroupAccess(group)
 	if !p.Key.CanUse(name, ag) {
 		return false
@@ -81,6 +84,18 @@ func (p Caller) teamModelsOK(group []*registry.Entry[*router.Deployment]) bool {
 		}
 	}
 	return true
+}
+
+// TeamPublicName is the name the caller's team calls group by when group is one of the team's
+// own models (router.Deployment.TeamPublicName, LiteLLM's team_public_model_name); "" else.
+func (p Caller) TeamPublicName(group []*registry.Entry[*router.Deployment]) string {
+	if p.Key == nil || p.Key.TeamID == "" || len(group) == 0 {
+		return ""
+	}
+	if d := group[0].Value; d.TeamID == p.Key.TeamID {
+		return d.TeamPublicName
+	}
+	return ""
 }
 
 // accessDenied is the refusal of a model the caller may not use, naming the list that refused

@@ -18,6 +18,7 @@ type Fields struct {
 	Model, Stream  gjson.Result
 	guardrails     gjson.Result // "guardrails"
 	metaGuardrails gjson.Result // "metadata.guardrails"
+	tags           gjson.Result // "metadata.tags": the spend log's request_tags
 	// endUser are the endUserFields: user, litellm_metadata.user, metadata.user_id,
 	// safety_identifier
 	endUser [len(endUserFields)]gjson.Result
@@ -78,6 +79,7 @@ func ScanChecked(body []byte) (Fields, error) {
 	if meta.Exists() {
 		rf.metaGuardrails = meta.Get("guardrails")
 		rf.endUser[2] = meta.Get("user_id")
+		rf.tags = meta.Get("tags")
 	}
 	return rf, nil
 }

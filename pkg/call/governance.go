@@ -42,6 +42,11 @@ type Governance struct {
 	// nil, or a budget it does not hold: the object's own limits only). Never reads
 	// Postgres: a budget written anywhere reaches the registry by the change feed.
 	Budgets func(id string) *accounts.Budget
+	// ProxyBudget is the proxy-wide budget (litellm_settings max_budget, budget_duration;
+	// zero: none): every call's spend counts toward the user store.ProxyBudgetUser, and a
+	// virtual key's call is refused once that spend reached Max (LiteLLM common_checks'
+	// global proxy budget; the master key is not refused, as LiteLLM's skips those checks).
+	ProxyBudget spend.Budget
 }
 
 // budget is the budget named id ("" or unknown: nil).
@@ -63,8 +68,11 @@ type govCall struct {
 	callType string
 	model    string
 	id       string // the call id (CallInfo.CallID): the spend log's request_id
-	start    time.Time
-	done     atomic.Bool
+	// keyAlias and teamAlias are the key's and its team's aliases (spend log metadata)
+	keyAlias, teamAlias string
+	tags                []string // the request's metadata.tags
+	start               time.Time
+	done                atomic.Bool
 	// owners are the call's user, team, organization and end user (owners.go); ownerTickets
 	// their rate-limit admissions.
 	owners       []owner
@@ -78,7 +86,7 @@ type govCall struct {
 // (Retry-After set), *Unavailable when a limited key's leases or spend cannot be read from
 // Postgres.
 func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
-	gc := &govCall{g: g, callType: ci.Route, model: ci.Model, start: time.Now(), id: ci.CallID}
+	gc := &govCall{g: g, callType: ci.Route, model: ci.Model, start: time.Now(), id: ci.CallID, tags: ci.Tags}
 	h := ci.Header
 	if h == nil {
 		h = http.Header{}
@@ -86,9 +94,17 @@ func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 	k := ci.Key
 	switch {
 	case k != nil:
-		gc.token = k.Token
+		gc.token, gc.keyAlias = k.Token, k.Alias
 	case g.MasterToken != "":
 		gc.token = g.MasterToken
+	}
+	if ci.Team != nil && ci.Team.Alias != nil {
+		gc.teamAlias = *ci.Team.Alias
+	}
+	if k != nil && g.ProxyBudget.Has && g.Spend != nil {
+		if err := g.Spend.Check(ctx, store.OwnerToken("user", store.ProxyBudgetUser), g.ProxyBudget); err != nil {
+			return nil, g.refusal(h, k, err)
+		}
 	}
 	gc.owners = g.callOwners(ci)
 	if k == nil {
@@ -245,6 +261,7 @@ func (gc *govCall) Done(o Outcome) {
 	l := store.SpendLog{RequestID: id, APIKey: gc.token, CallType: gc.callType, Model: gc.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
 		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success",
+		ResponseID: o.ResponseID, KeyAlias: gc.keyAlias, TeamAlias: gc.teamAlias, ProxyBudget: g.ProxyBudget.Has, RequestTags: gc.tags,
 		ExtraTokens: modelBudgetTokens(gc.modelBudgets)}
 	if o.Err != nil {
 		l.Status = "failure"
@@ -265,6 +282,9 @@ func (gc *govCall) Done(o Outcome) {
 		l.ModelID = d.ModelID
 		l.ModelGroup = d.Group()
 		l.Spend = spend.Cost(d.ModelInfo, o.Usage.PromptTokens, o.Usage.CompletionTokens)
+		if o.Images > 0 {
+			l.Spend += spend.ImageCost(d.ModelInfo, o.Images)
+		}
 	}
 	g.Spend.Record(l)
 	if g.Export != nil {

@@ -18,7 +18,8 @@ import (
 // litellm/proxy/common_request_processing.py get_custom_headers, router_utils/
 // add_retry_fallback_headers.py), on every answer of an LLM route, plain and streamed:
 //
-//   - x-litellm-call-id: the call's id, also the request_id of its spend log;
+//   - x-litellm-call-id: the call's id, the spend log's call_id (its request_id when the answer has
+//     no id of its own, as a failed call);
 //   - x-litellm-model-id: the model_id of the deployment that answered;
 //   - x-litellm-model-region: its litellm_params.region_name (only when it has one);
 //   - x-litellm-response-cost: the call's cost in USD, as Python prints a float ("0.0",

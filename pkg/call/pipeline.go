@@ -93,6 +93,8 @@ type Call struct {
 	mock      func(ctx context.Context, c *Call) error
 	timeout   []string        // x-litellm-timeout when the request set one; nil: the deployment's
 	span      *telemetry.Span // the call's span (tracing.go); nil when tracing is off
+	respID    string          // the answer's id the client saw (response_id.go), for the spend log
+	images    int             // images an image generation answered (priced per image)
 }
 
 // Spec is what a route gives the pipeline.
@@ -186,6 +188,7 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 	if ci.EndUserID, ci.EndUser, err = p.endUser(sp.ReqHeader, rf); err != nil {
 		return ctx, nil, err
 	}
+	ci.Tags = requestTags(rf.tags)
 	if eu := ci.EndUser; eu != nil && eu.AllowedModelRegion != "" && t.direct == nil && len(t.group) > 0 {
 		// LiteLLM's region routing: only the deployments in the end user's region.
 		if t.group = router.InRegion(t.group, eu.AllowedModelRegion); len(t.group) == 0 {
@@ -309,7 +312,7 @@ func (c *Call) done(d *router.Deployment, u format.Usage, err error) {
 	}
 	if c.ticket != nil {
 		step := c.span.Child("spend")
-		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err})
+		c.ticket.Done(Outcome{Deployment: d, Usage: u, Err: err, ResponseID: c.respID, Images: c.images})
 		step.End()
 		c.ticket = nil
 	}
@@ -341,6 +344,10 @@ func (c *Call) Do(ctx context.Context) (*provider.Response, error) {
 		return nil, err
 	}
 	usage := res.Usage
+	c.respID = responseID(res.Body)
+	if c.f == format.FormatImages {
+		c.images = imageCount(res.Body)
+	}
 	if c.post {
 		step := c.span.Child("guardrails.post_call")
 		body, err := format.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))

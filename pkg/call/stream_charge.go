@@ -83,6 +83,9 @@ func (u *upstreamCtx) end() {
 
 // count takes one upstream event into the estimate.
 func (g *guardedStream) count(ev provider.Event) {
+	if g.c.respID == "" && g.frames < 4 { // the answer's id, from its first events
+		g.c.respID = streamResponseID(ev.Data)
+	}
 	g.frames++
 	g.textBytes += len(ev.Text)
 }

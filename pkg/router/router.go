@@ -39,6 +39,10 @@ type Deployment struct {
 	// team admin with model_info.team_id), usable and listed only for that team's keys and
 	// proxy admins ("": every key its lists allow).
 	TeamID string
+	// TeamPublicName is model_info.team_public_model_name: the name a team model's team calls
+	// it by (LiteLLM stores team models under a unique model_name and aliases this name to it
+	// for the team); "" when none.
+	TeamPublicName string
 	// group is the model group name as registered when it differs from ModelName: the
 	// wildcard pattern ("openai/*") of a deployment expand built for a concrete name.
 	group string
@@ -163,6 +167,9 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 		d.TeamID = tid.Str
 	default:
 		return nil, fmt.Errorf("model_info.team_id must be a string, got %s", tid.Raw)
+	}
+	if pub := mi.Get("team_public_model_name"); pub.Type == gjson.String {
+		d.TeamPublicName = pub.Str
 	}
 	return d, nil
 }
@@ -295,7 +302,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 		if err != nil {
 			continue
 		}
-		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, TeamID: d.TeamID, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
+		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, TeamID: d.TeamID, TeamPublicName: d.TeamPublicName, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
 		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
 	}
 	return out

@@ -58,6 +58,21 @@ func Cost(modelInfo json.RawMessage, prompt, completion int64) float64 {
 	return c
 }
 
+// ImageCost prices an image generation that answered images images from a deployment's
+// model_info: images × output_cost_per_image (USD; LiteLLM's field, as its
+// default_image_cost_calculator prices n images). A missing or non-numeric price counts 0.
+// input_cost_per_image (LiteLLM's price of an image sent in a prompt) is not charged here:
+// a generation request sends none.
+func ImageCost(modelInfo json.RawMessage, images int) float64 {
+	if len(modelInfo) == 0 || images <= 0 {
+		return 0
+	}
+	if out := gjson.GetBytes(modelInfo, "output_cost_per_image"); out.Type == gjson.Number {
+		return float64(images) * out.Float()
+	}
+	return 0
+}
+
 // Budget is a key's budget; the zero value has none (a Max of 0 with Has set refuses
 // every call, as LiteLLM's max_budget 0).
 type Budget struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -131,7 +132,23 @@ type SpendLog struct {
 	// budgets' (model_max_budget, "model_budget:<kind>:<id>:<model>"), only for a call that
 	// has one. Not a spend_logs column.
 	ExtraTokens []string `json:"-"`
+	// ResponseID is the answer's "id" the client saw ("" when none: a failed call, an answer
+	// without one); LiteLLM logs it as request_id (sql/013). RequestID stays the call id.
+	ResponseID string `json:"response_id"`
+	// KeyAlias and TeamAlias are the key's and its team's aliases at call time (LiteLLM
+	// metadata user_api_key_alias, user_api_key_team_alias; sql/013).
+	KeyAlias  string `json:"key_alias"`
+	TeamAlias string `json:"team_alias"`
+	// RequestTags are the request's metadata.tags (LiteLLM SpendLogs.request_tags; sql/013).
+	RequestTags []string `json:"request_tags"`
+	// ProxyBudget: the call also counts toward the proxy-wide budget (litellm_settings
+	// max_budget), the key_spend token ProxyBudgetToken. Not stored.
+	ProxyBudget bool `json:"-"`
 }
+
+// ProxyBudgetUser is LiteLLM's litellm_proxy_budget_name: the internal user whose spend is
+// every call's and whose max_budget is litellm_settings.max_budget.
+const ProxyBudgetUser = "litellm-proxy-budget"
 
 // OwnerToken is the gateway.key_spend (and rate-limit lease) token under which the spend and
 // limits of a user, team, organization or end user are kept: "<kind>:<id>", never a key's
@@ -156,6 +173,9 @@ func (l SpendLog) Tokens() []string {
 	}
 	if l.User != "" && l.TeamID != "" {
 		out = append(out, OwnerToken("team_member", TeamMemberID(l.TeamID, l.User)))
+	}
+	if l.ProxyBudget && l.User != ProxyBudgetUser {
+		out = append(out, OwnerToken("user", ProxyBudgetUser))
 	}
 	return append(out, l.ExtraTokens...)
 }
@@ -223,10 +243,11 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		// inserted: a retried batch counts nothing twice
 		b.Queue(`WITH ins AS (
 			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
-				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status)
+				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status,
+				response_id, key_alias, team_alias, request_tags)
 			SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::text[], $4::text::text[], $5::text::text[], $6::float8[], $7::bigint[],
 				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[],
-				$17::text::text[])
+				$17::text::text[], $18::text::text[], $19::text::text[], $20::text::text[], $23::text::jsonb[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING request_id, api_key, spend, user_id, team_id, organization_id, end_user),
 			tot AS (
@@ -236,7 +257,8 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 				UNION ALL SELECT 'organization:' || organization_id, spend FROM ins WHERE organization_id <> ''
 				UNION ALL SELECT 'end_user:' || end_user, spend FROM ins WHERE end_user <> ''
 				UNION ALL SELECT 'team_member:' || team_id || ':' || user_id, spend FROM ins WHERE team_id <> '' AND user_id <> ''
-				UNION ALL SELECT x.token, ins.spend FROM ins JOIN unnest($18::text::text[], $19::text::text[]) AS x(request_id, token) USING (request_id))
+				UNION ALL SELECT 'user:' || $21::text, spend FROM ins WHERE $22::bool AND user_id <> $21::text
+				UNION ALL SELECT x.token, ins.spend FROM ins JOIN unnest($24::text::text[], $25::text::text[]) AS x(request_id, token) USING (request_id))
 			INSERT INTO gateway.key_spend AS s (token, spend)
 			SELECT token, sum(spend) FROM tot GROUP BY token
 			ON CONFLICT (token) DO UPDATE SET spend = s.spend + EXCLUDED.spend, updated_at = now()`,
@@ -251,7 +273,9 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 					return "success"
 				}
 				return l.Status
-			}), extraIDs, extraToks)
+			}), col(func(l *SpendLog) string { return l.ResponseID }), col(func(l *SpendLog) string { return l.KeyAlias }),
+			col(func(l *SpendLog) string { return l.TeamAlias }), ProxyBudgetUser, proxyBudgeted(logs),
+			col(func(l *SpendLog) string { return tagsJSON(l.RequestTags) }), extraIDs, extraToks)
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
@@ -281,6 +305,26 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		return nil, time.Time{}, fmt.Errorf("flush spend: %w", mapErr(err))
 	}
 	return out, now, nil
+}
+
+// tagsJSON renders request tags as a JSON array ("[]" for none).
+func tagsJSON(tags []string) string {
+	if len(tags) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+// proxyBudgeted reports whether the batch counts toward the proxy-wide budget (the flag is
+// the same for every call of a replica: litellm_settings.max_budget is configuration).
+func proxyBudgeted(logs []SpendLog) bool {
+	for i := range logs {
+		if logs[i].ProxyBudget {
+			return true
+		}
+	}
+	return false
 }
 
 // arrayLiteral renders one column of logs as a Postgres array literal ("{...}"), each
@@ -345,26 +389,7 @@ func (s *Store) GetKeySpend(ctx context.Context, tokens []string) (map[string]Ke
 // SpendLogs reads spend logs, newest first, optionally of one key (token) and within
 // [start, end) (zero times: unbounded), at most limit rows. Errors: ErrUnavailable.
 func (s *Store) SpendLogs(ctx context.Context, token string, start, end time.Time, limit int) ([]SpendLog, error) {
-	ctx, cancel := s.op(ctx)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT request_id, api_key, call_type, model, model_id, spend, prompt_tokens, completion_tokens,
-			total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status FROM gateway.spend_logs
-		WHERE ($1 = '' OR api_key = $1) AND ($2::timestamptz IS NULL OR start_time >= $2) AND ($3::timestamptz IS NULL OR start_time < $3)
-		ORDER BY start_time DESC, request_id LIMIT $4`, token, nullTime(start), nullTime(end), limit)
-	if err != nil {
-		return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
-	}
-	defer rows.Close()
-	out := []SpendLog{}
-	for rows.Next() {
-		var l SpendLog
-		if err := rows.Scan(&l.RequestID, &l.APIKey, &l.CallType, &l.Model, &l.ModelID, &l.Spend, &l.PromptTokens, &l.CompletionTokens,
-			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID, &l.User, &l.TeamID, &l.OrganizationID, &l.EndUser, &l.Status); err != nil {
-			return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
-		}
-		out = append(out, l)
-	}
-	return out, mapErr(rows.Err())
+	return s.SpendLogsWhere(ctx, SpendLogFilter{Token: token, Start: start, End: end, Limit: limit})
 }
 
 func nullTime(t time.Time) *time.Time {
