@@ -200,6 +200,9 @@ func plan(d *Deployment, in Format) (up Format, pass bool, err error) {
 	}
 	switch d.wire {
 	case wireNative:
+		if in == FormatMessages && d.messages != nil {
+			return FormatMessages, true, nil // Claude on Bedrock InvokeModel
+		}
 		return formatNative, false, nil
 	case wireAnthropic:
 		if in == FormatMessages {
@@ -265,13 +268,16 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 		return nil, nil, err
 	}
 	var x *xlate
-	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
-		x = &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}
+	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool || len(r.custom) > 0 {
+		x = &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool, custom: r.custom}
 	}
 	return b, x, nil
 }
 
 func (d *Deployment) url(up Format, stream bool) string {
+	if stream && up == FormatMessages && d.messagesStream != "" {
+		return d.messagesStream
+	}
 	if stream && d.streamURL != "" { // set only where streams have their own endpoint
 		return d.streamURL
 	}
@@ -282,6 +288,10 @@ func (d *Deployment) url(up Format, stream bool) string {
 // and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
 // closed.
 func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte, in http.Header) (*http.Response, error) {
+	body, err := d.messagesBody(up, stream, body, in)
+	if err != nil {
+		return nil, err
+	}
 	return c.sendTo(ctx, d, d.url(up, stream), d.endpoint(up, stream), up, body, in)
 }
 
@@ -650,7 +660,11 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 		// The upstream ignored "stream": replay its whole answer as a stream.
 		return s.replayJSON(in, up, includeUsage(body), x)
 	}
-	s.rd = newSSEReader(resp.Body)
+	if up == FormatMessages && d.messages != nil {
+		s.rd = d.messages.Frames(resp.Body)
+	} else {
+		s.rd = newSSEReader(resp.Body)
+	}
 	if !pass {
 		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
 		if up == FormatMessages {
