@@ -450,7 +450,7 @@ func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, err
 		newDeployment = s.Deployments.NewConfigDeployment
 	}
 	direct := func() (target, error) {
-		d, err := newDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)
+		d, err := newDeployment(agentDeploymentID(agent), agent.Name, agent.UpstreamParams())
 		if err != nil {
 			return target{}, fmt.Errorf("agent %q: %w", agent.Name, err)
 		}
