@@ -59,7 +59,10 @@ func (s *Server) a2aAgent(w http.ResponseWriter, r *http.Request, version string
 	wantRole, textOf := "user", func(p gjson.Result) (string, bool) { return p.Get("text").Str, p.Get("kind").Str == "text" }
 	if v10 {
 		wantRole = "ROLE_USER"
-		textOf = func(p gjson.Result) (string, bool) { t := p.Get("text"); return t.Str, t.Exists() && !p.Get("kind").Exists() }
+		textOf = func(p gjson.Result) (string, bool) {
+			t := p.Get("text")
+			return t.Str, t.Exists() && !p.Get("kind").Exists()
+		}
 	}
 	var text string
 	ok := msg.Get("role").Str == wantRole && msg.Get("messageId").Str != ""
@@ -97,7 +100,9 @@ func (s *Server) a2aAgent(w http.ResponseWriter, r *http.Request, version string
 		return
 	}
 	e := s.startSSE(w, r)
-	send := func(result any) bool { return e.frame("", map[string]any{"jsonrpc": "2.0", "id": id, "result": result}) }
+	send := func(result any) bool {
+		return e.frame("", map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
 	state := func(s string) string {
 		if v10 {
 			return map[string]string{"submitted": "TASK_STATE_SUBMITTED", "working": "TASK_STATE_WORKING", "completed": "TASK_STATE_COMPLETED"}[s]
