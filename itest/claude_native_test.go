@@ -29,10 +29,17 @@ const claudeCodeBody = `{"model":%q,"max_tokens":2048,
  {"role":"user","content":[{"type":"text","text":"open main.go"}]},
  {"role":"assistant","content":[{"type":"thinking","thinking":"I should read it.","signature":"EqQBCkYIBxgCKkDsig=="},{"type":"tool_use","id":"toolu_01A","name":"read_file","input":{"path":"main.go"}}]},
  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01A","content":"package main"},{"type":"text","text":"summarise it","cache_control":{"type":"ephemeral"}}]}
-],"metadata":{"user_id":"u-1"}}`
+],"metadata":{"user_id":"u-1"},"service_tier":"auto"}`
 
 // postMessages posts a raw /v1/messages body with the given anthropic-beta header.
 func postMessages(t *testing.T, g *Gateway, body []byte, beta string) (int, []byte) {
+	t.Helper()
+	st, b, _ := postMessagesH(t, g, body, beta)
+	return st, b
+}
+
+// postMessagesH is postMessages also returning the answer's header.
+func postMessagesH(t *testing.T, g *Gateway, body []byte, beta string) (int, []byte, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest("POST", g.URL+"/v1/messages", bytes.NewReader(body))
 	require.NoError(t, err)
@@ -45,7 +52,7 @@ func postMessages(t *testing.T, g *Gateway, body []byte, beta string) (int, []by
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, out
+	return resp.StatusCode, out, resp.Header
 }
 
 // withoutMembers returns body without the named top-level members.
@@ -95,7 +102,7 @@ func TestClaudeNativeOnBedrockAndVertex(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.model, func(t *testing.T) {
 			sent := []byte(fmt.Sprintf(claudeCodeBody, c.model))
-			st, b := postMessages(t, p.B, sent, beta)
+			st, b, h := postMessagesH(t, p.B, sent, beta)
 			require.Equal(t, 200, st, "%s", b)
 			require.Equal(t, "fake reply to: summarise it", gjson.GetBytes(b, "content.0.text").Str, "%s", b)
 			require.Equal(t, "end_turn", gjson.GetBytes(b, "stop_reason").Str)
@@ -103,7 +110,14 @@ func TestClaudeNativeOnBedrockAndVertex(t *testing.T) {
 			require.True(t, ok, "%+v", c.up.Requests())
 			got := gjson.ParseBytes(req.Body)
 			// Everything the client sent arrives as it was, but for the endpoint's own edits.
-			require.JSONEq(t, withoutMembers(t, sent, "model"), withoutMembers(t, req.Body, "anthropic_version", "anthropic_beta"), "%s", req.Body)
+			notTaken := []string{"model"}
+			if c.bedrock { // Bedrock takes no service_tier: dropped, with the header
+				notTaken = append(notTaken, "service_tier")
+				require.Equal(t, "service_tier", h.Get("x-lockstep-dropped"))
+			} else {
+				require.Empty(t, h.Get("x-lockstep-dropped"))
+			}
+			require.JSONEq(t, withoutMembers(t, sent, notTaken...), withoutMembers(t, req.Body, "anthropic_version", "anthropic_beta"), "%s", req.Body)
 			if c.bedrock {
 				require.Equal(t, "bedrock-2023-05-31", got.Get("anthropic_version").Str)
 				require.JSONEq(t, `["interleaved-thinking-2025-05-14","fine-grained-tool-streaming-2025-05-14"]`, got.Get("anthropic_beta").Raw)

@@ -30,14 +30,19 @@ func (s *Server) bedrockClaude(w http.ResponseWriter, r *http.Request, model str
 	case j.Get("anthropic_version").Str != "bedrock-2023-05-31":
 		bad("Malformed input request: #: required key [anthropic_version] not found, please reformat your input and try again.")
 		return
-	case j.Get("model").Exists():
-		bad("Malformed input request: #: extraneous key [model] is not permitted, please reformat your input and try again.")
-		return
-	case j.Get("stream").Exists():
-		bad("Malformed input request: #: extraneous key [stream] is not permitted, please reformat your input and try again.")
-		return
 	case j.Get("max_tokens").Type != gjson.Number || !j.Get("messages").IsArray():
 		bad("Malformed input request: #: required key [max_tokens] not found, please reformat your input and try again.")
+		return
+	}
+	extra := ""
+	j.ForEach(func(k, _ gjson.Result) bool {
+		if !bedrockClaudeFields[k.Str] {
+			extra = k.Str
+		}
+		return extra == ""
+	})
+	if extra != "" {
+		bad("Malformed input request: #: extraneous key [" + extra + "] is not permitted, please reformat your input and try again.")
 		return
 	}
 	if b := j.Get("anthropic_beta"); b.Exists() {
@@ -116,6 +121,13 @@ func (e *eventStreamWriter) Flush() {
 		f.Flush()
 	}
 }
+
+// bedrockClaudeFields are the top-level members Bedrock takes with Claude
+// (model-parameters-anthropic-claude-messages-request-response.html; LiteLLM's
+// BedrockInvokeAnthropicMessagesRequest).
+var bedrockClaudeFields = map[string]bool{"anthropic_version": true, "max_tokens": true, "messages": true, "anthropic_beta": true,
+	"system": true, "stop_sequences": true, "temperature": true, "top_p": true, "top_k": true, "tools": true,
+	"tool_choice": true, "thinking": true, "metadata": true, "output_config": true, "context_management": true}
 
 // isBedrockClaude reports a Claude model id (with or without a region prefix).
 func isBedrockClaude(model string) bool { return strings.Contains(model, "anthropic.claude") }

@@ -288,10 +288,6 @@ func (d *Deployment) url(up Format, stream bool) string {
 // and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
 // closed.
 func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte, in http.Header) (*http.Response, error) {
-	body, err := d.messagesBody(up, stream, body, in)
-	if err != nil {
-		return nil, err
-	}
 	return c.sendTo(ctx, d, d.url(up, stream), d.endpoint(up, stream), up, body, in)
 }
 
@@ -482,6 +478,9 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, 
 		return nil, err
 	}
 	ub, x, err := upstreamBody(d, in, up, pass, false, body)
+	if err == nil {
+		ub, err = d.messagesBody(up, false, ub, h)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -626,6 +625,9 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 		return nil, err
 	}
 	ub, x, err := upstreamBody(d, in, up, pass, true, body)
+	if err == nil {
+		ub, err = d.messagesBody(up, true, ub, h)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"io"
 	"net/http"
+	"strings"
 )
 
 // MessagesWire is a vendor's Anthropic-native Messages endpoint beside its own [Wire]: Claude
@@ -13,8 +14,9 @@ import (
 type MessagesWire interface {
 	// Body edits a client's Messages body (its model already the deployment's) for the
 	// endpoint; stream tells which endpoint it is for, in is the client's request header (nil
-	// when there is none). Errors are *UpstreamError (400).
-	Body(body []byte, stream bool, in http.Header) ([]byte, error)
+	// when there is none). dropped names the members it removed (the answer's
+	// [DroppedHeader]). Errors are *UpstreamError (400).
+	Body(body []byte, stream bool, in http.Header) (out []byte, dropped []string, err error)
 	// Frames reads the endpoint's streamed answer as Anthropic SSE frames: each Current is
 	// the raw frame ("event: <type>\ndata: <json>\n\n") a client receives verbatim, its event
 	// name and its JSON. An error the stream reports is a *UpstreamError from Next.
@@ -30,10 +32,15 @@ func (s *Setup) SetMessagesWire(url, streamURL string, mw MessagesWire) {
 }
 
 // messagesBody applies the deployment's MessagesWire edits to a passed-through Messages body
-// (body itself when there is none or up is another format).
-func (d *Deployment) messagesBody(up Format, stream bool, body []byte, in http.Header) ([]byte, error) {
+// (body itself when there is none or up is another format), naming what they dropped in
+// h.Out's [DroppedHeader].
+func (d *Deployment) messagesBody(up Format, stream bool, body []byte, h Headers) ([]byte, error) {
 	if d.messages == nil || up != FormatMessages {
 		return body, nil
 	}
-	return d.messages.Body(body, stream, in)
+	out, dropped, err := d.messages.Body(body, stream, h.In)
+	if err == nil && len(dropped) > 0 && h.Out != nil {
+		h.Out[DroppedHeader] = []string{strings.Join(dropped, ",")}
+	}
+	return out, err
 }

@@ -30,38 +30,55 @@ func isClaude(modelID string) bool { return strings.Contains(modelID, "anthropic
 // anthropic_claude3_transformation.py): no "model" (it is in the URL) and no "stream" (the
 // endpoint says it), "anthropic_version": "bedrock-2023-05-31" unless the client gave one, and
 // the client's anthropic-beta header as the "anthropic_beta" array (Bedrock reads beta
-// features from the body, not a header). Everything else passes through unchanged. The
+// features from the body, not a header), and top-level members Bedrock does not accept
+// removed, named in x-lockstep-dropped (LiteLLM's BedrockInvokeAnthropicMessagesRequest
+// allowlist: invokeFields). Everything else passes through unchanged. The
 // answer is Anthropic's Messages JSON; the stream is the AWS event-stream framing whose
 // "chunk" events carry {"bytes": base64 of one Anthropic stream event's JSON}.
 type invokeMessages struct{}
 
 var _ provider.MessagesWire = invokeMessages{}
 
-func (invokeMessages) Body(b []byte, _ bool, in http.Header) ([]byte, error) {
+// invokeFields are the top-level members Bedrock InvokeModel takes with Claude (LiteLLM's
+// BedrockInvokeAnthropicMessagesRequest; "model" and "stream" are removed without a note:
+// the URL carries them).
+var invokeFields = map[string]bool{"anthropic_version": true, "max_tokens": true, "messages": true, "anthropic_beta": true,
+	"system": true, "stop_sequences": true, "temperature": true, "top_p": true, "top_k": true, "tools": true,
+	"tool_choice": true, "thinking": true, "metadata": true, "output_config": true, "context_management": true}
+
+func (invokeMessages) Body(b []byte, _ bool, in http.Header) ([]byte, []string, error) {
 	if urlImage(b) {
 		// Claude on Bedrock takes base64 image sources only (the Converse translation's
 		// refusal, in the same words)
-		return nil, provider.BadRequest("messages: image URLs cannot be sent to provider bedrock; send the image as a base64 data: URL")
+		return nil, nil, provider.BadRequest("messages: image URLs cannot be sent to provider bedrock; send the image as a base64 data: URL")
 	}
+	var del, dropped []string
+	gjson.ParseBytes(b).ForEach(func(k, _ gjson.Result) bool {
+		switch {
+		case k.Str == "model" || k.Str == "stream":
+			del = append(del, k.Str)
+		case !invokeFields[k.Str]:
+			del, dropped = append(del, k.Str), append(dropped, k.Str)
+		}
+		return true
+	})
 	var err error
-	for _, k := range []string{"model", "stream"} {
-		if gjson.GetBytes(b, k).Exists() {
-			if b, err = sjson.DeleteBytes(b, k); err != nil {
-				return nil, provider.BadRequest("%v", err)
-			}
+	for _, k := range del {
+		if b, err = sjson.DeleteBytes(b, gjson.Escape(k)); err != nil {
+			return nil, nil, provider.BadRequest("%v", err)
 		}
 	}
 	if !gjson.GetBytes(b, "anthropic_version").Exists() {
 		if b, err = sjson.SetBytes(b, "anthropic_version", AnthropicVersion); err != nil {
-			return nil, provider.BadRequest("%v", err)
+			return nil, nil, provider.BadRequest("%v", err)
 		}
 	}
 	if betas := betaList(in); len(betas) > 0 && !gjson.GetBytes(b, "anthropic_beta").Exists() {
 		if b, err = sjson.SetBytes(b, "anthropic_beta", betas); err != nil {
-			return nil, provider.BadRequest("%v", err)
+			return nil, nil, provider.BadRequest("%v", err)
 		}
 	}
-	return b, nil
+	return b, dropped, nil
 }
 
 // urlImage reports an image block with a "url" source in a Messages body's messages (also
