@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"strings"
 
@@ -385,7 +386,7 @@ func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, t
 	if !ok {
 		return ctx, nil, errors.New("agent call without a caller") // every A2A route sets one
 	}
-	body := provider.ChatRequest(agent.Model, text)
+	body := format.ChatRequest(agent.Model, text)
 	if stream {
 		// the usage chunk tells the limits step what the call cost
 		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
@@ -398,7 +399,7 @@ func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, t
 		respHeader = nil
 	}
 	return s.startCall(ctx, callSpec{
-		format: provider.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
+		format: format.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
 		header: respHeader, reqHeader: ac.Header,
 		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
 		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lockstep/pkg/format"
 	"net"
 	"net/http"
 	"net/url"
@@ -219,7 +220,7 @@ func (s *Server) routes() {
 	}
 
 	// LLM routes
-	for _, f := range provider.Formats {
+	for _, f := range format.Formats {
 		// auth applied here, once, not as route middleware: echo applies route middleware
 		// anew for every request (a closure each time)
 		h := s.auth(anyKey)(s.llm(f))
@@ -303,8 +304,8 @@ func detailErr(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...), style: styleDetail}
 }
 
-// statusType is the OpenAI error type of a status: the one table, provider.ErrorType.
-func statusType(status int) string { return provider.ErrorType(status) }
+// statusType is the OpenAI error type of a status: the one table, format.ErrorType.
+func statusType(status int) string { return format.ErrorType(status) }
 
 // errorInfo maps any error a handler (or the call pipeline, before or during a stream)
 // returns to its status, type and message: the one mapping, used by errorHandler and by the
@@ -317,7 +318,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	}
 	var ae *Error
 	var he *echo.HTTPError
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	var gb *guardrailBlock
 	var nd *router.NoDeploymentsError
 	switch {
@@ -385,7 +386,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var body any
 	switch style {
 	case styleAnthropic:
-		body = map[string]any{"type": "error", "error": map[string]any{"type": provider.AnthropicType(ae.Status, ae.Type), "message": ae.Message}}
+		body = map[string]any{"type": "error", "error": map[string]any{"type": format.AnthropicType(ae.Status, ae.Type), "message": ae.Message}}
 	case styleDetail:
 		body = map[string]any{"detail": map[string]any{"error": ae.Message}}
 	default:

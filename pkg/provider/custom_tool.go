@@ -2,6 +2,8 @@ package provider
 
 import (
 	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/format"
 )
 
 // Responses "custom" tools (freeform tools such as Codex's apply_patch:
@@ -19,7 +21,7 @@ import (
 // customToolSchema is the parameters schema of a custom tool's function form.
 func customToolSchema(name string) string {
 	b := []byte(`{"type":"object","properties":{"content":{"type":"string","description":`)
-	b = appendJSONString(b, "The "+name+" content following the specified format")
+	b = format.AppendJSONString(b, "The "+name+" content following the specified format")
 	return string(append(b, `}},"required":["content"]}`...))
 }
 
@@ -34,7 +36,7 @@ func customTool(t gjson.Result, name string) tool {
 
 // customArgs wraps a custom tool call's freeform input as its function arguments.
 func customArgs(input string) string {
-	return string(append(appendJSONString([]byte(`{"content":`), input), '}'))
+	return string(append(format.AppendJSONString([]byte(`{"content":`), input), '}'))
 }
 
 // customInput is a custom tool call's freeform input read back from its function arguments.

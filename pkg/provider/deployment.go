@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,10 +23,6 @@ const DefaultTimeout = 600 * time.Second
 // AnthropicVersion is the anthropic-version header sent to Anthropic upstreams
 // (https://docs.anthropic.com/en/api/versioning).
 const AnthropicVersion = "2023-06-01"
-
-// DefaultAnthropicMaxTokens is the max_tokens sent to Anthropic when a translated request has
-// none (Anthropic requires it; LiteLLM's default for Anthropic is 4096).
-const DefaultAnthropicMaxTokens = 4096
 
 // wire is the API family an upstream speaks.
 type wire uint8
@@ -148,11 +146,11 @@ type Deployment struct {
 	RPM, TPM int64
 
 	spec      providerSpec
-	wire      wire               // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
-	urls      [numFormats]string // upstream endpoint per format; "" = not served
-	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
+	wire      wire                      // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
+	urls      [format.NumFormats]string // upstream endpoint per format; "" = not served
+	streamURL string                    // formatNative's streaming endpoint when it differs from urls[formatNative]
 	// parsed and parsedStream are urls and streamURL parsed (parseEndpoints; nil: not parsed)
-	parsed       [numFormats]*url.URL
+	parsed       [format.NumFormats]*url.URL
 	parsedStream *url.URL
 	native       Wire     // wireNative: the request/answer/stream translation
 	embedder     Embedder // wireNative: its embeddings API, nil when it has none
@@ -225,7 +223,7 @@ func (d *Deployment) Derive(modelName string, litellmParams []byte) (*Deployment
 }
 
 func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
-	if !validJSON(litellmParams) {
+	if !format.ValidJSON(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
 	p := gjson.ParseBytes(litellmParams)
@@ -380,8 +378,8 @@ func parseEndpoint(s string) *url.URL {
 // endpoint is url(up, stream) parsed, nil when it was not (send then builds the request
 // with http.NewRequest). Shared by every request and never modified: net/http only reads
 // a request's URL (a redirect follows a clone of it).
-func (d *Deployment) endpoint(up Format, stream bool) *url.URL {
-	if stream && up == FormatMessages && d.messagesStream != "" {
+func (d *Deployment) endpoint(up format.Format, stream bool) *url.URL {
+	if stream && up == format.FormatMessages && d.messagesStream != "" {
 		return d.parsedMessagesStream
 	}
 	if stream && d.streamURL != "" {
@@ -488,22 +486,22 @@ func (d *Deployment) buildEndpoints() {
 	case wireAnthropic:
 		switch {
 		case strings.HasSuffix(d.APIBase, "/v1/messages"):
-			d.urls[FormatMessages] = d.APIBase
+			d.urls[format.FormatMessages] = d.APIBase
 		case strings.HasSuffix(d.APIBase, "/v1"):
-			d.urls[FormatMessages] = d.APIBase + "/messages"
+			d.urls[format.FormatMessages] = d.APIBase + "/messages"
 		default:
-			d.urls[FormatMessages] = d.APIBase + "/v1/messages"
+			d.urls[format.FormatMessages] = d.APIBase + "/v1/messages"
 		}
 		if d.APIKey != "" {
 			h.Set("x-api-key", d.APIKey)
 		}
 		h.Set("anthropic-version", AnthropicVersion)
 	default:
-		for _, f := range []Format{FormatChat, FormatResponses, FormatEmbeddings} {
+		for _, f := range []format.Format{format.FormatChat, format.FormatResponses, format.FormatEmbeddings} {
 			d.urls[f] = d.APIBase + f.Path()
 		}
 		if d.spec.passthrough {
-			for _, f := range Formats {
+			for _, f := range format.Formats {
 				if f.Passthrough() {
 					d.urls[f] = d.APIBase + f.Path()
 				}
@@ -529,15 +527,15 @@ func (d *Deployment) IsMock() bool { return d.MockResponse != nil }
 // translated): chat, responses and messages everywhere; embeddings and the passthrough formats
 // (completions, images, moderations, audio) where the upstream has the endpoint. A mock
 // deployment serves chat, responses, messages, embeddings and completions.
-func (d *Deployment) Supports(f Format) bool {
+func (d *Deployment) Supports(f format.Format) bool {
 	if d.MockResponse != nil {
-		return f <= FormatCompletions
+		return f <= format.FormatCompletions
 	}
 	switch f {
-	case FormatChat, FormatResponses, FormatMessages:
+	case format.FormatChat, format.FormatResponses, format.FormatMessages:
 		return true
-	case FormatEmbeddings:
-		return d.urls[FormatEmbeddings] != "" || d.embedder != nil
+	case format.FormatEmbeddings:
+		return d.urls[format.FormatEmbeddings] != "" || d.embedder != nil
 	}
 	return d.urls[f] != ""
 }

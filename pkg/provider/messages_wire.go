@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"lockstep/pkg/format"
 )
 
 // MessagesWire is a vendor's Anthropic-native Messages endpoint beside its own [Wire]: Claude
@@ -27,15 +29,15 @@ type MessagesWire interface {
 // passed through rather than translated; the deployment's Wire still serves the other routes.
 func (s *Setup) SetMessagesWire(url, streamURL string, mw MessagesWire) {
 	s.d.messages = mw
-	s.d.urls[FormatMessages] = url
+	s.d.urls[format.FormatMessages] = url
 	s.d.messagesStream = streamURL
 }
 
 // messagesBody applies the deployment's MessagesWire edits to a passed-through Messages body
 // (body itself when there is none or up is another format), naming what they dropped in
 // h.Out's [DroppedHeader].
-func (d *Deployment) messagesBody(up Format, stream bool, body []byte, h Headers) ([]byte, error) {
-	if d.messages == nil || up != FormatMessages {
+func (d *Deployment) messagesBody(up format.Format, stream bool, body []byte, h Headers) ([]byte, error) {
+	if d.messages == nil || up != format.FormatMessages {
 		return body, nil
 	}
 	out, dropped, err := d.messages.Body(body, stream, h.In)

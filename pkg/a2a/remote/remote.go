@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -72,7 +73,7 @@ var _ provider.Wire = wire{}
 func (w wire) Request(_ *provider.Deployment, r *provider.Request) ([]byte, error) {
 	text := lastUserText(r)
 	if text == "" {
-		return nil, provider.BadRequest("messages: the A2A agent needs a user message with text")
+		return nil, format.BadRequest("messages: the A2A agent needs a user message with text")
 	}
 	method, role, kind := "message/send", `"user"`, `"kind":"text",`
 	if r.Stream() {
@@ -99,7 +100,7 @@ func (w wire) Request(_ *provider.Deployment, r *provider.Request) ([]byte, erro
 	b = append(b, `","parts":[{`...)
 	b = append(b, kind...)
 	b = append(b, `"text":`...)
-	b = provider.AppendJSONString(b, text)
+	b = format.AppendJSONString(b, text)
 	return append(b, `}]}}}`...), nil
 }
 
@@ -147,13 +148,13 @@ func promptTokens(j gjson.Result) int64 {
 // rpcError is a JSON-RPC error answer as an upstream error: invalid params (-32602) a 400,
 // an unknown method (-32601: the remote does not speak this version) or anything else a
 // retryable 502.
-func rpcError(e gjson.Result) *provider.UpstreamError {
+func rpcError(e gjson.Result) *format.UpstreamError {
 	code := e.Get("code").Int()
 	msg := "a2a agent: " + e.Get("message").Str + " (JSON-RPC error " + strconv.FormatInt(code, 10) + ")"
 	if code == -32602 {
-		return &provider.UpstreamError{Status: 400, Type: "invalid_request_error", Message: msg}
+		return &format.UpstreamError{Status: 400, Type: "invalid_request_error", Message: msg}
 	}
-	return &provider.UpstreamError{Status: 502, Message: msg, Retryable: code != -32601}
+	return &format.UpstreamError{Status: 502, Message: msg, Retryable: code != -32601}
 }
 
 // partsText joins the text parts of an A2A parts array (0.3 {"kind": "text", "text"}, 1.0
@@ -217,10 +218,10 @@ func (w wire) Result(raw []byte) (*provider.Result, error) {
 	case res.Get("kind").Str == "task":
 		text, status = taskText(res), res.Get("status")
 	default:
-		return nil, &provider.UpstreamError{Status: 502, Message: "a2a agent: the answer holds neither a message nor a task", Body: raw, Retryable: true}
+		return nil, &format.UpstreamError{Status: 502, Message: "a2a agent: the answer holds neither a message nor a task", Body: raw, Retryable: true}
 	}
 	if bad, msg := failed(status); bad {
-		return nil, &provider.UpstreamError{Status: 502, Message: "a2a agent: " + msg}
+		return nil, &format.UpstreamError{Status: 502, Message: "a2a agent: " + msg}
 	}
 	r := provider.NewResult(provider.NewID("chatcmpl-"), "")
 	r.AddText(text)
@@ -333,7 +334,7 @@ func terminal(state string) bool {
 
 func (d *decoder) EOF(b []byte) ([]byte, error) {
 	if !d.done {
-		return b, provider.ErrTruncated
+		return b, format.ErrTruncated
 	}
 	return b, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -34,7 +35,7 @@ func TestPinnedInterface(t *testing.T) {
 
 func TestWireRequestAndAnswers(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(provider.FormatChat, []byte(`{"model":"a","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"hello agent"}]}`))
+	r, err := provider.ParseRequest(format.FormatChat, []byte(`{"model":"a","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"hello agent"}]}`))
 	require.NoError(t, err)
 	b, err := wire{}.Request(nil, r)
 	require.NoError(t, err)
@@ -58,11 +59,11 @@ func TestWireRequestAndAnswers(t *testing.T) {
 	} {
 		res, err := wire{}.Result([]byte(raw))
 		require.NoError(t, err, raw)
-		require.Contains(t, string(provider.RenderResult(provider.FormatChat, res)), `"content":"hi there"`, raw)
+		require.Contains(t, string(provider.RenderResult(format.FormatChat, res)), `"content":"hi there"`, raw)
 		require.Equal(t, provider.Tokens{In: 3, Out: 2}, res.Tokens(), raw)
 	}
 	_, err = wire{}.Result([]byte(`{"jsonrpc":"2.0","id":"x","result":{"task":{"status":{"state":"TASK_STATE_FAILED","message":{"parts":[{"text":"boom"}]}}}}}`))
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.True(t, errors.As(err, &ue))
 	require.Equal(t, "a2a agent: boom", ue.Message)
 	_, err = wire{}.Result([]byte(`{"jsonrpc":"2.0","id":"x","error":{"code":-32602,"message":"bad"}}`))
@@ -96,7 +97,7 @@ func TestWireStream(t *testing.T) {
 		require.NoError(t, err)
 		d, err := pb.NewDeployment("id", "grp", []byte(`{"model":"a2a_agent/x","api_base":"`+srv.URL+`","a2a_protocol_version":"1.0"}`))
 		require.NoError(t, err)
-		st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"grp","stream":true,"messages":[{"role":"user","content":"q"}]}`))
+		st, err := provider.NewClient().Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"grp","stream":true,"messages":[{"role":"user","content":"q"}]}`))
 		require.NoError(t, err)
 		var text strings.Builder
 		for {

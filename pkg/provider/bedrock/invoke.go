@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -50,7 +51,7 @@ func (invokeMessages) Body(b []byte, _ bool, in http.Header) ([]byte, []string, 
 	if urlImage(b) {
 		// Claude on Bedrock takes base64 image sources only (the Converse translation's
 		// refusal, in the same words)
-		return nil, nil, provider.BadRequest("messages: image URLs cannot be sent to provider bedrock; send the image as a base64 data: URL")
+		return nil, nil, format.BadRequest("messages: image URLs cannot be sent to provider bedrock; send the image as a base64 data: URL")
 	}
 	var del, dropped []string
 	gjson.ParseBytes(b).ForEach(func(k, _ gjson.Result) bool {
@@ -65,17 +66,17 @@ func (invokeMessages) Body(b []byte, _ bool, in http.Header) ([]byte, []string, 
 	var err error
 	for _, k := range del {
 		if b, err = sjson.DeleteBytes(b, gjson.Escape(k)); err != nil {
-			return nil, nil, provider.BadRequest("%v", err)
+			return nil, nil, format.BadRequest("%v", err)
 		}
 	}
 	if !gjson.GetBytes(b, "anthropic_version").Exists() {
 		if b, err = sjson.SetBytes(b, "anthropic_version", AnthropicVersion); err != nil {
-			return nil, nil, provider.BadRequest("%v", err)
+			return nil, nil, format.BadRequest("%v", err)
 		}
 	}
 	if betas := betaList(in); len(betas) > 0 && !gjson.GetBytes(b, "anthropic_beta").Exists() {
 		if b, err = sjson.SetBytes(b, "anthropic_beta", betas); err != nil {
-			return nil, nil, provider.BadRequest("%v", err)
+			return nil, nil, format.BadRequest("%v", err)
 		}
 	}
 	return b, dropped, nil
@@ -145,7 +146,7 @@ func (c *chunkReader) Next() error {
 			if msg == "" {
 				msg = ex
 			}
-			return &provider.UpstreamError{Status: bedrockExceptionStatus(ex), Message: ex + ": " + msg, Retryable: bedrockExceptionStatus(ex) >= 500}
+			return &format.UpstreamError{Status: bedrockExceptionStatus(ex), Message: ex + ": " + msg, Retryable: bedrockExceptionStatus(ex) >= 500}
 		}
 		if string(event) != "chunk" {
 			continue
@@ -157,7 +158,7 @@ func (c *chunkReader) Next() error {
 		}
 		n, err := base64.StdEncoding.Decode(c.json[:n], []byte(b64))
 		if err != nil || !gjson.ValidBytes(c.json[:n]) {
-			return &provider.UpstreamError{Status: 502, Message: "bedrock: malformed stream chunk", Retryable: true}
+			return &format.UpstreamError{Status: 502, Message: "bedrock: malformed stream chunk", Retryable: true}
 		}
 		c.json = c.json[:n]
 		typ := gjson.GetBytes(c.json, "type").Str

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/stretchr/testify/require"
 
-	"lockstep/pkg/provider"
+	"lockstep/pkg/format"
 )
 
 func TestInvokeMessagesBody(t *testing.T) {
@@ -32,7 +32,7 @@ func TestInvokeMessagesBody(t *testing.T) {
 
 	// an image URL, also inside a tool result, is refused
 	_, _, err = invokeMessages{}.Body([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"url","url":"https://x/a.png"}}]}]}]}`), false, nil)
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.True(t, errors.As(err, &ue))
 	require.Equal(t, 400, ue.Status)
 	_, _, err = invokeMessages{}.Body([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"see \"url\""}]}]}`), false, nil)
@@ -65,7 +65,7 @@ func TestInvokeStreamFrames(t *testing.T) {
 	_, event, _ = fr.Current()
 	require.Equal(t, "content_block_delta", string(event))
 	err := fr.Next()
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.True(t, errors.As(err, &ue), "%v", err)
 	require.Equal(t, 429, ue.Status)
 	require.Equal(t, "throttlingException: Too many requests", ue.Message)
