@@ -92,6 +92,21 @@ func TestRemoteA2AAgents(t *testing.T) {
 	require.Equal(t, "user", got.Get("params.message.role").Str)
 	require.JSONEq(t, `[{"kind":"text","text":"hi in 1.0"}]`, got.Get("params.message.parts").Raw)
 
+	// The remote agent as a model on an LLM route (model "a2a/<agent>"), streamed.
+	st, body = b.B.DoKey(t, key, "POST", "/v1/chat/completions", map[string]any{"model": "a2a/remote-03", "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "as a model"}}})
+	require.Equal(t, 200, st, "%s", body)
+	var streamed string
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data: {")); ok {
+			streamed += gjson.GetBytes(append([]byte("{"), d...), "choices.0.delta.content").Str
+		}
+	}
+	require.Equal(t, "fake reply to: as a model", streamed, "%s", body)
+	req, _ = r03.LastRequest("/")
+	require.Equal(t, "message/stream", gjson.GetBytes(req.Body, "method").Str)
+	require.Equal(t, "as a model", gjson.GetBytes(req.Body, "params.message.parts.0.text").Str)
+
 	// The pipeline: no key → 401 before the remote; the agent's guardrail blocks before the
 	// remote; each call is charged to the key.
 	calls := len(r10.Requests())
