@@ -211,6 +211,9 @@ func (s *Server) agentDelete(c echo.Context) error {
 
 // agentCard: GET /a2a/{id_or_name}/.well-known/agent-card.json (and agent.json).
 func (s *Server) agentCard(c echo.Context) error {
+	if err := s.agentAllowed(c, caller(c)); err != nil { // object_permission.agents
+		return err
+	}
 	s.a2a.Card(c.Response(), c.Request(), agentParam(c), requestBaseURL(c.Request()))
 	return nil
 }
@@ -229,6 +232,9 @@ func (s *Server) agentCard(c echo.Context) error {
 func (s *Server) agentRPC(c echo.Context) error {
 	req := c.Request()
 	who := caller(c)
+	if err := s.agentAllowed(c, who); err != nil { // object_permission.agents
+		return err
+	}
 	h := c.Response().Header()
 	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
 		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))

@@ -146,6 +146,11 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 			return ctx, nil, err
 		}
 	}
+	if k := sp.who.key; k != nil && len(k.AllowedCacheControls) > 0 {
+		if err := checkCacheControls(k.AllowedCacheControls, sp.body); err != nil {
+			return ctx, nil, err
+		}
+	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
 		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
 	if rf == nil {

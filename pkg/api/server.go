@@ -460,13 +460,16 @@ type principal struct {
 	// scope is the roles table's decision on a management route (mgmt.Authorize; ScopeAll for
 	// the admin, ScopeNone on other routes).
 	scope mgmt.Scope
+	// teamKeys: the team's team_member_permissions let this member act on the team's keys on
+	// the management route called (mgmt.Caller.TeamKeys).
+	teamKeys bool
 }
 
 // mgmtCaller is the caller as the management use-cases take it (admin.Caller).
 func mgmtCaller(p principal) mgmt.Caller {
-	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope}
+	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope, TeamKeys: p.teamKeys}
 	if p.key != nil {
-		c.Token = p.key.Token
+		c.Token, c.SpendRoutes = p.key.Token, p.key.GetSpendRoutes
 	}
 	return c
 }
@@ -528,18 +531,22 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{key: vk}
-			if vk.TeamID != "" || vk.UserID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
 			}
+			if err := routeAllowed(vk, c.Request().URL.Path); err != nil { // allowed_routes, key_type
+				return err
+			}
 			if level == admin {
 				// the one decision for every management route: the roles table (admin/authz.go)
-				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mgmtCaller(p))
+				mc := mgmtCaller(p)
+				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mc)
 				if err != nil {
 					return err
 				}
-				p.scope = scope
+				p.scope, p.teamKeys = scope, mc.TeamMemberMay(c.Request().URL.Path) // team_member_permissions
 			}
 			if level == viewer && !viewerOK(p) {
 				return viewerRefused(c, p)
