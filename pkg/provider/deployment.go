@@ -128,7 +128,7 @@ type Deployment struct {
 	// "litellm.RateLimitError" (429), "litellm.InternalServerError" (500),
 	// "litellm.ServiceUnavailableError" (503), "litellm.Timeout" (504),
 	// "litellm.BadRequestError" and "litellm.ContextWindowExceededError" (400) fail the call
-	// with an [UpstreamError] of that status.
+	// with an [format.UpstreamError] of that status.
 	MockResponse *string
 	// Timeout bounds a non-streaming call, from litellm_params.timeout in seconds (number or
 	// numeric string). Default 600 s.

@@ -17,7 +17,7 @@ type MessagesWire interface {
 	// Body edits a client's Messages body (its model already the deployment's) for the
 	// endpoint; stream tells which endpoint it is for, in is the client's request header (nil
 	// when there is none). dropped names the members it removed (the answer's
-	// [DroppedHeader]). Errors are *UpstreamError (400).
+	// [format.DroppedHeader]). Errors are *UpstreamError (400).
 	Body(body []byte, stream bool, in http.Header) (out []byte, dropped []string, err error)
 	// Frames reads the endpoint's streamed answer as Anthropic SSE frames: each Current is
 	// the raw frame ("event: <type>\ndata: <json>\n\n") a client receives verbatim, its event
@@ -35,14 +35,14 @@ func (s *Setup) SetMessagesWire(url, streamURL string, mw MessagesWire) {
 
 // messagesBody applies the deployment's MessagesWire edits to a passed-through Messages body
 // (body itself when there is none or up is another format), naming what they dropped in
-// h.Out's [DroppedHeader].
+// h.Out's [format.DroppedHeader].
 func (d *Deployment) messagesBody(up format.Format, stream bool, body []byte, h Headers) ([]byte, error) {
 	if d.messages == nil || up != format.FormatMessages {
 		return body, nil
 	}
 	out, dropped, err := d.messages.Body(body, stream, h.In)
 	if err == nil && len(dropped) > 0 && h.Out != nil {
-		h.Out[DroppedHeader] = []string{strings.Join(dropped, ",")}
+		h.Out[format.DroppedHeader] = []string{strings.Join(dropped, ",")}
 	}
 	return out, err
 }

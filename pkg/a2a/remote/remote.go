@@ -70,7 +70,7 @@ type wire struct{ v10 bool }
 
 var _ provider.Wire = wire{}
 
-func (w wire) Request(_ *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (w wire) Request(_ *provider.Deployment, r *format.Request) ([]byte, error) {
 	text := lastUserText(r)
 	if text == "" {
 		return nil, format.BadRequest("messages: the A2A agent needs a user message with text")
@@ -105,7 +105,7 @@ func (w wire) Request(_ *provider.Deployment, r *provider.Request) ([]byte, erro
 }
 
 // lastUserText joins the text parts of the request's last user message.
-func lastUserText(r *provider.Request) string {
+func lastUserText(r *format.Request) string {
 	msgs := r.Messages()
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role() != "user" {
@@ -113,7 +113,7 @@ func lastUserText(r *provider.Request) string {
 		}
 		var sb strings.Builder
 		for _, p := range msgs[i].Parts() {
-			if p.Kind() == provider.PartText && p.Text() != "" {
+			if p.Kind() == format.PartText && p.Text() != "" {
 				if sb.Len() > 0 {
 					sb.WriteByte('\n')
 				}
@@ -197,9 +197,9 @@ func failed(status gjson.Result) (bool, string) {
 	return false, ""
 }
 
-func (w wire) Result(raw []byte) (*provider.Result, error) {
+func (w wire) Result(raw []byte) (*format.Result, error) {
 	if !gjson.ValidBytes(raw) {
-		return nil, provider.ErrBadUpstreamJSON
+		return nil, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
 	if e := j.Get("error"); e.Exists() {
@@ -223,16 +223,16 @@ func (w wire) Result(raw []byte) (*provider.Result, error) {
 	if bad, msg := failed(status); bad {
 		return nil, &format.UpstreamError{Status: 502, Message: "a2a agent: " + msg}
 	}
-	r := provider.NewResult(provider.NewID("chatcmpl-"), "")
+	r := format.NewResult(format.NewID("chatcmpl-"), "")
 	r.AddText(text)
-	r.SetStop(provider.StopEnd)
-	r.SetUsage(provider.Tokens{In: promptTokens(j), Out: estimate(text)})
+	r.SetStop(format.StopEnd)
+	r.SetUsage(format.Tokens{In: promptTokens(j), Out: estimate(text)})
 	return r, nil
 }
 
 func (wire) Frames(body io.Reader) provider.FrameReader { return provider.NewSSEReader(body) }
 
-func (w wire) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (w wire) Decoder(r format.Renderer, model string) format.Decoder {
 	return &decoder{r: r, model: model}
 }
 
@@ -240,7 +240,7 @@ func (w wire) Decoder(r provider.Renderer, model string) provider.Decoder {
 // Artifact updates and a message carry the text; a final (0.3) or terminal (1.0) status
 // update, or a message, ends the answer.
 type decoder struct {
-	r       provider.Renderer
+	r       format.Renderer
 	model   string
 	started bool
 	done    bool
@@ -250,7 +250,7 @@ type decoder struct {
 func (d *decoder) begin(b []byte) []byte {
 	if !d.started {
 		d.started = true
-		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
+		b = d.r.Start(b, format.NewID("chatcmpl-"), d.model, format.Tokens{})
 	}
 	return b
 }
@@ -266,7 +266,7 @@ func (d *decoder) text(b []byte, t string) ([]byte, string) {
 
 func (d *decoder) finish(b []byte) []byte {
 	d.done = true
-	return d.r.Finish(d.begin(b), provider.StopEnd, "", provider.Tokens{In: d.in, Out: max(d.out, 1)})
+	return d.r.Finish(d.begin(b), format.StopEnd, "", format.Tokens{In: d.in, Out: max(d.out, 1)})
 }
 
 func (d *decoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {

@@ -35,7 +35,7 @@ func TestPinnedInterface(t *testing.T) {
 
 func TestWireRequestAndAnswers(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(format.FormatChat, []byte(`{"model":"a","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"hello agent"}]}`))
+	r, err := format.ParseRequest(format.FormatChat, []byte(`{"model":"a","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"hello agent"}]}`))
 	require.NoError(t, err)
 	b, err := wire{}.Request(nil, r)
 	require.NoError(t, err)
@@ -59,8 +59,8 @@ func TestWireRequestAndAnswers(t *testing.T) {
 	} {
 		res, err := wire{}.Result([]byte(raw))
 		require.NoError(t, err, raw)
-		require.Contains(t, string(provider.RenderResult(format.FormatChat, res)), `"content":"hi there"`, raw)
-		require.Equal(t, provider.Tokens{In: 3, Out: 2}, res.Tokens(), raw)
+		require.Contains(t, string(format.RenderResult(format.FormatChat, res)), `"content":"hi there"`, raw)
+		require.Equal(t, format.Tokens{In: 3, Out: 2}, res.Tokens(), raw)
 	}
 	_, err = wire{}.Result([]byte(`{"jsonrpc":"2.0","id":"x","result":{"task":{"status":{"state":"TASK_STATE_FAILED","message":{"parts":[{"text":"boom"}]}}}}}`))
 	var ue *format.UpstreamError

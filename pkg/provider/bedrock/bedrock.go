@@ -232,7 +232,7 @@ type bedrockMessage struct {
 	Content []bedrockBlock `json:"content"`
 }
 
-func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (bedrockAPI) Request(d *provider.Deployment, r *format.Request) ([]byte, error) {
 	type toolSpec struct {
 		Name        string `json:"name"`
 		Description string `json:"description,omitempty"`
@@ -261,23 +261,23 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 		bm := bedrockMessage{Role: m.Role()}
 		for _, p := range m.Parts() {
 			switch p.Kind() {
-			case provider.PartText:
+			case format.PartText:
 				if p.Text() == "" {
 					continue // Bedrock rejects blank text blocks
 				}
 				t := p.Text()
 				bm.Content = append(bm.Content, bedrockBlock{Text: &t})
-			case provider.PartImage:
-				mt, data, ok := provider.Base64Image(p.URL())
+			case format.PartImage:
+				mt, data, ok := format.Base64Image(p.URL())
 				if !ok {
 					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
 				}
 				img := &bedrockImage{Format: strings.TrimPrefix(mt, "image/")}
 				img.Source.Bytes = data
 				bm.Content = append(bm.Content, bedrockBlock{Image: img})
-			case provider.PartToolUse:
-				bm.Content = append(bm.Content, bedrockBlock{ToolUse: &bedrockToolUse{ToolUseID: p.ID(), Name: p.Name(), Input: provider.ValidObject(p.Args())}})
-			case provider.PartToolResult:
+			case format.PartToolUse:
+				bm.Content = append(bm.Content, bedrockBlock{ToolUse: &bedrockToolUse{ToolUseID: p.ID(), Name: p.Name(), Input: format.ValidObject(p.Args())}})
+			case format.PartToolResult:
 				tr := &bedrockToolResult{ToolUseID: p.ID(), Content: []map[string]string{{"text": p.Text()}}}
 				if p.IsError() {
 					tr.Status = "error"
@@ -313,7 +313,7 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 		tc := &toolConfig{}
 		for _, t := range r.Tools() {
 			ts := toolSpec{Name: t.Name(), Description: t.Description()}
-			ts.InputSchema.JSON = json.RawMessage(provider.SchemaOrEmpty(t.Schema()))
+			ts.InputSchema.JSON = json.RawMessage(format.SchemaOrEmpty(t.Schema()))
 			tc.Tools = append(tc.Tools, tool{ToolSpec: ts})
 		}
 		mode, name := r.ToolChoice()
@@ -330,55 +330,55 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 		// forced tool json_tool_call whose inputSchema is the schema (json_object: any
 		// object); its toolUse input is answered as the message text (UseJSONTool).
 		if kind != "" {
-			ts := toolSpec{Name: provider.JSONToolName}
+			ts := toolSpec{Name: format.JSONToolName}
 			ts.InputSchema.JSON = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":true}`)
 			if kind == "json_schema" {
-				ts.InputSchema.JSON = json.RawMessage(provider.SchemaOrEmpty(schema))
+				ts.InputSchema.JSON = json.RawMessage(format.SchemaOrEmpty(schema))
 			}
 			tc.Tools = append(tc.Tools, tool{ToolSpec: ts})
-			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": provider.JSONToolName}}
+			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": format.JSONToolName}}
 			r.UseJSONTool()
 		}
 		body.ToolConfig = tc
 	}
-	return provider.Marshal(body), nil
+	return format.Marshal(body), nil
 }
 
 // bedrockStop maps Converse's stopReason.
-func bedrockStop(s string) provider.Stop {
+func bedrockStop(s string) format.Stop {
 	switch s {
 	case "max_tokens", "model_context_window_exceeded":
-		return provider.StopLength
+		return format.StopLength
 	case "tool_use":
-		return provider.StopTool
+		return format.StopTool
 	case "stop_sequence":
-		return provider.StopSequence
+		return format.StopSequence
 	case "guardrail_intervened", "content_filtered":
-		return provider.StopFilter
+		return format.StopFilter
 	}
-	return provider.StopEnd
+	return format.StopEnd
 }
 
 // bedrockUsage reads Converse's usage: inputTokens excludes cache reads and writes, which
 // are added (OpenAI counts every prompt token).
-func bedrockUsage(u gjson.Result) provider.Tokens {
+func bedrockUsage(u gjson.Result) format.Tokens {
 	cr, cw := u.Get("cacheReadInputTokens").Int(), u.Get("cacheWriteInputTokens").Int()
-	return provider.Tokens{In: u.Get("inputTokens").Int() + cr + cw, Out: u.Get("outputTokens").Int(), CacheRead: cr, CacheWrite: cw}
+	return format.Tokens{In: u.Get("inputTokens").Int() + cr + cw, Out: u.Get("outputTokens").Int(), CacheRead: cr, CacheWrite: cw}
 }
 
-func (bedrockAPI) Result(raw []byte) (*provider.Result, error) {
+func (bedrockAPI) Result(raw []byte) (*format.Result, error) {
 	if !format.ValidJSON(raw) {
-		return nil, provider.ErrBadUpstreamJSON
+		return nil, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
-	r := provider.NewResult(provider.NewID("chatcmpl-"), "")
+	r := format.NewResult(format.NewID("chatcmpl-"), "")
 	j.Get("output.message.content").ForEach(func(_, c gjson.Result) bool {
 		switch {
 		case c.Get("text").Exists():
 			r.AddText(c.Get("text").Str)
 		case c.Get("toolUse").Exists():
 			tu := c.Get("toolUse")
-			r.AddToolCall(tu.Get("toolUseId").Str, tu.Get("name").Str, provider.ArgsText(tu.Get("input")))
+			r.AddToolCall(tu.Get("toolUseId").Str, tu.Get("name").Str, format.ArgsText(tu.Get("input")))
 		}
 		return true
 	})
@@ -437,7 +437,7 @@ func header(m eventstream.Message, name string) string {
 
 func (e *eventStreamReader) Current() (raw, event, data []byte) { return e.data, e.event, e.data }
 
-func (bedrockAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (bedrockAPI) Decoder(r format.Renderer, model string) format.Decoder {
 	return &bedrockDecoder{r: r, model: model}
 }
 
@@ -445,18 +445,18 @@ func (bedrockAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
 // contentBlockDelta (text or tool input JSON), contentBlockStop, messageStop (stopReason),
 // metadata (usage; the last event).
 type bedrockDecoder struct {
-	r       provider.Renderer
+	r       format.Renderer
 	model   string
 	started bool
 	stopped bool
-	stop    provider.Stop
-	usage   provider.Tokens
+	stop    format.Stop
+	usage   format.Tokens
 }
 
 func (d *bedrockDecoder) begin(b []byte) []byte {
 	if !d.started {
 		d.started = true
-		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
+		b = d.r.Start(b, format.NewID("chatcmpl-"), d.model, format.Tokens{})
 	}
 	return b
 }
@@ -562,7 +562,7 @@ func (e bedrockEmbed) Calls(_ *provider.Deployment, r *provider.EmbedRequest) ([
 		for start := 0; start < len(r.Inputs()); start += cohereEmbedBatch {
 			batch := r.Inputs()[start:min(start+cohereEmbedBatch, len(r.Inputs()))]
 			b := []byte(`{"texts":`)
-			b = provider.AppendJSONStrings(b, batch)
+			b = format.AppendJSONStrings(b, batch)
 			b = append(b, `,"input_type":`...)
 			b = format.AppendJSONString(b, inputType)
 			calls = append(calls, provider.EmbedCall{URL: e.url, Body: append(b, '}'), N: len(batch)})

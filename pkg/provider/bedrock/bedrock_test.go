@@ -25,7 +25,7 @@ const toolChat = `{"model":"grp","max_tokens":50,"temperature":0.2,"stop":["END"
 
 func TestBedrockRequestAndStream(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(format.FormatChat, []byte(toolChat))
+	r, err := format.ParseRequest(format.FormatChat, []byte(toolChat))
 	require.NoError(t, err)
 	b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
 	require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestBedrockStructuredOutput(t *testing.T) {
 		{`{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"name":{"type":"string"}}}}}`, `{"type":"object","properties":{"name":{"type":"string"}}}`},
 		{`{"type":"json_object"}`, `{"type":"object","properties":{},"additionalProperties":true}`},
 	} {
-		r, err := provider.ParseRequest(format.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
+		r, err := format.ParseRequest(format.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
 		require.NoError(t, err)
 		b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
 		require.NoError(t, err)
@@ -114,5 +114,5 @@ func TestBedrockStructuredOutput(t *testing.T) {
 	require.Contains(t, body, `"content":"{\"name\":\"Oslo\"}"`)
 	require.Contains(t, body, `"finish_reason":"stop"`)
 	require.NotContains(t, body, `tool_calls`)
-	require.Empty(t, out.Get(provider.DroppedHeader))
+	require.Empty(t, out.Get(format.DroppedHeader))
 }
