@@ -373,7 +373,7 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 	})
 	if master == "" {
@@ -409,6 +409,7 @@ type registries struct {
 	teams      *registry.Registry[*accounts.Team]
 	users      *registry.Registry[*accounts.User]
 	endUsers   *registry.Registry[*accounts.EndUser]
+	budgets    *registry.Registry[*accounts.Budget]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -456,6 +457,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.teams = add(r, store.Team, accounts.BuildTeamRow, nil)
 	r.users = add(r, store.User, accounts.BuildUserRow, nil)
 	r.endUsers = add(r, store.EndUser, accounts.BuildEndUserRow, nil)
+	r.budgets = add(r, store.Budget, accounts.BuildBudgetRow, nil)
 	return r
 }
 

@@ -63,6 +63,9 @@ type Deps struct {
 	Users         *registry.Registry[*accounts.User]
 	Organizations *registry.Registry[*accounts.Organization]
 	EndUsers      *registry.Registry[*accounts.EndUser]
+	// Budgets are LiteLLM's budget objects (sql/012; nil: none): the limits step reads the
+	// budget an end user, key, organization or team member links to from it.
+	Budgets *registry.Registry[*accounts.Budget]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -122,7 +125,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -242,6 +245,7 @@ func (s *Server) routes() {
 	s.agentRoutes()
 	s.accessGroupRoutes()
 	s.accountRoutes()
+	s.budgetRoutes()
 	s.uiRoutes()
 }
 
