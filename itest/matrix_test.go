@@ -486,7 +486,10 @@ func TestFormatMatrix(t *testing.T) {
 		{"anthropic", anUp, map[string]any{"model": "anthropic/claude-sonnet-4-5-20250929", "api_base": anUp.URL, "api_key": "sk-up-ant"}, same("messages")},
 		{"gemini", gemUp, map[string]any{"model": "gemini/gemini-2.0-flash", "api_base": gemUp.URL, "api_key": "gem-matrix-key"}, same("gemini")},
 		{"bedrock", brUp, map[string]any{"model": "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0", "api_base": brUp.URL,
-			"aws_region_name": brc.Region, "aws_access_key_id": brc.AccessKeyID, "aws_secret_access_key": brc.SecretAccessKey}, same("bedrock")},
+			"aws_region_name": brc.Region, "aws_access_key_id": brc.AccessKeyID, "aws_secret_access_key": brc.SecretAccessKey},
+			func(c string) string { // /v1/messages on Claude: InvokeModel with Anthropic's body
+				return map[string]string{"chat": "bedrock", "responses": "bedrock", "messages": "messages"}[c]
+			}},
 		{"ollama", olUp, map[string]any{"model": "ollama/llama3.2", "api_base": olUp.URL}, same("ollama")},
 	}
 	p := StartPair(t, GatewayOpts{})

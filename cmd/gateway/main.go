@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"lockstep/pkg/a2a"
+	"lockstep/pkg/a2a/remote"
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/admin"
 	"lockstep/pkg/api"
@@ -211,7 +212,7 @@ func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 
 // vendors are the upstream APIs served beyond the built-in OpenAI-compatible and Anthropic
 // providers (provider.Vendor): registered here, and nowhere else.
-var vendors = []provider.Vendor{ollama.Vendor, gemini.Vendor, vertex.Vendor, bedrock.Vendor, bedrock.SageMakerVendor, textcompletion.Vendor}
+var vendors = []provider.Vendor{ollama.Vendor, gemini.Vendor, vertex.Vendor, bedrock.Vendor, bedrock.SageMakerVendor, textcompletion.Vendor, remote.Vendor}
 
 func serve(ctx context.Context, args []string) error {
 	f, err := parseServe(args)

@@ -43,7 +43,8 @@ type Bedrock struct {
 // x-amzn-ErrorType). Then it validates the Converse body as Bedrock does (messages start with
 // user and alternate, no blank text blocks) and honours inferenceConfig.maxTokens by cutting
 // the answer (stopReason max_tokens). InvokeModel (/model/{modelId}/invoke) serves the Titan and
-// Cohere embedding models (embed_native.go).
+// Cohere embedding models (embed_native.go) and, with /invoke-with-response-stream, Claude
+// models in Anthropic's Messages format (bedrock_invoke.go).
 func StartBedrock(t testing.TB, b Bedrock, opts ...Option) *Server {
 	s := Start(t, opts...)
 	s.native = func(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -122,6 +123,10 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, body []byte) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/model/")
 	escModel, op, ok2 := strings.Cut(rest, "/")
 	model, err := url.PathUnescape(escModel)
+	if ok && ok2 && err == nil && (op == "invoke" || op == "invoke-with-response-stream") && r.Method == http.MethodPost && isBedrockClaude(model) {
+		s.bedrockClaude(w, r, model, op == "invoke-with-response-stream", body)
+		return
+	}
 	if ok && ok2 && err == nil && op == "invoke" && r.Method == http.MethodPost {
 		s.bedrockInvoke(w, model, body)
 		return

@@ -79,6 +79,9 @@ type ReplyInput struct {
 	Stream bool
 	Body   []byte
 	Header http.Header
+	// maxTokens, when > 0, cuts a Messages answer to that many words (stop_reason
+	// max_tokens), as Claude on Bedrock does (bedrock_invoke.go)
+	maxTokens int64
 }
 
 // ToolCall is a tool call the fake answers with (see [WithToolCalls]).
@@ -637,11 +640,19 @@ func (s *Server) wantsTool(in ReplyInput) *ToolCall {
 		}
 	case APIResponses:
 		items := gjson.GetBytes(in.Body, "input").Array()
-		if len(items) > 0 && items[len(items)-1].Get("type").Str == "function_call_output" {
+		if len(items) > 0 && (items[len(items)-1].Get("type").Str == "function_call_output" || items[len(items)-1].Get("type").Str == "custom_tool_call_output") {
 			return nil
 		}
 	}
-	args, _ := json.Marshal(map[string]string{"input": in.Text})
+	key := "input"
+	// a tool whose one parameter is "content" (a freeform tool's function form, as LiteLLM
+	// and the gateway send Responses custom tools) is filled as a model fills it
+	for _, schema := range []string{"input_schema", "parameters", "function.parameters"} {
+		if props := first.Get(schema + ".properties"); props.IsObject() && len(props.Map()) == 1 && props.Get("content").Exists() {
+			key = "content"
+		}
+	}
+	args, _ := json.Marshal(map[string]string{key: in.Text})
 	return &ToolCall{Name: name, Arguments: string(args)}
 }
 
@@ -918,8 +929,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, in ReplyInput,
 	if tool == nil {
 		text = s.cfg.reply(in)
 	}
-	inTok, outTok := tokens(in.Text), tokens(text)
 	stop := "end_turn"
+	if cut := false; in.maxTokens > 0 {
+		if text, cut = truncate(text, in.maxTokens); cut {
+			stop = "max_tokens"
+		}
+	}
+	inTok, outTok := tokens(in.Text), tokens(text)
 	var block map[string]any
 	if tool != nil {
 		outTok = tokens(tool.Arguments)

@@ -25,9 +25,13 @@ func BuildRow(r store.Row) (*Agent, error) {
 }
 
 // OwnUpstream reports whether the agent's litellm_params name an upstream of its own
-// (api_base, api_key, custom_llm_provider or mock_response, non-null), served by an ad-hoc
-// deployment (DeploymentID) rather than a model group of the router.
+// (api_base, api_key, custom_llm_provider or mock_response, non-null; a remote A2A agent,
+// [Agent.Remote]), served by an ad-hoc deployment (DeploymentID, built from UpstreamParams)
+// rather than a model group of the router.
 func (a *Agent) OwnUpstream() bool {
+	if a.Remote() {
+		return true
+	}
 	p := gjson.ParseBytes(a.LitellmParams)
 	for _, k := range []string{"api_base", "api_key", "custom_llm_provider", "mock_response"} {
 		if v := p.Get(k); v.Exists() && v.Type != gjson.Null {

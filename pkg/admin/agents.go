@@ -62,7 +62,7 @@ func validateAgent(b *provider.Builder, id, name string, card, params []byte) er
 		return invalidf("Invalid agent: %v", err)
 	}
 	if agent.OwnUpstream() {
-		if _, err := b.NewDeployment(agent.DeploymentID(), agent.Name, agent.LitellmParams); err != nil {
+		if _, err := b.NewDeployment(agent.DeploymentID(), agent.Name, agent.UpstreamParams()); err != nil {
 			return invalidf("Invalid agent: %v", err)
 		}
 	}

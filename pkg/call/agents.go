@@ -127,7 +127,7 @@ func (p *Pipeline) agentTarget(ctx context.Context, agent *a2a.Agent) (target, e
 		newDeployment = p.Deployments.NewConfigDeployment
 	}
 	direct := func() (target, error) {
-		d, err := newDeployment(agent.DeploymentID(), agent.Name, agent.LitellmParams)
+		d, err := newDeployment(agent.DeploymentID(), agent.Name, agent.UpstreamParams())
 		if err != nil {
 			return target{}, fmt.Errorf("agent %q: %w", agent.Name, err)
 		}

@@ -371,6 +371,9 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 		item.Summary = []respSummary{}
 	} else if !blk.tool {
 		item.Content = []respTextPart{}
+	} else if blk.custom {
+		empty := ""
+		item.Input = &empty
 	} else {
 		empty := ""
 		item.Arguments = &empty
@@ -412,6 +415,20 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":`...)
 		b = AppendJSONString(b, blk.text)
 		b = append(b, "}}\n\n"...)
+	} else if blk.tool && blk.custom {
+		// the freeform input is known once the arguments are whole: one delta, then done
+		blk.args = r.sb.String()
+		in := customInput(blk.args)
+		b = r.event(b, "response.custom_tool_call_input.delta")
+		b = r.itemHead(b)
+		b = append(b, `,"delta":`...)
+		b = AppendJSONString(b, in)
+		b = append(b, "}\n\n"...)
+		b = r.event(b, "response.custom_tool_call_input.done")
+		b = r.itemHead(b)
+		b = append(b, `,"input":`...)
+		b = AppendJSONString(b, in)
+		b = append(b, "}\n\n"...)
 	} else if blk.tool {
 		blk.args = r.sb.String()
 		b = r.event(b, "response.function_call_arguments.done")
@@ -483,6 +500,9 @@ func (r *responsesRenderer) toolArgs(b []byte, delta string) []byte {
 		return b
 	}
 	r.sb.WriteString(delta)
+	if r.blocks[len(r.blocks)-1].custom {
+		return b // sent whole when the item closes
+	}
 	b = r.event(b, "response.function_call_arguments.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"delta":`...)

@@ -84,6 +84,9 @@ type request struct {
 	// ns maps a flattened namespace tool's name to its namespace and own name (Responses
 	// "namespace" tools), so that calls are answered under the client's names.
 	ns map[string]nsName
+	// custom names the Responses custom tools sent as function tools (custom_tool.go), so
+	// that their calls are answered as custom_tool_call items.
+	custom map[string]bool
 	// jsonTool is set by renderMessagesRequest when structured output rides on the forced
 	// jsonToolName tool.
 	jsonTool bool
@@ -459,7 +462,9 @@ func parseResponsesRequest(body []byte) (*request, error) {
 				})
 			case "function_call":
 				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: flatName(it.Get("namespace").Str, it.Get("name").Str), args: it.Get("arguments").Str})
-			case "function_call_output":
+			case "custom_tool_call":
+				r.add("assistant", part{kind: partToolUse, id: it.Get("call_id").Str, name: flatName(it.Get("namespace").Str, it.Get("name").Str), args: customArgs(it.Get("input").Str)})
+			case "function_call_output", "custom_tool_call_output":
 				out := it.Get("output")
 				text := out.Str
 				if out.Type != gjson.String {
@@ -497,7 +502,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 	switch tc := root.Get("tool_choice"); {
 	case tc.Type == gjson.String:
 		r.choice.mode = map[string]string{"auto": "auto", "required": "any", "none": "none"}[tc.Str]
-	case tc.IsObject() && tc.Get("type").Str == "function":
+	case tc.IsObject() && (tc.Get("type").Str == "function" || tc.Get("type").Str == "custom" && r.custom[flatName(tc.Get("namespace").Str, tc.Get("name").Str)]):
 		r.choice = toolChoice{mode: "tool", name: flatName(tc.Get("namespace").Str, tc.Get("name").Str)}
 	case tc.IsObject() && strings.HasPrefix(tc.Get("type").Str, "web_search") && r.hasHosted("web_search"):
 		r.choice = toolChoice{mode: "tool", name: "web_search"} // Anthropic's server tool's name

@@ -97,6 +97,9 @@ type block struct {
 	name string // tool name
 	args string // tool arguments, JSON text
 	ns   string // the tool's namespace (Responses namespace tools), "" = none
+	// custom: a call of a Responses custom tool, rendered as a custom_tool_call item whose
+	// input is customInput(args)
+	custom bool
 	// think marks reasoning (Anthropic thinking, chat reasoning_content): text is the
 	// reasoning, sig its signature ("" when the upstream gave none). Not part of text().
 	think bool
@@ -406,6 +409,7 @@ type respItem struct {
 	Name      string  `json:"name,omitempty"`
 	Namespace string  `json:"namespace,omitempty"`
 	Arguments *string `json:"arguments,omitempty"`
+	Input     *string `json:"input,omitempty"` // custom_tool_call
 	// reasoning items: the thinking as one summary part, its signature in encrypted_content
 	Summary          []respSummary `json:"summary,omitempty"`
 	EncryptedContent string        `json:"encrypted_content,omitempty"`
@@ -467,6 +471,10 @@ func responsesItem(b block, base string, i int, status string) respItem {
 			it.EncryptedContent = thinkingSigPrefix + b.sig
 		}
 		return it
+	}
+	if b.tool && b.custom {
+		in := customInput(b.args)
+		return respItem{ID: itemID("fc", base, i), Type: "custom_tool_call", Status: status, CallID: b.id, Name: b.name, Namespace: b.ns, Input: &in}
 	}
 	if b.tool {
 		args := b.args

@@ -503,7 +503,8 @@ func flatName(ns, name string) string {
 // responsesTool reads one Responses tool (ns: the namespace it is declared in, "" at top
 // level): functions become tools; a namespace's tools are flattened (flatName); web_search
 // is kept for an upstream that runs it; other hosted tools (file_search, code_interpreter,
-// computer use, image_generation, mcp, …) and custom tools are dropped.
+// computer use, image_generation, mcp, …) are dropped; custom tools become function tools
+// (custom_tool.go).
 func (r *request) responsesTool(t gjson.Result, ns string) {
 	switch typ := t.Get("type").Str; typ {
 	case "function":
@@ -519,6 +520,16 @@ func (r *request) responsesTool(t gjson.Result, ns string) {
 			name = flatName(ns, name)
 		}
 		r.tools = append(r.tools, tool{name: name, description: t.Get("description").Str, schema: t.Get("parameters").Raw})
+	case "custom":
+		name := flatName(ns, t.Get("name").Str)
+		if ns != "" {
+			if r.ns == nil {
+				r.ns = map[string]nsName{}
+			}
+			r.ns[name] = nsName{ns: ns, name: t.Get("name").Str}
+		}
+		r.markCustom(name)
+		r.tools = append(r.tools, customTool(t, name))
 	case "namespace":
 		name := t.Get("name").Str
 		t.Get("tools").ForEach(func(_, nt gjson.Result) bool {

@@ -14,6 +14,7 @@ type xlate struct {
 	dropped  []string
 	ns       map[string]nsName
 	jsonTool bool
+	custom   map[string]bool // Responses custom tools (custom_tool.go), by upstream name
 }
 
 func (x *xlate) setHeader(h http.Header) {
@@ -42,6 +43,7 @@ func (x *xlate) fixResult(res *result) {
 			}
 			continue
 		}
+		b.custom = x.custom[b.name]
 		if n, ok := x.ns[b.name]; ok {
 			b.ns, b.name = n.ns, n.name
 		}
@@ -78,7 +80,7 @@ func streamSignature(r renderer, b []byte, sig string) []byte {
 // renderer wraps r so that a stream is fixed as fixResult fixes an answer; r itself when
 // nothing needs fixing.
 func (x *xlate) renderer(r renderer) renderer {
-	if x == nil || (!x.jsonTool && len(x.ns) == 0) {
+	if x == nil || (!x.jsonTool && len(x.ns) == 0 && len(x.custom) == 0) {
 		return r
 	}
 	return &fixRenderer{renderer: r, x: x}
@@ -99,11 +101,17 @@ func (f *fixRenderer) toolStart(b []byte, id, name string) []byte {
 		f.sawJS = true
 		return b
 	}
-	if n, ok := f.x.ns[name]; ok {
+	custom := f.x.custom[name]
+	if n, ok := f.x.ns[name]; ok || custom {
 		if rr, ok := f.renderer.(*responsesRenderer); ok {
-			return rr.addItem(b, block{tool: true, id: id, name: n.name, ns: n.ns})
+			if n.name == "" {
+				n.name = name
+			}
+			return rr.addItem(b, block{tool: true, id: id, name: n.name, ns: n.ns, custom: custom})
 		}
-		name = n.name
+		if n.name != "" {
+			name = n.name
+		}
 	}
 	return f.renderer.toolStart(b, id, name)
 }
@@ -180,8 +188,8 @@ func (r *request) SetStream(stream bool) { r.stream = stream }
 
 // Fixes is what the answer to r needs after translation (see [AnswerFixes]); nil when nothing.
 func (r *request) Fixes() *xlate {
-	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
-		return &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}
+	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool || len(r.custom) > 0 {
+		return &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool, custom: r.custom}
 	}
 	return nil
 }

@@ -165,6 +165,9 @@ func plan(d *Deployment, in format.Format) (up format.Format, pass bool, err err
 	}
 	switch d.wire {
 	case wireNative:
+		if in == format.FormatMessages && d.messages != nil {
+			return format.FormatMessages, true, nil // Claude on Bedrock InvokeModel
+		}
 		return format.FormatNative, false, nil
 	case wireAnthropic:
 		if in == format.FormatMessages {
@@ -226,6 +229,9 @@ func upstreamBody(d *Deployment, in, up format.Format, pass, stream bool, body [
 }
 
 func (d *Deployment) url(up format.Format, stream bool) string {
+	if stream && up == format.FormatMessages && d.messagesStream != "" {
+		return d.messagesStream
+	}
 	if stream && d.streamURL != "" { // set only where streams have their own endpoint
 		return d.streamURL
 	}
@@ -426,6 +432,9 @@ func (c *Client) do(ctx context.Context, d *Deployment, in format.Format, body [
 		return nil, err
 	}
 	ub, x, err := upstreamBody(d, in, up, pass, false, body)
+	if err == nil {
+		ub, err = d.messagesBody(up, false, ub, h)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -500,6 +509,9 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in format.Format, bo
 		return nil, err
 	}
 	ub, x, err := upstreamBody(d, in, up, pass, true, body)
+	if err == nil {
+		ub, err = d.messagesBody(up, true, ub, h)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -533,7 +545,11 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in format.Format, bo
 		// The upstream ignored "stream": replay its whole answer as a stream.
 		return s.replayJSON(in, up, includeUsage(body), x)
 	}
-	s.rd = newSSEReader(resp.Body)
+	if up == format.FormatMessages && d.messages != nil {
+		s.rd = d.messages.Frames(resp.Body)
+	} else {
+		s.rd = newSSEReader(resp.Body)
+	}
 	if !pass {
 		s.dec = format.NewDecoder(up, format.NewStreamRenderer(in, includeUsage(body), x, s))
 	}

@@ -158,9 +158,14 @@ type Deployment struct {
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
 	vertexAnthropic bool
-	header          http.Header // immutable, shared by every request
-	secrets         []string    // redacted from error texts (collectSecrets)
-	extraSecrets    []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
+	// messages: the Anthropic-native Messages endpoint of a wireNative deployment (Claude on
+	// Bedrock InvokeModel) at urls[FormatMessages] and messagesStream; nil: none
+	messages             MessagesWire
+	messagesStream       string
+	parsedMessagesStream *url.URL
+	header               http.Header // immutable, shared by every request
+	secrets              []string    // redacted from error texts (collectSecrets)
+	extraSecrets         []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
 	// config: built from a config-file object (NewConfigDeployment), whose implicit
 	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
 	config bool
@@ -353,6 +358,9 @@ func (d *Deployment) parseEndpoints() {
 	if d.streamURL != "" {
 		d.parsedStream = parseEndpoint(d.streamURL)
 	}
+	if d.messagesStream != "" {
+		d.parsedMessagesStream = parseEndpoint(d.messagesStream)
+	}
 }
 
 func parseEndpoint(s string) *url.URL {
@@ -371,6 +379,9 @@ func parseEndpoint(s string) *url.URL {
 // with http.NewRequest). Shared by every request and never modified: net/http only reads
 // a request's URL (a redirect follows a clone of it).
 func (d *Deployment) endpoint(up format.Format, stream bool) *url.URL {
+	if stream && up == format.FormatMessages && d.messagesStream != "" {
+		return d.parsedMessagesStream
+	}
 	if stream && d.streamURL != "" {
 		return d.parsedStream
 	}

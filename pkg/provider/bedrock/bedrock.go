@@ -1,5 +1,5 @@
 // Package bedrock is the provider.Vendor of Amazon Bedrock (LiteLLM's bedrock provider: the
-// Converse API, InvokeModel for embeddings), registered by cmd/gateway:
+// Converse API, InvokeModel for embeddings and for /v1/messages on Claude models), registered by cmd/gateway:
 // provider.NewBuilder(policy, bedrock.Vendor, …).
 package bedrock
 
@@ -60,7 +60,10 @@ var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setu
 //     aws_profile_name, web identity, ECS/EC2 roles), resolved on first use and cached until
 //     they expire. A database object may use the chain only when allowed_env_secrets allows
 //     AWS_SECRET_ACCESS_KEY (implicitChain).
-//   - A "converse/" prefix on the model id (LiteLLM's route hint) is dropped.
+//   - A "converse/" or "invoke/" prefix on the model id (LiteLLM's route hints) is dropped.
+//   - Claude models (anthropic.claude-*, with or without a region prefix; not under
+//     "converse/") serve /v1/messages through InvokeModel with Anthropic's own body
+//     (invokeMessages); chat and responses go through Converse.
 func setupBedrock(s *provider.Setup) error {
 	d := s.Deployment()
 	bs, region, profile, err := awsSigner(s, "bedrock")
@@ -100,12 +103,18 @@ func setupBedrock(s *provider.Setup) error {
 		return fmt.Errorf("litellm_params.aws_bedrock_runtime_endpoint: %q is not an http(s) URL", base)
 	}
 	s.SetAPIBase(strings.TrimRight(base, "/"))
-	s.SetModel(strings.TrimPrefix(d.Model, "converse/"))
+	// "converse/" (LiteLLM's route hint) keeps /v1/messages on Converse; "invoke/" or a Claude
+	// model id sends it to InvokeModel with Anthropic's own body (invokeMessages).
+	converse := strings.HasPrefix(d.Model, "converse/")
+	s.SetModel(strings.TrimPrefix(strings.TrimPrefix(d.Model, "converse/"), "invoke/"))
 	// The model id is one path segment with ":" escaped too, as the AWS SDKs send it
 	// ("anthropic.claude-3-haiku-20240307-v1%3A0").
 	prefix := d.APIBase + "/model/" + strings.ReplaceAll(url.PathEscape(d.Model), ":", "%3A")
 	s.SetWire(bedrockAPI{}, prefix+"/converse", prefix+"/converse-stream")
 	s.SetEmbedder(bedrockEmbedder(d.Model, prefix+"/invoke"))
+	if !converse && isClaude(d.Model) {
+		s.SetMessagesWire(prefix+"/invoke", prefix+"/invoke-with-response-stream", invokeMessages{})
+	}
 	s.SetHeader("Accept", "application/json")
 	s.SetSigner(bs)
 	return nil
