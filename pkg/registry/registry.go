@@ -243,21 +243,6 @@ func (c *cow[T]) nameShard(name string) map[string][]*Entry[T] {
 	return c.next.names[i]
 }
 
-// reserve pre-sizes the id shards for n more entries when the snapshot is empty (a cold
-// start's full load), so a million puts do not regrow 256 maps from nothing.
-func (c *cow[T]) reserve(n int) {
-	if c.next.n > 0 || n < shards {
-		return
-	}
-	per := n/shards + n/shards/8 + 1
-	for i := range c.next.ids {
-		if !c.idsCopied[i] && len(c.next.ids[i]) == 0 {
-			c.next.ids[i] = make(map[string]*Entry[T], per)
-			c.idsCopied[i] = true
-		}
-	}
-}
-
 // remove takes the entry with id out of the snapshot and its name index.
 func (c *cow[T]) remove(id string) {
 	old, ok := c.next.ByID(id)
@@ -383,9 +368,26 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 		}
 	}
 	c := r.edit()
-	c.reserve(len(ok))
 	r.gen++
 	changed := 0
+	if c.next.n == 0 && len(ok) >= parallelBuild {
+		// an empty registry's bulk load (a cold start): every shard filled on every core
+		entries := make([]*Entry[T], 0, len(ok))
+		for _, b := range ok {
+			if r.newer(b.row.ID, b.row.Version, nil) && !r.isBad(b.row.ID, b.row.Version) {
+				entries = append(entries, &Entry[T]{ID: b.row.ID, Version: b.row.Version, Row: b.row.Data, Value: b.val, gen: r.gen})
+			}
+		}
+		if c.fillEmpty(entries) {
+			for _, e := range entries {
+				if len(r.failed) == 0 {
+					break
+				}
+				delete(r.failed, e.ID)
+			}
+			changed, ok = len(entries), nil
+		}
+	}
 	for _, b := range ok {
 		cur, _ := c.next.ByID(b.row.ID)
 		// re-check the known-bad version under the lock: a newer invalid version may have
@@ -437,6 +439,10 @@ func (r *Registry[T]) buildAll(rows []store.Row) ([]T, []error) {
 	one := func(i int) {
 		if anyBad && r.knownBad(rows[i].ID, rows[i].Version) {
 			errs[i] = errKnownBad
+			return
+		}
+		if v, err, ok := built[T](rows[i]); ok {
+			vals[i], errs[i] = v, err
 			return
 		}
 		vals[i], errs[i] = r.opts.Build(rows[i])
