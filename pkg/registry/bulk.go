@@ -126,4 +126,3 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	c.dirty = len(entries) > 0
 	return true
 }
-
