@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/tidwall/gjson"
 )
@@ -151,9 +153,10 @@ type Deployment struct {
 	wire      wire               // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
 	urls      [numFormats]string // upstream endpoint per format; "" = not served
 	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
-	// parsed and parsedStream are urls and streamURL parsed (parseEndpoints; nil: not parsed)
-	parsed       [numFormats]*url.URL
-	parsedStream *url.URL
+	// parsed caches urls (and, last, streamURL) parsed, filled on a deployment's first call
+	// through each (endpoint): a replica holding 100,000 deployments calls few of them, and a
+	// parsed URL costs more than the rest of the deployment (about 1.1 kB for its 8 endpoints)
+	parsed [numFormats + 1]atomic.Pointer[url.URL]
 	native       Wire     // wireNative: the request/answer/stream translation
 	embedder     Embedder // wireNative: its embeddings API, nil when it has none
 	signer       Signer   // nil: the static header is all the authentication
@@ -340,22 +343,36 @@ func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte,
 		}
 	}
 	d.collectSecrets()
-	d.parseEndpoints()
+	d.intern()
 	return d, nil
 }
 
-// parseEndpoints parses the upstream endpoints once (see endpoint). One that does not parse
-// is left to http.NewRequest at call time, which reports it as before.
-func (d *Deployment) parseEndpoints() {
-	for i, s := range d.urls {
-		if s != "" {
-			d.parsed[i] = parseEndpoint(s)
+// intern replaces the deployment's strings that many deployments repeat (the upstream model,
+// provider, group name, base and endpoints: 100,000 deployments of one provider hold each
+// once) with their canonical copies (unique.Make), which also lets the litellm_params text the
+// parsed values were cut from be collected.
+func (d *Deployment) intern() {
+	in := func(s *string) {
+		if *s != "" {
+			*s = unique.Make(*s).Value()
 		}
 	}
-	if d.streamURL != "" {
-		d.parsedStream = parseEndpoint(d.streamURL)
+	in(&d.ModelName)
+	in(&d.Provider)
+	in(&d.Model)
+	in(&d.APIBase)
+	in(&d.APIVersion)
+	in(&d.streamURL)
+	for i := range d.urls {
+		in(&d.urls[i])
 	}
+	d.APIKey = strings.Clone(d.APIKey)
+	d.Organization = strings.Clone(d.Organization)
 }
+
+// unparsable marks a cached endpoint that does not parse: it is left to http.NewRequest at
+// call time, which reports it as before.
+var unparsable = &url.URL{}
 
 func parseEndpoint(s string) *url.URL {
 	u, err := url.Parse(s)
@@ -372,11 +389,29 @@ func parseEndpoint(s string) *url.URL {
 // endpoint is url(up, stream) parsed, nil when it was not (send then builds the request
 // with http.NewRequest). Shared by every request and never modified: net/http only reads
 // a request's URL (a redirect follows a clone of it).
+// The first call parses and caches it (concurrent first calls parse the same string to
+// equal values; either is kept): later calls are one atomic load.
 func (d *Deployment) endpoint(up Format, stream bool) *url.URL {
+	i, s := int(up), d.urls[up]
 	if stream && d.streamURL != "" {
-		return d.parsedStream
+		i, s = int(numFormats), d.streamURL
 	}
-	return d.parsed[up]
+	if u := d.parsed[i].Load(); u != nil {
+		if u == unparsable {
+			return nil
+		}
+		return u
+	}
+	if s == "" {
+		return nil
+	}
+	u := parseEndpoint(s)
+	if u == nil {
+		d.parsed[i].Store(unparsable)
+		return nil
+	}
+	d.parsed[i].Store(u)
+	return u
 }
 
 // paramStr reads an optional string member of litellm_params ("" when absent or null),
