@@ -156,10 +156,10 @@ type Deployment struct {
 	// parsed caches urls (and, last, streamURL) parsed, filled on a deployment's first call
 	// through each (endpoint): a replica holding 100,000 deployments calls few of them, and a
 	// parsed URL costs more than the rest of the deployment (about 1.1 kB for its 8 endpoints)
-	parsed [numFormats + 1]atomic.Pointer[url.URL]
-	native       Wire     // wireNative: the request/answer/stream translation
-	embedder     Embedder // wireNative: its embeddings API, nil when it has none
-	signer       Signer   // nil: the static header is all the authentication
+	parsed   [numFormats + 1]atomic.Pointer[url.URL]
+	native   Wire     // wireNative: the request/answer/stream translation
+	embedder Embedder // wireNative: its embeddings API, nil when it has none
+	signer   Signer   // nil: the static header is all the authentication
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
 	vertexAnthropic bool
