@@ -153,10 +153,10 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		field string
 	}{
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "model_max_budget": map[string]any{"cat-real": 1}}, "model_max_budget"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "allowed_routes": []string{"/chat/completions"}}, "allowed_routes"},
+		{"/key/generate", map[string]any{"key_alias": "cat-no", "auto_rotate": true}, "auto_rotate"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "policies": []string{"p"}}, "policies"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "permissions": map[string]any{"pii_masking": true}}, "permissions"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "key_type": "llm_api"}, "key_type"},
+		{"/key/generate", map[string]any{"key_alias": "cat-no", "router_settings": map[string]any{"num_retries": 1}}, "router_settings"},
+		{"/key/generate", map[string]any{"key_alias": "cat-no", "agent_id": "ag-1"}, "agent_id"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "password": "secret-pass"}, "password"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "model_rpm_limit": map[string]any{"m": 1}}, "model_rpm_limit"},
 		{"/team/new", map[string]any{"team_id": "cat-no", "team_member_budget": 1}, "team_member_budget"},

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"lockstep/pkg/access"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
@@ -108,6 +109,16 @@ type Team struct {
 		ModelTPM map[string]int64 `json:"model_tpm_limit"`
 		// Guardrails run on every call of the team's keys (LiteLLM team "guardrails").
 		Guardrails []string `json:"guardrails"`
+		// ObjectPermission is LiteLLM's team object_permission: its agents bind every key of
+		// the team (access.AgentAllowed; nil: none).
+		ObjectPermission *access.ObjectPermission `json:"object_permission"`
+		// MemberKeyDuration is LiteLLM's team_member_key_duration ("30d"; "" none): the
+		// longest, and the default, duration of a key /key/generate makes for a member of
+		// the team (admin.teamMemberKeyDuration).
+		MemberKeyDuration string `json:"team_member_key_duration"`
+		// MemberPermissions is LiteLLM's team_member_permissions: the key routes a member with
+		// role user may call on the team's keys (nil: access.DefaultTeamMemberPermissions).
+		MemberPermissions []string `json:"team_member_permissions"`
 	} `json:"litellm_fields"`
 	Limits
 }

@@ -10,8 +10,10 @@ package admin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"lockstep/pkg/access"
 	"lockstep/pkg/accounts"
 )
 
@@ -49,6 +51,35 @@ type Caller struct {
 	Team *accounts.Team
 	// Scope is the table's decision for the route being called (Authorize).
 	Scope Scope
+	// SpendRoutes: the caller's key has LiteLLM's permissions {"get_spend_routes": true}
+	// (keys.Key.GetSpendRoutes): it may read the /global/spend routes (access.GlobalSpendRoutes).
+	SpendRoutes bool
+	// TeamKeys: the caller, a member with role user of its key's team, may act on the team's
+	// keys on the route being called as the team's admin would, because the team's
+	// team_member_permissions (LiteLLM's default: /key/info, /key/health) list the route
+	// (TeamMemberMay; set with Scope).
+	TeamKeys bool
+}
+
+// TeamMemberMay reports whether the caller, a member with role user of its key's team, may
+// call route (the request's path) on the team's keys under the team's team_member_permissions
+// (LiteLLM TeamMemberPermissionChecks.does_team_member_have_permissions_for_endpoint; a team
+// admin needs none, anyone else gets none).
+func (c Caller) TeamMemberMay(route string) bool {
+	if c.TeamRole() != accounts.RoleUser {
+		return false
+	}
+	perms := c.Team.Fields.MemberPermissions
+	if len(perms) == 0 {
+		perms = access.DefaultTeamMemberPermissions
+	}
+	return access.InRoutes(perms, route)
+}
+
+// teamKeysOf reports whether the caller acts on team teamID's keys: its admin, or a member
+// whose team_member_permissions list the route (TeamKeys).
+func (c Caller) teamKeysOf(teamID string) bool {
+	return teamID != "" && c.Team != nil && c.Team.ID == teamID && (c.TeamAdmin() || c.TeamKeys)
 }
 
 // UserID is the caller's user id ("" without a user).
@@ -179,9 +210,14 @@ func (w who) lets(c Caller, write bool) bool {
 // proxy_admin_viewer. Trying to access: <path>`; anyone else not let in: `Only proxy admin can
 // be used to generate, delete, update info for new keys/users/teams. Route=<path>. Your
 // role=<role>. Your user_id=<masked id>` (role and id "unknown" for a key without a user;
-// route_checks.py _raise_admin_only_route_exception).
+// route_checks.py _raise_admin_only_route_exception). A key with the get_spend_routes
+// permission is let in on the /global/spend routes with ScopeAll, whatever its role.
 func Authorize(method, route, path string, c Caller) (Scope, error) {
 	if c.Admin() {
+		return ScopeAll, nil
+	}
+	if c.SpendRoutes && slices.Contains(access.GlobalSpendRoutes, route) {
+		// route_checks.py: a key with the get_spend_routes permission reads proxy-wide spend
 		return ScopeAll, nil
 	}
 	r := RuleOf(method, route)

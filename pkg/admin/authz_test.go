@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"testing"
 
 	"lockstep/pkg/accounts"
@@ -173,5 +174,94 @@ func TestKeyUpdateCannotEscapeOwners(t *testing.T) {
 	}
 	if err := iu.keyWriteAllowed(&KeyRequest{UserID: &empty}, &keys.Key{Token: "y", UserID: "u-iu"}); err == nil {
 		t.Error("an internal user unbound its key")
+	}
+}
+
+// LiteLLM's get_spend_routes permission (route_checks.py): a key holding it reads the
+// /global/spend routes whatever its role (ScopeAll); without it, they stay the admin's; it
+// opens no other route.
+func TestAuthorizeSpendRoutesPermission(t *testing.T) {
+	for name, c := range callers() {
+		if c.Admin() || c.Role() == RoleProxyAdminViewer {
+			continue
+		}
+		c.SpendRoutes = true
+		for _, route := range []string{"/global/spend/logs", "/global/spend/report", "/global/spend/keys"} {
+			if s, err := Authorize("GET", route, route, c); err != nil || s != ScopeAll {
+				t.Errorf("%s with get_spend_routes on %s: %v %v, want ScopeAll", name, route, s, err)
+			}
+		}
+		if _, err := Authorize("POST", "/user/new", "/user/new", c); err == nil {
+			t.Errorf("%s: get_spend_routes opened /user/new", name)
+		}
+		c.SpendRoutes = false
+		if _, err := Authorize("GET", "/global/spend/logs", "/global/spend/logs", c); err == nil {
+			t.Errorf("%s without get_spend_routes reads /global/spend/logs", name)
+		}
+	}
+}
+
+// A key's permissions are the proxy admin's to grant: a self-service write setting
+// get_spend_routes is refused; {} or false passes.
+func TestKeyWriteCannotGrantSpendRoutes(t *testing.T) {
+	c := callers()["internal_user"]
+	req := KeyRequest{Extra: map[string]json.RawMessage{"permissions": json.RawMessage(`{"get_spend_routes": true}`)}}
+	if err := c.keyWriteAllowed(&req, nil); err == nil {
+		t.Fatal("an internal user granted its key get_spend_routes")
+	}
+	for _, ok := range []string{`{}`, `{"get_spend_routes": false}`} {
+		req := KeyRequest{Extra: map[string]json.RawMessage{"permissions": json.RawMessage(ok)}}
+		if err := c.keyWriteAllowed(&req, nil); err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+	}
+}
+
+// team_member_permissions (LiteLLM TeamMemberPermissionChecks): a member with role user acts
+// on its team's keys on the routes the team lists (default /key/info, /key/health); the team
+// admin needs none; another team's keys stay another's.
+func TestTeamMemberPermissions(t *testing.T) {
+	cs := callers()
+	member := cs["team_member"]
+	if !member.TeamMemberMay("/key/info") || member.TeamMemberMay("/key/generate") {
+		t.Fatal("default team member permissions: want /key/info only")
+	}
+	if cs["team_admin"].TeamMemberMay("/key/info") || cs["team_key"].TeamMemberMay("/key/info") {
+		t.Fatal("team_member_permissions apply to members with role user only")
+	}
+	team := *member.Team
+	team.Fields.MemberPermissions = []string{"/key/generate", "/key/update"}
+	member.Team = &team
+	if !member.TeamMemberMay("/key/generate") || member.TeamMemberMay("/key/info") {
+		t.Fatal("the team's list replaces the default")
+	}
+	if member.OwnsKey("other", "u-x", "t1") {
+		t.Fatal("without TeamKeys a member does not own the team's keys")
+	}
+	member.TeamKeys = true
+	if !member.OwnsKey("other", "u-x", "t1") || member.OwnsKey("other", "u-x", "t2") {
+		t.Fatal("TeamKeys: the team's keys, not another team's")
+	}
+	tid := "t1"
+	if err := member.keyWriteAllowed(&KeyRequest{TeamID: &tid}, nil); err != nil {
+		t.Fatalf("a member with /key/generate makes a team key: %v", err)
+	}
+	member.TeamKeys = false
+	if err := member.keyWriteAllowed(&KeyRequest{TeamID: &tid}, nil); err == nil {
+		t.Fatal("a member without the permission made a team key")
+	}
+}
+
+// A key's organization_id replaces its user's organization as the one whose limits bind it:
+// only the proxy admin sets it.
+func TestKeyWriteCannotSetOrganization(t *testing.T) {
+	c := callers()["internal_user"]
+	req := KeyRequest{Extra: map[string]json.RawMessage{"organization_id": json.RawMessage(`"o-free"`)}}
+	if err := c.keyWriteAllowed(&req, nil); err == nil {
+		t.Fatal("an internal user set its key's organization_id")
+	}
+	req = KeyRequest{Extra: map[string]json.RawMessage{"organization_id": json.RawMessage(`null`)}}
+	if err := c.keyWriteAllowed(&req, nil); err != nil {
+		t.Fatal(err)
 	}
 }

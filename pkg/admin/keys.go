@@ -356,6 +356,12 @@ func (a *Admin) GenerateKey(ctx context.Context, req KeyRequest) (KeyResult, err
 	if err := a.checkKeyOwners(ctx, vals, nil); err != nil {
 		return KeyResult{}, err
 	}
+	if err := a.teamMemberKeyDuration(ctx, req, vals); err != nil {
+		return KeyResult{}, err
+	}
+	if err := a.keyOrganization(ctx, req, vals, nil); err != nil {
+		return KeyResult{}, err
+	}
 	key := req.Key
 	if key == "" {
 		key = keys.Generate()
@@ -414,6 +420,21 @@ func (a *Admin) UpdateKey(ctx context.Context, req KeyRequest) (KeyResult, error
 	}
 	if err := a.checkKeyOwners(ctx, vals, &req); err != nil {
 		return KeyResult{}, err
+	}
+	if _, ok := req.Extra["organization_id"]; ok {
+		cur, err := a.st.Get(ctx, store.Key, tokenOf(req.Key))
+		if errors.Is(err, store.ErrNotFound) {
+			return KeyResult{}, notFound("Key not found")
+		} else if err != nil {
+			return KeyResult{}, err
+		}
+		k, err := keys.BuildRow(cur)
+		if err != nil {
+			return KeyResult{}, err
+		}
+		if err := a.keyOrganization(ctx, req, vals, k); err != nil {
+			return KeyResult{}, err
+		}
 	}
 	return a.updateKey(ctx, req.Key, vals, budgetSet, every, spend)
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // OwnsKey reports whether the key (its token, user and team) is the caller's under ScopeOwn:
-// the caller's own key, a key of its user, or a key of the team it administers.
+// the caller's own key, a key of its user, or a key of the team it administers (or whose
+// team_member_permissions give its members the route: TeamKeys).
 func (c Caller) OwnsKey(token, userID, teamID string) bool {
 	if c.Token != "" && token == c.Token {
 		return true
@@ -27,7 +28,7 @@ func (c Caller) OwnsKey(token, userID, teamID string) bool {
 	if uid := c.UserID(); uid != "" && userID == uid {
 		return true
 	}
-	return teamID != "" && c.TeamAdmin() && c.Team.ID == teamID
+	return c.teamKeysOf(teamID)
 }
 
 // SeesTeam reports whether team t is the caller's under ScopeOwn: its key's team, or a team
@@ -103,7 +104,7 @@ func (a *Admin) KeysAs(ctx context.Context, c Caller, page, size int) ([]store.R
 		}
 		add(rs)
 	}
-	if c.TeamAdmin() {
+	if c.TeamAdmin() || c.TeamKeys {
 		rs, err := a.st.ListBy(ctx, store.Key, "team_id", c.Team.ID)
 		if err != nil {
 			return nil, 0, nil, err
@@ -146,13 +147,13 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	}
 	// a key's team is set only by an admin of that team (an update leaving it as it is: anyone
 	// who owns the key)
-	if teamID != "" && (cur == nil || req.TeamID != nil) && (!c.TeamAdmin() || c.Team.ID != teamID) {
+	if teamID != "" && (cur == nil || req.TeamID != nil) && !c.teamKeysOf(teamID) {
 		return forbiddenf("User can only create keys for their own team. Got=%s, Your Team ID=%s", teamID, c.teamID())
 	}
 	if cur == nil && (req.UserID == nil || *req.UserID == "") && uid != "" {
 		req.UserID = &uid // a key is bound to the user that makes it (a team key too)
 	}
-	if cur != nil && req.TeamID != nil && *req.TeamID != cur.TeamID && cur.TeamID != "" && (!c.TeamAdmin() || c.Team.ID != cur.TeamID) {
+	if cur != nil && req.TeamID != nil && *req.TeamID != cur.TeamID && cur.TeamID != "" && !c.teamKeysOf(cur.TeamID) {
 		// moving a key out of its team (out of the team's budget) is the team admin's
 		return forbiddenf("User can only create keys for their own team. Got=%s, Your Team ID=%s", cur.TeamID, c.teamID())
 	}
@@ -167,6 +168,14 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	}
 	if req.Blocked != nil && !*req.Blocked && cur != nil && cur.Blocked {
 		return forbiddenf("only the proxy admin can unblock a key")
+	}
+	if o, ok := req.Extra["organization_id"]; ok && string(o) != "null" && string(o) != `""` {
+		// a key's organization replaces its user's as the one whose limits bind it
+		return forbiddenf("only the proxy admin can set a key's organization_id")
+	}
+	if p, ok := req.Extra["permissions"]; ok && grantsSpendRoutes(p) {
+		// get_spend_routes opens proxy-wide spend: no role grants it to itself
+		return forbiddenf("only the proxy admin can set a key's permissions")
 	}
 	bound, who := c.User, "user"
 	var lim *accounts.Limits
@@ -490,4 +499,10 @@ func (a *Admin) groupOfOthers(name, teamID string) bool {
 		}
 	}
 	return false
+}
+
+// grantsSpendRoutes reports whether a permissions value grants get_spend_routes.
+func grantsSpendRoutes(raw json.RawMessage) bool {
+	var m map[string]any
+	return json.Unmarshal(raw, &m) == nil && m["get_spend_routes"] == true
 }

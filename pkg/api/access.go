@@ -108,7 +108,9 @@ func (s *Server) teamsChanged() <-chan struct{} {
 
 // lookupOwners loads the team and the user a virtual key belongs to (read-through on a miss)
 // and refuses the key when its team does not exist or is blocked, or its user or the team's
-// organization is blocked (LiteLLM refuses keys of deleted or blocked teams).
+// organization is blocked (LiteLLM refuses keys of deleted or blocked teams). The key's
+// organization is its team's, else its own organization_id (refused when absent or blocked),
+// else its user's.
 func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 	k := p.key
 	if k.TeamID != "" {
@@ -128,6 +130,17 @@ func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 				p.org = o
 			}
 		}
+	}
+	if p.org == nil && k.OrganizationID != "" {
+		// the key's own organization (LiteLLM key organization_id; a team key's is its team's)
+		o, ok := lookupAccount(ctx, s.Organizations, k.OrganizationID)
+		if !ok {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s of this key does not exist (deleted?).", k.OrganizationID))
+		}
+		if o.Blocked {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s is blocked.", o.ID))
+		}
+		p.org = o
 	}
 	if k.UserID != "" {
 		if u, ok := lookupAccount(ctx, s.Users, k.UserID); ok {

@@ -3,11 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"lockstep/pkg/format"
 	"strings"
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/provider"
 )
 
 // AgentModelPrefix names an agent as a model on the LLM routes (API.md "Agents and A2A":
@@ -23,7 +23,7 @@ const AgentModelPrefix = "a2a/"
 //
 // An unknown agent is the route's invalid-model 400 (`Invalid model name passed in
 // model=a2a/<name>`), found with the agents read-through budget (never the models one).
-func (s *Server) agentModelSpec(ctx context.Context, f provider.Format, spec *callSpec) error {
+func (s *Server) agentModelSpec(ctx context.Context, f format.Format, spec *callSpec) error {
 	name := strings.TrimPrefix(spec.model, AgentModelPrefix)
 	agent, err := agentResolver{s}.ResolveAgent(ctx, name)
 	if errors.Is(err, a2a.ErrAgentNotFound) {

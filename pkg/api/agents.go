@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"strings"
 
@@ -210,6 +211,9 @@ func (s *Server) agentDelete(c echo.Context) error {
 
 // agentCard: GET /a2a/{id_or_name}/.well-known/agent-card.json (and agent.json).
 func (s *Server) agentCard(c echo.Context) error {
+	if err := s.agentAllowed(c, caller(c)); err != nil { // object_permission.agents
+		return err
+	}
 	s.a2a.Card(c.Response(), c.Request(), agentParam(c), requestBaseURL(c.Request()))
 	return nil
 }
@@ -228,6 +232,9 @@ func (s *Server) agentCard(c echo.Context) error {
 func (s *Server) agentRPC(c echo.Context) error {
 	req := c.Request()
 	who := caller(c)
+	if err := s.agentAllowed(c, who); err != nil { // object_permission.agents
+		return err
+	}
 	h := c.Response().Header()
 	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
 		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
@@ -385,7 +392,7 @@ func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, t
 	if !ok {
 		return ctx, nil, errors.New("agent call without a caller") // every A2A route sets one
 	}
-	body := provider.ChatRequest(agent.Model, text)
+	body := format.ChatRequest(agent.Model, text)
 	if stream {
 		// the usage chunk tells the limits step what the call cost
 		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
@@ -398,7 +405,7 @@ func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, t
 		respHeader = nil
 	}
 	return s.startCall(ctx, callSpec{
-		format: provider.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
+		format: format.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
 		header: respHeader, reqHeader: ac.Header,
 		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
 		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -11,7 +12,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/jsonscan"
-	"lockstep/pkg/provider"
 )
 
 // azureRoutes serves Azure OpenAI style client routes, so that Azure SDK clients pointed at
@@ -24,12 +24,12 @@ import (
 // Azure's Responses API has no deployment in the path: POST /openai/responses (and the v1
 // API's /openai/v1/responses) take the model group from the body's "model", as /v1/responses.
 func (s *Server) azureRoutes() {
-	responses := s.llm(provider.FormatResponses)
+	responses := s.llm(format.FormatResponses)
 	for _, path := range []string{"/openai/responses", "/openai/v1/responses"} {
 		s.e.POST(path, responses, s.auth(anyKey))
 	}
-	for _, f := range []provider.Format{provider.FormatChat, provider.FormatCompletions, provider.FormatEmbeddings,
-		provider.FormatImages, provider.FormatSpeech, provider.FormatTranscriptions} {
+	for _, f := range []format.Format{format.FormatChat, format.FormatCompletions, format.FormatEmbeddings,
+		format.FormatImages, format.FormatSpeech, format.FormatTranscriptions} {
 		h := s.llm(f)
 		s.e.POST("/openai/deployments/:model"+f.Path(), func(c echo.Context) error {
 			req := c.Request()

@@ -63,7 +63,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	known := func(n string) bool { return n == "models" }
 	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
-		"model_max_budget": raw(`{}`), "permissions": raw(` {} `), "rpm_limt": raw(`1`)}
+		"model_max_budget": raw(`{}`), "router_settings": raw(` {} `), "rpm_limt": raw(`1`)}
 	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	}
 	for _, c := range []struct{ field, value, want string }{
 		{"model_max_budget", `{"m": 1}`, `field "model_max_budget" is not supported yet`},
-		{"key_type", `"llm_api"`, `field "key_type" is not supported yet`},
+		{"auto_rotate", `true`, `field "auto_rotate" is not supported yet`},
 		{"tags", `"a"`, `tags must be an array of strings`},
 		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
 		{"model_rpm_limit", `{"m": -1}`, `model_rpm_limit["m"] must be an integer >= 0`},

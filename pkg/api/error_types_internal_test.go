@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"lockstep/pkg/format"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/store"
 )
 
@@ -50,15 +50,15 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 		{&Error{Status: 502}, "api_error", "internal_server_error"},
 		{&Error{Status: 503, Type: "service_unavailable"}, "api_error", "service_unavailable"},
 		{&Error{Status: 529}, "overloaded_error", "internal_server_error"},
-		{&provider.UpstreamError{Status: 429, Type: "rate_limit_exceeded"}, "rate_limit_error", "rate_limit_exceeded"},
-		{&provider.UpstreamError{Status: 500, Type: "server_error"}, "api_error", "server_error"},
-		{&provider.UpstreamError{Status: 504}, "timeout_error", "timeout_error"},
+		{&format.UpstreamError{Status: 429, Type: "rate_limit_exceeded"}, "rate_limit_error", "rate_limit_exceeded"},
+		{&format.UpstreamError{Status: 500, Type: "server_error"}, "api_error", "server_error"},
+		{&format.UpstreamError{Status: 504}, "timeout_error", "timeout_error"},
 		// Anthropic type names are kept as sent
-		{&provider.UpstreamError{Status: 529, Type: "overloaded_error"}, "overloaded_error", "overloaded_error"},
-		{&provider.UpstreamError{Status: 503, Type: "overloaded_error"}, "overloaded_error", "overloaded_error"},
-		{&provider.UpstreamError{Status: 504, Type: "timeout_error"}, "timeout_error", "timeout_error"},
-		{&provider.UpstreamError{Status: 402, Type: "billing_error"}, "billing_error", "billing_error"},
-		{&provider.UpstreamError{Status: 401, Type: "authentication_error"}, "authentication_error", "authentication_error"},
+		{&format.UpstreamError{Status: 529, Type: "overloaded_error"}, "overloaded_error", "overloaded_error"},
+		{&format.UpstreamError{Status: 503, Type: "overloaded_error"}, "overloaded_error", "overloaded_error"},
+		{&format.UpstreamError{Status: 504, Type: "timeout_error"}, "timeout_error", "timeout_error"},
+		{&format.UpstreamError{Status: 402, Type: "billing_error"}, "billing_error", "billing_error"},
+		{&format.UpstreamError{Status: 401, Type: "authentication_error"}, "authentication_error", "authentication_error"},
 		{fmt.Errorf("wrapped: %w", store.ErrUnavailable), "api_error", "service_unavailable"},
 	} {
 		for _, p := range []string{"/v1/messages", "/messages"} {
@@ -96,22 +96,22 @@ func TestStreamErrorTypesMatchPlainErrors(t *testing.T) {
 	for _, err := range []error{
 		authErr(401, "Authentication Error, No api key passed in."),
 		&Error{Status: 401, Type: "key_model_access_denied", Message: "no"},
-		&provider.UpstreamError{Status: 401, Message: "bad key"},
-		&provider.UpstreamError{Status: 429, Type: "rate_limit_exceeded", Message: "slow"},
-		&provider.UpstreamError{Status: 500, Message: "boom"},
-		&provider.UpstreamError{Status: 503, Message: "down"},
-		&provider.UpstreamError{Status: 504, Message: "slow"},
-		&provider.UpstreamError{Status: 529, Type: "overloaded_error", Message: "busy"},
+		&format.UpstreamError{Status: 401, Message: "bad key"},
+		&format.UpstreamError{Status: 429, Type: "rate_limit_exceeded", Message: "slow"},
+		&format.UpstreamError{Status: 500, Message: "boom"},
+		&format.UpstreamError{Status: 503, Message: "down"},
+		&format.UpstreamError{Status: 504, Message: "slow"},
+		&format.UpstreamError{Status: 529, Type: "overloaded_error", Message: "busy"},
 		&guardrailBlock{BlockedError: &guardrail.BlockedError{Message: "Content blocked: keyword 'x' detected"}},
 	} {
-		for path, f := range map[string]provider.Format{"/v1/chat/completions": provider.FormatChat, "/v1/messages": provider.FormatMessages} {
+		for path, f := range map[string]format.Format{"/v1/chat/completions": format.FormatChat, "/v1/messages": format.FormatMessages} {
 			status, plain := render(t, s, path, err)
 			req := httptest.NewRequest("POST", path, nil)
 			c := s.e.NewContext(req, httptest.NewRecorder())
 			c.SetPath(path)
 			ae := s.errorInfo(c, err)
 			require.Equal(t, status, ae.Status)
-			ev := string(provider.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
+			ev := string(format.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
 			_, data, _ := strings.Cut(ev, "data: ")
 			require.Equal(t, gjson.Get(plain, "error.type").String(), gjson.Get(data, "error.type").String(), "%s %v: plain %s, stream %s", path, err, plain, data)
 			require.Equal(t, gjson.Get(plain, "error.message").String(), gjson.Get(data, "error.message").String())

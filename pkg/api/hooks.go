@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"lockstep/pkg/format"
 	"math"
 	"strconv"
 	"strings"
@@ -172,5 +173,5 @@ func (hk hooks) mock(model string, tried int) func(ctx context.Context, c *call)
 
 // mockError is a hook's failure as the router reports a failed call (no deployment called).
 func mockError(c router.Class, status int, typ, msg string) error {
-	return &router.Error{Class: c, Err: &provider.UpstreamError{Status: status, Type: typ, Message: msg}}
+	return &router.Error{Class: c, Err: &format.UpstreamError{Status: status, Type: typ, Message: msg}}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"io"
+	"lockstep/pkg/format"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,8 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
-
-	"lockstep/pkg/provider"
 )
 
 // readBody reads what io.ReadAll reads, whatever Content-Length says, with one allocation
@@ -96,7 +95,7 @@ func TestScanRequestChecked(t *testing.T) {
 		rf, err := scanRequestChecked([]byte(body))
 		require.False(t, rf.model.Exists(), body)
 		var ae *Error
-		require.ErrorAs(t, bodyError(provider.FormatChat, err), &ae, body)
+		require.ErrorAs(t, bodyError(format.FormatChat, err), &ae, body)
 		require.Equal(t, 400, ae.Status, body)
 		require.Equal(t, want, ae.Message, body)
 	}

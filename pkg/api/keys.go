@@ -87,6 +87,7 @@ func (s *Server) keyGenerate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	applyKeyType(extra) // key_type → allowed_routes, as LiteLLM
 	req.Extra = extra
 	res, err := s.mgmt.GenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {

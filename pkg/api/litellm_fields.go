@@ -36,7 +36,7 @@ func splitLiteLLM(m catalogue.Model, body map[string]json.RawMessage, known func
 		switch f.Treatment {
 		case catalogue.NotYet:
 			if !isDefault(raw) {
-				return nil, badRequest("field %q is not supported yet: lockstep does not enforce it, and a field that would limit a caller is never accepted and ignored", name)
+				return nil, notYetField(name)
 			}
 		case catalogue.Honoured, catalogue.Stored:
 			if err := checkCatalogueKind(name, f.Kind, raw); err != nil {
@@ -63,8 +63,16 @@ func isDefault(raw json.RawMessage) bool {
 	return false
 }
 
+// notYetField is the 400 for a LiteLLM field (or member, "object_permission.models") lockstep
+// does not enforce yet, set to a value that would change what a caller may do.
+func notYetField(name string) error {
+	return badRequest("field %q is not supported yet: lockstep does not enforce it, and a field that would limit a caller is never accepted and ignored", name)
+}
+
 func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 	switch k {
+	case catalogue.ObjectPermission, catalogue.KeyType, catalogue.LimitType, catalogue.Duration, catalogue.Permissions, catalogue.KeyRoutes:
+		return checkAccessKind(name, k, raw)
 	case catalogue.String:
 		return checkKind(name, fString, raw)
 	case catalogue.Strings:

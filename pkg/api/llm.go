@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -17,7 +18,6 @@ import (
 	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/jsonscan"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 )
 
@@ -35,7 +35,7 @@ func GuardrailNames(e *registry.Entry[*guardrail.Guardrail]) []string {
 
 // invalidModel is the route's refusal of a model it does not serve (pipeline.UnknownModel;
 // answered 400 invalid_request_error, param model).
-func invalidModel(f provider.Format, model string) error {
+func invalidModel(f format.Format, model string) error {
 	return &pipeline.UnknownModel{Route: f.RouteName(), Model: model}
 }
 
@@ -56,7 +56,7 @@ func pyList(items []string) string {
 // model group (read-through on a miss) → model access → limits → guardrails → upstream
 // (passthrough when formats match) → post_call guardrails → response, or an SSE stream
 // flushed frame by frame.
-func (s *Server) llm(f provider.Format) echo.HandlerFunc {
+func (s *Server) llm(f format.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		ctx := req.Context()
@@ -70,10 +70,10 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		var model string
 		var rf requestFields
 		if f.Multipart() {
-			if err = provider.CheckMultipart(body); err != nil {
+			if err = format.CheckMultipart(body); err != nil {
 				return err
 			}
-			if model, err = provider.MultipartModel(body); err != nil {
+			if model, err = format.MultipartModel(body); err != nil {
 				return err
 			}
 		} else {
@@ -91,7 +91,7 @@ func (s *Server) llm(f provider.Format) echo.HandlerFunc {
 		if f.Streams() && !streamIsBool(rf.stream) {
 			return badRequest(errStreamNotBool)
 		}
-		stream := f.Streams() && rf.stream.Type == gjson.True // provider.StreamRequested
+		stream := f.Streams() && rf.stream.Type == gjson.True // format.StreamRequested
 		spec := callSpec{
 			format: f, route: f.String(), who: caller(c), model: model, body: body, stream: stream,
 			header: c.Response().Header(), reqHeader: c.Request().Header,
@@ -140,7 +140,7 @@ var jsonContentType = []string{echo.MIMEApplicationJSON}
 // stream writes a streamed call's events as they come. A failure after the first byte (the
 // upstream's, or a post_call BLOCK) ends the stream with one error event in the route's
 // format, typed as the same failure would be before the stream (errorInfo).
-func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, call *call) error {
+func (s *Server) stream(ctx context.Context, c echo.Context, f format.Format, call *call) error {
 	st, err := call.stream(ctx)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func (s *Server) stream(ctx context.Context, c echo.Context, f provider.Format, 
 		}
 		if err != nil {
 			ae := s.errorInfo(c, err)
-			_, _ = w.Write(provider.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
+			_, _ = w.Write(format.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
 			w.Flush()
 			return nil
 		}
@@ -252,7 +252,7 @@ func (s *Server) requestGuardrailsOf(ctx context.Context, body []byte, rf *reque
 // transcriptions): every default_on guardrail plus the ones named in "guardrails" form fields
 // (a JSON array of names or a comma-separated list), which are removed from the body.
 func (s *Server) multipartGuardrails(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
-	names, found, out, err := provider.MultipartGuardrails(body)
+	names, found, out, err := format.MultipartGuardrails(body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -400,7 +400,7 @@ func scanRequestChecked(body []byte) (requestFields, error) {
 
 // bodyError is the 400 of a request body jsonscan refused, in route f's words: its own text
 // for depth, duplicates and UTF-8 (API.md "Request bodies"), LiteLLM's for anything else.
-func bodyError(f provider.Format, err error) error {
+func bodyError(f format.Format, err error) error {
 	var je *jsonscan.Error
 	if errors.As(err, &je) && je.Kind != jsonscan.Syntax {
 		return badRequest("%s", je.Error())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"strings"
 
@@ -29,10 +30,10 @@ import (
 //  4. limits: Server.Limits.Admit (no-op when nil), released by the spend step;
 //  5. guardrails pre_call (rewrites the request) and during_call (checks it while the
 //     upstream works; a block cancels the call), over every request text location
-//     (provider.MapRequestText);
+//     (format.MapRequestText);
 //  6. route: the router (retries, cooldowns) or the agent's own deployment;
-//  7. guardrails post_call over every answer text location (provider.MapResponseText) or,
-//     streamed, every frame (provider.MapStreamText): BLOCK checks each streamed text as it
+//  7. guardrails post_call over every answer text location (format.MapResponseText) or,
+//     streamed, every frame (format.MapStreamText): BLOCK checks each streamed text as it
 //     grows (every choice, every tool call), MASK rewrites each frame, *.done and
 //     response.completed repeats included;
 //  8. spend: the Ticket from step 4 is told how the call ended (deployment, token usage).
@@ -60,7 +61,7 @@ type guardrailBlock = pipeline.Blocked
 // call is one request going through the pipeline; build it with Server.startCall.
 type call struct {
 	s      *Server
-	f      provider.Format
+	f      format.Format
 	target target
 	gs     []*guardrail.Guardrail
 	post   bool   // a post_call guardrail runs
@@ -84,7 +85,7 @@ type call struct {
 
 // callSpec is what a route gives the pipeline.
 type callSpec struct {
-	format provider.Format
+	format format.Format
 	route  string // CallInfo.Route
 	who    principal
 	model  string
@@ -104,7 +105,7 @@ type callSpec struct {
 
 // resolveGroup is step 2 of an LLM route: the model group (read-through on a miss); an
 // unknown name is the route's invalid model error.
-func (s *Server) resolveGroup(ctx context.Context, f provider.Format, model string) (target, error) {
+func (s *Server) resolveGroup(ctx context.Context, f format.Format, model string) (target, error) {
 	group, err := s.Router.Group(ctx, model)
 	if errors.Is(err, router.ErrUnknownModel) {
 		return target{}, invalidModel(f, model)
@@ -145,6 +146,11 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 			return ctx, nil, err
 		}
 	}
+	if k := sp.who.key; k != nil && len(k.AllowedCacheControls) > 0 {
+		if err := checkCacheControls(k.AllowedCacheControls, sp.body); err != nil {
+			return ctx, nil, err
+		}
+	}
 	ci := CallInfo{Key: sp.who.key, Route: sp.route, Model: sp.model, Stream: sp.stream, Header: sp.header,
 		Team: sp.who.team, User: sp.who.user, Organization: sp.who.org}
 	if rf == nil {
@@ -173,7 +179,7 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 		c.ticket = tk
 	}
 	fail := func(err error) (context.Context, *call, error) {
-		c.done(nil, provider.Usage{}, err)
+		c.done(nil, format.Usage{}, err)
 		return ctx, nil, err
 	}
 	if sp.guardrails != nil {
@@ -193,7 +199,7 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 	c.post = hasMode(c.gs, guardrail.PostCall)
 	if hasMode(c.gs, guardrail.PreCall) {
 		step = span.Child("guardrails.pre_call")
-		c.body, err = provider.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
+		c.body, err = format.MapRequestText(c.f, c.body, c.check(guardrail.PreCall, true))
 		step.EndErr(err)
 		if err != nil {
 			return fail(inputErr(err))
@@ -206,7 +212,7 @@ func (s *Server) startSteps(ctx context.Context, sp callSpec, rf *requestFields,
 		in, cancel := c.body, c.cancel
 		ds := span.Child("guardrails.during_call")
 		go func() {
-			_, err := provider.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
+			_, err := format.MapRequestText(c.f, in, c.check(guardrail.DuringCall, true))
 			ds.EndErr(err)
 			if err != nil {
 				cancel()
@@ -224,7 +230,7 @@ func inputErr(err error) error {
 		return nil
 	}
 	var gb *guardrailBlock
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	if errors.As(err, &gb) || errors.As(err, &ue) {
 		return err
 	}
@@ -233,8 +239,8 @@ func inputErr(err error) error {
 
 // check returns the TextFunc applying the mode-m guardrails to one complete text: the
 // masked text, or a *guardrailBlock.
-func (c *call) check(m guardrail.Mode, input bool) provider.TextFunc {
-	return func(t provider.Text) (string, error) { return c.apply(m, t.Value, input) }
+func (c *call) check(m guardrail.Mode, input bool) format.TextFunc {
+	return func(t format.Text) (string, error) { return c.apply(m, t.Value, input) }
 }
 
 func (c *call) apply(m guardrail.Mode, text string, input bool) (string, error) {
@@ -268,7 +274,7 @@ func (c *call) waitDuring() error {
 }
 
 // done ends the call for the limits step (once).
-func (c *call) done(d *router.Deployment, u provider.Usage, err error) {
+func (c *call) done(d *router.Deployment, u format.Usage, err error) {
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -302,13 +308,13 @@ func (c *call) do(ctx context.Context) (*provider.Response, error) {
 		err = derr
 	}
 	if err != nil {
-		c.done(d, provider.Usage{}, err)
+		c.done(d, format.Usage{}, err)
 		return nil, err
 	}
 	usage := res.Usage
 	if c.post {
 		step := c.span.Child("guardrails.post_call")
-		body, err := provider.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
+		body, err := format.MapResponseText(c.f, res.Body, c.check(guardrail.PostCall, false))
 		step.EndErr(err)
 		if err != nil {
 			c.done(d, usage, err)
@@ -357,7 +363,7 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 		if up != nil {
 			up.end()
 		}
-		c.done(d, provider.Usage{}, err)
+		c.done(d, format.Usage{}, err)
 		return nil, err
 	}
 	g := newGuardedStream(c, st, d)
@@ -371,7 +377,7 @@ func (c *call) stream(ctx context.Context) (provider.Stream, error) {
 // guardedStream applies post_call guardrails to a stream and reports its end to the limits
 // step.
 //
-// Every text of every frame is checked (provider.MapStreamText). A streamed text (a delta:
+// Every text of every frame is checked (format.MapStreamText). A streamed text (a delta:
 // the content of one choice, one tool call's arguments, one content block, ...) is BLOCK-
 // checked as the tail of its whole text so far (streamCheckWindow) when its frame arrives, so
 // a keyword split across chunks is caught before the chunk completing it is sent. With a MASK
@@ -482,7 +488,7 @@ func (g *guardedStream) add(data []byte) error {
 		frame := data[pos : pos+n]
 		pos += n
 		var deltas []heldDelta
-		_, err := provider.MapStreamText(g.c.f, frame, func(t provider.Text) (string, error) {
+		_, err := format.MapStreamText(g.c.f, frame, func(t format.Text) (string, error) {
 			if !t.Delta {
 				return t.Value, nil
 			}
@@ -558,7 +564,7 @@ func (g *guardedStream) release(final bool) error {
 // delta of its text on a final release), complete texts are masked whole.
 func (g *guardedStream) emit(f *heldFrame, final bool) error {
 	i := 0
-	frame, err := provider.MapStreamText(g.c.f, f.frame, func(t provider.Text) (string, error) {
+	frame, err := format.MapStreamText(g.c.f, f.frame, func(t format.Text) (string, error) {
 		if !t.Delta || i >= len(f.deltas) {
 			return g.c.apply(guardrail.PostCall, t.Value, false)
 		}

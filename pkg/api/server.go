@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lockstep/pkg/format"
 	"net"
 	"net/http"
 	"net/url"
@@ -219,7 +220,7 @@ func (s *Server) routes() {
 	}
 
 	// LLM routes
-	for _, f := range provider.Formats {
+	for _, f := range format.Formats {
 		// auth applied here, once, not as route middleware: echo applies route middleware
 		// anew for every request (a closure each time)
 		h := s.auth(anyKey)(s.llm(f))
@@ -303,8 +304,8 @@ func detailErr(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...), style: styleDetail}
 }
 
-// statusType is the OpenAI error type of a status: the one table, provider.ErrorType.
-func statusType(status int) string { return provider.ErrorType(status) }
+// statusType is the OpenAI error type of a status: the one table, format.ErrorType.
+func statusType(status int) string { return format.ErrorType(status) }
 
 // errorInfo maps any error a handler (or the call pipeline, before or during a stream)
 // returns to its status, type and message: the one mapping, used by errorHandler and by the
@@ -317,7 +318,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	}
 	var ae *Error
 	var he *echo.HTTPError
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	var gb *guardrailBlock
 	var nd *router.NoDeploymentsError
 	switch {
@@ -385,7 +386,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var body any
 	switch style {
 	case styleAnthropic:
-		body = map[string]any{"type": "error", "error": map[string]any{"type": provider.AnthropicType(ae.Status, ae.Type), "message": ae.Message}}
+		body = map[string]any{"type": "error", "error": map[string]any{"type": format.AnthropicType(ae.Status, ae.Type), "message": ae.Message}}
 	case styleDetail:
 		body = map[string]any{"detail": map[string]any{"error": ae.Message}}
 	default:
@@ -459,13 +460,16 @@ type principal struct {
 	// scope is the roles table's decision on a management route (mgmt.Authorize; ScopeAll for
 	// the admin, ScopeNone on other routes).
 	scope mgmt.Scope
+	// teamKeys: the team's team_member_permissions let this member act on the team's keys on
+	// the management route called (mgmt.Caller.TeamKeys).
+	teamKeys bool
 }
 
 // mgmtCaller is the caller as the management use-cases take it (admin.Caller).
 func mgmtCaller(p principal) mgmt.Caller {
-	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope}
+	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope, TeamKeys: p.teamKeys}
 	if p.key != nil {
-		c.Token = p.key.Token
+		c.Token, c.SpendRoutes = p.key.Token, p.key.GetSpendRoutes
 	}
 	return c
 }
@@ -527,18 +531,22 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{key: vk}
-			if vk.TeamID != "" || vk.UserID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
 			}
+			if err := routeAllowed(vk, c.Request().URL.Path); err != nil { // allowed_routes, key_type
+				return err
+			}
 			if level == admin {
 				// the one decision for every management route: the roles table (admin/authz.go)
-				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mgmtCaller(p))
+				mc := mgmtCaller(p)
+				scope, err := mgmt.Authorize(c.Request().Method, c.Path(), c.Request().URL.EscapedPath(), mc)
 				if err != nil {
 					return err
 				}
-				p.scope = scope
+				p.scope, p.teamKeys = scope, mc.TeamMemberMay(c.Request().URL.Path) // team_member_permissions
 			}
 			if level == viewer && !viewerOK(p) {
 				return viewerRefused(c, p)

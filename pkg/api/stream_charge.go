@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"lockstep/pkg/format"
 	"sync/atomic"
 	"time"
 
@@ -42,11 +43,11 @@ var errDrainTimeout = errors.New("stream drain bound reached")
 // over than under), completion tokens ⌈bytes of streamed text / 4⌉ (the frames' text deltas,
 // delivered or drained; OpenAI's rule of thumb of about 4 characters per token), at least 1
 // once any frame was streamed. Nothing streamed: 0 (the call failed before its first frame).
-func streamEstimate(bodyBytes, textBytes, frames int) provider.Usage {
+func streamEstimate(bodyBytes, textBytes, frames int) format.Usage {
 	if frames == 0 {
-		return provider.Usage{}
+		return format.Usage{}
 	}
-	return provider.Usage{PromptTokens: int64(bodyBytes+3) / 4, CompletionTokens: max(int64(textBytes+3)/4, 1)}
+	return format.Usage{PromptTokens: int64(bodyBytes+3) / 4, CompletionTokens: max(int64(textBytes+3)/4, 1)}
 }
 
 // upstreamCtx is the context of a charged stream's upstream call: it does not end when the
@@ -109,7 +110,7 @@ func (g *guardedStream) drain() {
 
 // charge is the usage the spend step is told: the upstream's figures when final, else the
 // estimate, keeping what the upstream did report.
-func (g *guardedStream) charge() provider.Usage {
+func (g *guardedStream) charge() format.Usage {
 	u, final := provider.StreamUsage(g.st)
 	if final {
 		return u

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"lockstep/pkg/format"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 type fakeStream struct {
 	events []provider.Event
 	i      int
-	usage  provider.Usage
+	usage  format.Usage
 	final  bool
 	block  context.Context
 	fail   error
@@ -50,11 +51,11 @@ func (f *fakeStream) Next() (provider.Event, error) {
 
 func (f *fakeStream) Close() error { return nil }
 
-func (f *fakeStream) StreamUsage() (provider.Usage, bool) {
+func (f *fakeStream) StreamUsage() (format.Usage, bool) {
 	if f.final {
 		return f.usage, true
 	}
-	return provider.Usage{}, false
+	return format.Usage{}, false
 }
 
 type recTicket struct{ got []Outcome }
@@ -77,7 +78,7 @@ func chargedStream(st provider.Stream, body string) (*guardedStream, *recTicket)
 
 func chargedStreamOn(client context.Context, st provider.Stream, body string) (*guardedStream, *recTicket, *upstreamCtx) {
 	rec := &recTicket{}
-	c := &call{s: &Server{}, f: provider.FormatChat, body: []byte(body), ticket: rec}
+	c := &call{s: &Server{}, f: format.FormatChat, body: []byte(body), ticket: rec}
 	up := detachUpstream(client)
 	if f, ok := st.(*fakeStream); ok {
 		f.ctx = up.ctx
@@ -90,7 +91,7 @@ func chargedStreamOn(client context.Context, st provider.Stream, body string) (*
 
 func TestStreamChargeHungUpDrainsToTheUsage(t *testing.T) {
 	t.Parallel()
-	st := &fakeStream{events: textEvents(10, "abcd"), usage: provider.Usage{PromptTokens: 7, CompletionTokens: 11}}
+	st := &fakeStream{events: textEvents(10, "abcd"), usage: format.Usage{PromptTokens: 7, CompletionTokens: 11}}
 	client, hangUp := context.WithCancel(context.Background())
 	g, rec, up := chargedStreamOn(client, st, `{"model":"m"}`)
 	_, err := g.Next() // the client reads one frame and hangs up
@@ -99,7 +100,7 @@ func TestStreamChargeHungUpDrainsToTheUsage(t *testing.T) {
 	require.NoError(t, g.Close())
 	require.Error(t, up.ctx.Err(), "released once read")
 	require.Len(t, rec.got, 1)
-	require.Equal(t, provider.Usage{PromptTokens: 7, CompletionTokens: 11}, rec.got[0].Usage, "read to the end: the upstream's figures")
+	require.Equal(t, format.Usage{PromptTokens: 7, CompletionTokens: 11}, rec.got[0].Usage, "read to the end: the upstream's figures")
 	require.ErrorIs(t, rec.got[0].Err, context.Canceled)
 	require.Equal(t, 11, st.nexts)
 }
@@ -108,7 +109,7 @@ func TestStreamChargeEstimates(t *testing.T) {
 	t.Parallel()
 	body := strings.Repeat("x", 401) // ⌈401/4⌉ = 101 prompt tokens
 	// the upstream fails after 3 frames of 10 bytes of text: ⌈30/4⌉ = 8
-	st := &fakeStream{events: textEvents(3, "0123456789"), fail: &provider.UpstreamError{Status: 502, Message: "cut"}}
+	st := &fakeStream{events: textEvents(3, "0123456789"), fail: &format.UpstreamError{Status: 502, Message: "cut"}}
 	g, rec := chargedStream(st, body)
 	for {
 		if _, err := g.Next(); err != nil {
@@ -116,18 +117,18 @@ func TestStreamChargeEstimates(t *testing.T) {
 		}
 	}
 	require.NoError(t, g.Close())
-	require.Equal(t, provider.Usage{PromptTokens: 101, CompletionTokens: 8}, rec.got[0].Usage)
+	require.Equal(t, format.Usage{PromptTokens: 101, CompletionTokens: 8}, rec.got[0].Usage)
 
 	// hung up after 1 frame, the upstream fails during the drain: what it streamed counts
 	st = &fakeStream{events: textEvents(3, "0123456789"), fail: errors.New("reset")}
 	g, rec = chargedStream(st, body)
 	_, _ = g.Next()
 	require.NoError(t, g.Close())
-	require.Equal(t, provider.Usage{PromptTokens: 101, CompletionTokens: 8}, rec.got[0].Usage)
+	require.Equal(t, format.Usage{PromptTokens: 101, CompletionTokens: 8}, rec.got[0].Usage)
 
 	// frames without text still cost a token; nothing streamed costs nothing
-	require.Equal(t, provider.Usage{PromptTokens: 1, CompletionTokens: 1}, streamEstimate(1, 0, 1))
-	require.Equal(t, provider.Usage{}, streamEstimate(100, 0, 0))
+	require.Equal(t, format.Usage{PromptTokens: 1, CompletionTokens: 1}, streamEstimate(1, 0, 1))
+	require.Equal(t, format.Usage{}, streamEstimate(100, 0, 0))
 }
 
 // The byte bound: an upstream streaming on without end is read up to streamDrainBytes.
@@ -157,7 +158,7 @@ func TestStreamChargeDrainTimeBound(t *testing.T) {
 	drainTime = 50 * time.Millisecond
 	defer func() { drainTime = old }()
 	rec := &recTicket{}
-	c := &call{s: &Server{}, f: provider.FormatChat, body: []byte("12345678"), ticket: rec}
+	c := &call{s: &Server{}, f: format.FormatChat, body: []byte("12345678"), ticket: rec}
 	client, hangUp := context.WithCancel(context.Background())
 	up := detachUpstream(client)
 	up.started.Store(true)
@@ -169,7 +170,7 @@ func TestStreamChargeDrainTimeBound(t *testing.T) {
 	hangUp()
 	require.NoError(t, g.Close())
 	require.ErrorIs(t, context.Cause(up.ctx), errDrainTimeout)
-	require.Equal(t, provider.Usage{PromptTokens: 2, CompletionTokens: 4}, rec.got[0].Usage)
+	require.Equal(t, format.Usage{PromptTokens: 2, CompletionTokens: 4}, rec.got[0].Usage)
 
 	// before it started, the client's end cancels the upstream call at once
 	client, hangUp = context.WithCancel(context.Background())
@@ -183,7 +184,7 @@ func TestStreamChargeDrainTimeBound(t *testing.T) {
 func BenchmarkChargedStreamOverhead(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := &call{s: &Server{}, f: provider.FormatChat, body: []byte(`{}`), ticket: &recTicket{}}
+	c := &call{s: &Server{}, f: format.FormatChat, body: []byte(`{}`), ticket: &recTicket{}}
 	st := &fakeStream{}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,13 +2,13 @@ package api
 
 import (
 	"context"
+	"lockstep/pkg/format"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 
-	"lockstep/pkg/provider"
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
@@ -35,7 +35,7 @@ func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestF
 
 // endSpan ends the call's span (once) with the GenAI outcome: the deployment's provider and
 // upstream model, the tokens, the cost the spend log records (spend.Cost over model_info).
-func (c *call) endSpan(d *router.Deployment, u provider.Usage, err error) {
+func (c *call) endSpan(d *router.Deployment, u format.Usage, err error) {
 	if c.span == nil {
 		return
 	}

@@ -6,11 +6,11 @@ package call
 
 import (
 	"context"
+	"lockstep/pkg/format"
 	"net/http"
 
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/keys"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/router"
 )
 
@@ -70,7 +70,7 @@ type Outcome struct {
 	// ad-hoc deployment with empty model_info); nil when no upstream was reached.
 	Deployment *router.Deployment
 	// Usage is the token usage the upstream reported (zero when it reported none).
-	Usage provider.Usage
+	Usage format.Usage
 	// Err is why the call failed; nil on success.
 	Err error
 }

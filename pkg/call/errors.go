@@ -60,7 +60,7 @@ func (e *Unavailable) Unwrap() error { return e.Err }
 // passed in model=<Model>. Call /v1/models to view available models for your key.`, with
 // Model "None" when the request named none.
 type UnknownModel struct {
-	// Route is the route's LiteLLM name (provider.Format.RouteName: "chat_completion",
+	// Route is the route's LiteLLM name (format.Format.RouteName: "chat_completion",
 	// "anthropic_messages", ...).
 	Route string
 	Model string

@@ -3,6 +3,7 @@ package call_test
 import (
 	"context"
 	"errors"
+	"lockstep/pkg/format"
 	"net/http"
 	"sync"
 	"testing"
@@ -14,7 +15,6 @@ import (
 	"lockstep/pkg/call"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
@@ -120,7 +120,7 @@ func TestAdmitUnlimitedRecordsSpend(t *testing.T) {
 	require.Empty(t, h, "an unlimited key gets no rate-limit headers")
 	d, err := router.Build("m1", "gpt", []byte(`{"model":"openai/gpt-4o","api_key":"k"}`), []byte(`{"input_cost_per_token":0.5,"output_cost_per_token":1}`))
 	require.NoError(t, err)
-	tk.Done(call.Outcome{Deployment: d, Usage: provider.Usage{PromptTokens: 2, CompletionTokens: 3}})
+	tk.Done(call.Outcome{Deployment: d, Usage: format.Usage{PromptTokens: 2, CompletionTokens: 3}})
 	tk.Done(call.Outcome{Err: errors.New("second Done is ignored")})
 	logs := f.logs(t)
 	require.Len(t, logs, 1)
@@ -268,7 +268,7 @@ func TestAdmitEndUserOfMasterKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1", h.Get("x-ratelimit-limit-requests"))
 	require.Equal(t, "100", h.Get("x-ratelimit-limit-tokens"))
-	tk.Done(call.Outcome{Usage: provider.Usage{PromptTokens: 1}})
+	tk.Done(call.Outcome{Usage: format.Usage{PromptTokens: 1}})
 	_, err = f.g.Admit(context.Background(), call.CallInfo{EndUserID: "e1", EndUser: eu})
 	var rl *call.RateLimited
 	require.ErrorAs(t, err, &rl)

@@ -14,6 +14,9 @@
 // TeamMemberUpdateRequest, TeamMemberDeleteRequest, OrganizationMemberAddRequest,
 // OrganizationMemberUpdateRequest, OrganizationMemberDeleteRequest. user_name on
 // NewUserRequest is from LiteLLM's documented /user/new examples (older models accepted it).
+// How the access fields are enforced (allowed_routes, key_type, object_permission,
+// team_member_permissions, ...; pkg/access) was read at commit
+// 00145f91a8cbcac1f181228efe7acd0cfa71a731.
 package catalogue
 
 import (
@@ -65,6 +68,25 @@ const (
 	Object                // a JSON object
 	StringMap             // an object of string values ({"alias": "model group"})
 	IntMap                // an object of integers >= 0 ({"model group": 10})
+	// ObjectPermission is LiteLLM's object_permission (access.CheckObjectPermission: agents
+	// honoured, the members gating features lockstep lacks stored, the rest not supported yet).
+	ObjectPermission
+	// KeyType is LiteLLM's key_type: "llm_api", "management", "read_only" or "default"; /key/generate
+	// turns it into the key's allowed_routes (access.KeyTypeRoutes), as LiteLLM's handle_key_type.
+	KeyType
+	// LimitType is rpm_limit_type / tpm_limit_type: "best_effort_throughput" (LiteLLM's default,
+	// what lockstep's limiter does) or null; "guaranteed_throughput" and "dynamic" are not
+	// supported yet.
+	LimitType
+	// Duration is a LiteLLM duration string ("30s", "1h", "30d", "1mo"; keys.ParseDuration).
+	Duration
+	// Permissions is LiteLLM's key permissions object: {"get_spend_routes": true} lets a
+	// non-admin key call the /global/spend routes (route_checks.py); any other member (LiteLLM's
+	// hooks read them as per-key guardrail and PII switches) is not supported yet.
+	Permissions
+	// KeyRoutes is a list of LiteLLM key management routes ("/key/generate", "/key/update",
+	// ...; team_member_permissions).
+	KeyRoutes
 )
 
 // Field is one field of a LiteLLM request model.
@@ -130,9 +152,12 @@ var generateRequestBase = fieldSet{
 var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": honoured(Strings),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
-	"guardrails": honoured(Strings), "allowed_routes": notYet, "allowed_passthrough_routes": notYet,
-	"allowed_vector_store_indexes": notYet, "rpm_limit_type": notYet, "tpm_limit_type": notYet,
+	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": notYet,
+	"allowed_vector_store_indexes": notYet, "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
 	"router_settings": notYet, "access_group_ids": notYet,
+	// on a key (not a user): enforced per call (pkg/access, api/key_access.go)
+	"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
+	"object_permission": honoured(ObjectPermission),
 })
 
 // budgetTable: LiteLLM_BudgetTable's user-controllable fields.
@@ -143,8 +168,11 @@ var budgetTable = fieldSet{
 
 // teamBase: LiteLLM's TeamBase.
 var teamBase = fieldSet{
-	"team_alias": col, "team_id": col, "organization_id": col, "admins": notYet, "members": notYet,
-	"members_with_roles": col, "team_member_permissions": notYet, "metadata": col, "tpm_limit": col,
+	// admins and members: LiteLLM_TeamTable's legacy lists, kept by LiteLLM but never read for
+	// access (team roles come from members_with_roles only: _is_user_team_admin,
+	// team_member_permission_checks.py), so stored
+	"team_alias": col, "team_id": col, "organization_id": col, "admins": stored(Any), "members": stored(Any),
+	"members_with_roles": col, "team_member_permissions": honoured(KeyRoutes), "metadata": col, "tpm_limit": col,
 	"rpm_limit": col, "max_budget": col, "soft_budget": stored(Number), "budget_duration": col,
 	"models": col, "blocked": col, "router_settings": notYet, "access_group_ids": notYet,
 	// not in TeamBase but in LiteLLM_TeamTable, and a lockstep column since issue 13
@@ -154,11 +182,11 @@ var teamBase = fieldSet{
 // teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
 var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
-	"policies": notYet, "prompts": notYet, "object_permission": notYet,
+	"policies": notYet, "prompts": notYet, "object_permission": honoured(ObjectPermission),
 	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": notYet,
 	"team_member_rpm_limit": notYet, "team_member_tpm_limit": notYet,
-	"team_member_key_duration": notYet, "team_member_budget_duration": notYet,
+	"team_member_key_duration": honoured(Duration), "team_member_budget_duration": notYet,
 	"allowed_vector_store_indexes": notYet, "enforced_batch_output_expires_after": notYet,
 	"enforced_file_expires_after": notYet,
 }
@@ -177,12 +205,12 @@ var customerFields = fieldSet{
 // as objects are issue 19 item 9); it is listed for the docs.
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
-		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": notYet,
-		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": notYet, "project_id": notYet,
+		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": honoured(KeyType),
+		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": honoured(String), "project_id": notYet,
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "temp_budget_increase": notYet, "temp_budget_expiry": notYet, "auto_rotate": notYet,
-		"rotation_interval": notYet, "organization_id": notYet,
+		"rotation_interval": notYet, "organization_id": honoured(String),
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
 		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,

@@ -49,6 +49,23 @@ type Key struct {
 	// Guardrails run on every call with the key, besides the request's own and the default_on
 	// ones (LiteLLM key "guardrails"; nil: none).
 	Guardrails []string
+	// AllowedRoutes are the routes the key may call (LiteLLM allowed_routes: paths, path
+	// prefixes, "*" patterns or LiteLLM route group names; access.RouteAllowed; nil: every
+	// route its role allows). /key/generate's key_type sets them.
+	AllowedRoutes []string
+	// Agents are the A2A agents the key may call (LiteLLM object_permission.agents, by
+	// agent_id or name; access.AgentAllowed; nil: every agent).
+	Agents []string
+	// AllowedCacheControls are the request "cache" controls the key may set (LiteLLM
+	// allowed_cache_controls; nil: any).
+	AllowedCacheControls []string
+	// GetSpendRoutes: LiteLLM permissions {"get_spend_routes": true}, the /global/spend routes
+	// for a key that is not the admin's.
+	GetSpendRoutes bool
+	// OrganizationID is the key's own organization (LiteLLM key organization_id; "" none): a
+	// key without a team is bound by that organization's limits and budget. A team key's
+	// organization is its team's.
+	OrganizationID string
 }
 
 type row struct {
@@ -142,6 +159,13 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
 			EnforcedParams []string          `json:"enforced_params"`
 			Guardrails     []string          `json:"guardrails"`
+			AllowedRoutes  []string          `json:"allowed_routes"`
+			CacheControls  []string          `json:"allowed_cache_controls"`
+			Permissions    map[string]any    `json:"permissions"`
+			OrgID          string            `json:"organization_id"`
+			ObjectPerm     *struct {
+				Agents []string `json:"agents"`
+			} `json:"object_permission"`
 		}
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
@@ -160,6 +184,17 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		if len(lf.Guardrails) > 0 {
 			k.Guardrails = lf.Guardrails
 		}
+		if len(lf.AllowedRoutes) > 0 {
+			k.AllowedRoutes = lf.AllowedRoutes
+		}
+		if len(lf.CacheControls) > 0 {
+			k.AllowedCacheControls = lf.CacheControls
+		}
+		if lf.ObjectPerm != nil && len(lf.ObjectPerm.Agents) > 0 {
+			k.Agents = lf.ObjectPerm.Agents
+		}
+		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
+		k.OrganizationID = lf.OrgID
 	}
 	return k, nil
 }

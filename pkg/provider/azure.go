@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"errors"
 	"net/url"
 	"strings"
@@ -71,11 +73,11 @@ func setupAzure(d *Deployment, p gjson.Result) error {
 	base := strings.TrimSuffix(d.APIBase, "/openai")
 	prefix := base + "/openai/deployments/" + url.PathEscape(d.Model)
 	q := "?api-version=" + url.QueryEscape(d.APIVersion)
-	d.urls = [numFormats]string{}
-	for _, f := range []Format{FormatChat, FormatEmbeddings, FormatCompletions, FormatImages, FormatSpeech, FormatTranscriptions} {
+	d.urls = [format.NumFormats]string{}
+	for _, f := range []format.Format{format.FormatChat, format.FormatEmbeddings, format.FormatCompletions, format.FormatImages, format.FormatSpeech, format.FormatTranscriptions} {
 		d.urls[f] = prefix + f.Path() + q
 	}
-	d.urls[FormatResponses] = azureResponsesURL(base, responsesVersion)
+	d.urls[format.FormatResponses] = azureResponsesURL(base, responsesVersion)
 	d.spec.responses = true
 	h := d.header.Clone()
 	h.Del("Authorization")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func BenchmarkPassthroughChat(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			res, err := c.Do(ctx, d, provider.FormatChat, body)
+			res, err := c.Do(ctx, d, format.FormatChat, body)
 			if err != nil || res.Status != 200 {
 				b.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func BenchmarkPassthroughChat(b *testing.B) {
 	})
 	b.Run("raw_net_http", func(b *testing.B) {
 		hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-		up, _ := provider.RewriteModel(body, "gpt-up")
+		up, _ := format.RewriteModel(body, "gpt-up")
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
@@ -69,7 +70,7 @@ func BenchmarkRewriteModel(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		out, err := provider.RewriteModel(body, "gpt-4o-mini-2024-07-18")
+		out, err := format.RewriteModel(body, "gpt-4o-mini-2024-07-18")
 		if err != nil || len(out) == 0 {
 			b.Fatal(err)
 		}

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+	"unsafe"
+
 	"bytes"
 	"context"
 	"errors"
@@ -29,11 +32,11 @@ type Response struct {
 	ContentType string
 	// Usage is the call's token usage, read from the upstream's own usage fields whatever
 	// its API (zero when the upstream reported none).
-	Usage Usage
+	Usage format.Usage
 
 	text   string // the assistant text, when !lazy
 	lazy   bool   // Text reads the text from Body, in format
-	format Format
+	format format.Format
 }
 
 // Text is the assistant text (joined text blocks/parts; "" for embeddings), for the A2A
@@ -48,16 +51,8 @@ func (r *Response) Text() string {
 
 // WithBody returns a copy of r answering body instead (in format f, e.g. after post_call
 // guardrails masked it); its Text is read from body.
-func (r *Response) WithBody(f Format, body []byte) *Response {
+func (r *Response) WithBody(f format.Format, body []byte) *Response {
 	return &Response{Status: r.Status, Body: body, ContentType: r.ContentType, Usage: r.Usage, lazy: true, format: f}
-}
-
-// Usage is the token usage of one call in OpenAI's sense: PromptTokens counts every input
-// token, cached ones included (Anthropic's input_tokens + cache reads + cache writes, Gemini's
-// promptTokenCount, Bedrock's inputTokens, Ollama's prompt_eval_count); CompletionTokens the
-// generated ones.
-type Usage struct {
-	PromptTokens, CompletionTokens int64
 }
 
 // Stream is a streaming answer. Next returns io.EOF after the last event. Close releases the
@@ -78,45 +73,15 @@ type Event struct {
 	Text string
 }
 
-// UpstreamError is a failed upstream call: a non-2xx answer, a transport failure, a timeout,
-// or a request that cannot be translated for the deployment's provider (400, no call made).
-type UpstreamError struct {
-	// Status is the upstream HTTP status; 502 for transport failures and unparsable answers,
-	// 504 for timeouts.
-	Status int
-	// Message is a readable text: the upstream's error.message (OpenAI and Anthropic), message
-	// or detail (vLLM, FastAPI), else the start of the body or the status text.
-	Message string
-	// Type is the upstream's error.type when it sent one (e.g. "rate_limit_error").
-	Type string
-	// Code is the upstream's error.code when it sent one (OpenAI: "context_length_exceeded",
-	// "content_policy_violation", "rate_limit_exceeded"); "" when none. The error envelope
-	// keeps it; without one the envelope's code is the status (API.md "LLM routes").
-	Code string
-	// Body is the upstream error body (at most 64 KiB), nil when there was none.
-	Body []byte
-	// Retryable is true for 408, 409, 429, 5xx, transport failures and timeouts: another
-	// attempt (or another deployment) may succeed.
-	Retryable bool
-	// RetryAfter is the upstream's Retry-After (or retry-after-ms) hint, 0 when absent.
-	RetryAfter time.Duration
-}
-
-func (e *UpstreamError) Error() string {
-	return fmt.Sprintf("upstream %d: %s", e.Status, e.Message)
-}
-
 // IsRetryable reports whether err is an [UpstreamError] worth retrying.
 func IsRetryable(err error) bool {
-	var ue *UpstreamError
+	var ue *format.UpstreamError
 	return errors.As(err, &ue) && ue.Retryable
 }
 
 func retryableStatus(code int) bool {
 	return code == 408 || code == 409 || code == 429 || code >= 500
 }
-
-var errTruncated = errors.New("upstream stream ended before completion")
 
 // Client calls upstreams. It is safe for concurrent use; share one per process.
 type Client struct {
@@ -146,12 +111,12 @@ var ErrRedirect = errors.New("upstream redirects are not followed")
 // redirectError is the error of an upstream 3xx answer: 502, not retryable (the same
 // upstream answers the same), naming the status and the redirect's host (not its path or
 // query, which may carry a token).
-func redirectError(resp *http.Response) *UpstreamError {
+func redirectError(resp *http.Response) *format.UpstreamError {
 	msg := fmt.Sprintf("upstream answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if loc, err := resp.Location(); err == nil && loc.Host != "" {
 		msg += " to " + loc.Scheme + "://" + loc.Host
 	}
-	return &UpstreamError{Status: http.StatusBadGateway, Type: "upstream_redirect", Message: msg + "; " + ErrRedirect.Error()}
+	return &format.UpstreamError{Status: http.StatusBadGateway, Type: "upstream_redirect", Message: msg + "; " + ErrRedirect.Error()}
 }
 
 // roundTrip sends an upstream request. http.Client.Do costs, per call, a copy of the
@@ -194,66 +159,59 @@ type Headers struct {
 // plan decides how inbound format in is served by d: the upstream format, and whether the body
 // passes through (formats match) or is translated. A format the deployment cannot serve is a
 // 400 naming the provider.
-func plan(d *Deployment, in Format) (up Format, pass bool, err error) {
+func plan(d *Deployment, in format.Format) (up format.Format, pass bool, err error) {
 	if !d.Supports(in) {
 		return 0, false, unsupported(d, in)
 	}
 	switch d.wire {
 	case wireNative:
-		return formatNative, false, nil
+		return format.FormatNative, false, nil
 	case wireAnthropic:
-		if in == FormatMessages {
-			return FormatMessages, true, nil
+		if in == format.FormatMessages {
+			return format.FormatMessages, true, nil
 		}
-		return FormatMessages, false, nil
+		return format.FormatMessages, false, nil
 	}
 	switch in {
-	case FormatResponses:
+	case format.FormatResponses:
 		if d.spec.responses {
-			return FormatResponses, true, nil
+			return format.FormatResponses, true, nil
 		}
-		return FormatChat, false, nil
-	case FormatMessages:
-		return FormatChat, false, nil
+		return format.FormatChat, false, nil
+	case format.FormatMessages:
+		return format.FormatChat, false, nil
 	}
 	return in, true, nil
 }
 
 // unsupported is the 400 for a route the deployment's provider cannot serve.
-func unsupported(d *Deployment, in Format) *UpstreamError {
-	return badRequest("%s not supported by provider %s", in.RouteName(), d.Provider)
+func unsupported(d *Deployment, in format.Format) *format.UpstreamError {
+	return format.BadRequest("%s not supported by provider %s", in.RouteName(), d.Provider)
 }
 
 // upstreamBody builds the body sent upstream.
-func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) ([]byte, *xlate, error) {
+func upstreamBody(d *Deployment, in, up format.Format, pass, stream bool, body []byte) ([]byte, *xlate, error) {
 	if pass {
 		b, err := passBody(d, in, stream, body)
 		return b, nil, err
 	}
-	var r *request
-	var err error
-	switch in {
-	case FormatChat:
-		r, err = parseChatRequest(body)
-	case FormatResponses:
-		r, err = parseResponsesRequest(body)
-	case FormatMessages:
-		r, err = parseMessagesRequest(body)
-	default:
+	if in != format.FormatChat && in != format.FormatResponses && in != format.FormatMessages {
 		return nil, nil, unsupported(d, in)
 	}
+	r, err := ParseRequest(in, body)
 	if err != nil {
 		return nil, nil, err
 	}
-	r.stream = stream
-	dropCache(r, body, up == FormatMessages)
+	r.SetStream(stream)
+	r.DropCache(body, up == format.FormatMessages)
 	var b []byte
 	switch up {
-	case formatNative:
-		if err = dropNative(d, r); err == nil {
+	case format.FormatNative:
+		_, outputFormat := d.native.(OutputFormatWire)
+		if err = r.DropNative(d.Provider, outputFormat); err == nil {
 			b, err = d.native.Request(d, r)
 		}
-	case FormatMessages:
+	case format.FormatMessages:
 		b = renderMessagesRequest(r, d.Model, !d.vertexAnthropic && anthropicNativeJSON(d.Model))
 		if d.vertexAnthropic {
 			b, err = vertexAnthropicBody(b)
@@ -264,14 +222,10 @@ func upstreamBody(d *Deployment, in, up Format, pass, stream bool, body []byte) 
 	if err != nil {
 		return nil, nil, err
 	}
-	var x *xlate
-	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
-		x = &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}
-	}
-	return b, x, nil
+	return b, r.Fixes(), nil
 }
 
-func (d *Deployment) url(up Format, stream bool) string {
+func (d *Deployment) url(up format.Format, stream bool) string {
 	if stream && d.streamURL != "" { // set only where streams have their own endpoint
 		return d.streamURL
 	}
@@ -281,16 +235,16 @@ func (d *Deployment) url(up Format, stream bool) string {
 // send posts body to the upstream endpoint of format up (its streaming endpoint when stream
 // and the native API has one). Non-2xx answers are returned as *UpstreamError with the body
 // closed.
-func (c *Client) send(ctx context.Context, d *Deployment, up Format, stream bool, body []byte, in http.Header) (*http.Response, error) {
+func (c *Client) send(ctx context.Context, d *Deployment, up format.Format, stream bool, body []byte, in http.Header) (*http.Response, error) {
 	return c.sendTo(ctx, d, d.url(up, stream), d.endpoint(up, stream), up, body, in)
 }
 
 // sendTo posts body to u (pu: u parsed once by the deployment, or nil) with the deployment's
 // headers and signer (send; native embeddings call their own endpoints).
-func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.URL, up Format, body []byte, in http.Header) (*http.Response, error) {
+func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.URL, up format.Format, body []byte, in http.Header) (*http.Response, error) {
 	req, err := newUpstreamRequest(ctx, d, u, pu, body)
 	if err != nil {
-		return nil, &UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
+		return nil, &format.UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
 	req.Header = d.header // shared and never modified: net/http only reads request headers
 	if in != nil && d.wire == wireAnthropic {
@@ -302,9 +256,9 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 	if h := telemetry.UpstreamHeader(ctx, req.Header); h != nil {
 		req.Header = h // tracing on: the attempt's traceparent goes upstream
 	}
-	if up == FormatTranscriptions {
+	if up == format.FormatTranscriptions {
 		req.Header = req.Header.Clone()
-		req.Header.Set("Content-Type", multipartContentType(body))
+		req.Header.Set("Content-Type", format.MultipartContentType(body))
 	}
 	if d.signer != nil {
 		if len(req.Header) == len(d.header) {
@@ -354,7 +308,7 @@ func newUpstreamRequest(ctx context.Context, d *Deployment, rawURL string, u *ur
 // transportError turns a failed send/read into the error the caller sees: the parent's own
 // context error when the caller gave up, 504 when the deployment's timeout fired, else 502.
 func transportError(parent context.Context, err error, timeout time.Duration, what string) error {
-	var ue *UpstreamError
+	var ue *format.UpstreamError
 	if errors.As(err, &ue) {
 		return ue
 	}
@@ -362,19 +316,19 @@ func transportError(parent context.Context, err error, timeout time.Duration, wh
 		return perr
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errIdleTimeout) {
-		return &UpstreamError{Status: 504, Message: fmt.Sprintf("upstream %s timed out after %s", what, timeout), Retryable: true}
+		return &format.UpstreamError{Status: 504, Message: fmt.Sprintf("upstream %s timed out after %s", what, timeout), Retryable: true}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &UpstreamError{Status: 504, Message: "upstream " + what + " timed out: " + err.Error(), Retryable: true}
+		return &format.UpstreamError{Status: 504, Message: "upstream " + what + " timed out: " + err.Error(), Retryable: true}
 	}
-	return &UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true}
+	return &format.UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true}
 }
 
 const maxErrorBody = 64 << 10
 
 // errorFromResponse reads a non-2xx answer into an *UpstreamError.
-func errorFromResponse(resp *http.Response) *UpstreamError {
+func errorFromResponse(resp *http.Response) *format.UpstreamError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	msg, typ := errorMessage(body)
 	if msg == "" {
@@ -383,7 +337,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 			msg = "status " + strconv.Itoa(resp.StatusCode)
 		}
 	}
-	e := &UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Code: errorCode(body), Retryable: retryableStatus(resp.StatusCode)}
+	e := &format.UpstreamError{Status: resp.StatusCode, Message: msg, Type: typ, Code: format.ErrorCode(body), Retryable: retryableStatus(resp.StatusCode)}
 	if len(body) > 0 {
 		e.Body = body
 	}
@@ -399,7 +353,7 @@ func errorFromResponse(resp *http.Response) *UpstreamError {
 // Anthropic {"error": {"message", "type"}}, {"error": "text"}, vLLM {"message"}, FastAPI
 // {"detail"}; else the trimmed body (at most 500 bytes) when it is text.
 func errorMessage(body []byte) (msg, typ string) {
-	if validJSON(body) {
+	if format.ValidJSON(body) {
 		j := gjson.ParseBytes(body)
 		if e := j.Get("error"); e.IsObject() {
 			if m := e.Get("message"); m.Type == gjson.String && m.Str != "" {
@@ -435,7 +389,7 @@ func readAll(resp *http.Response) ([]byte, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
 	if err == nil && len(b) > maxResponseBody {
-		return nil, &UpstreamError{Status: 502, Message: "upstream answer larger than 256 MiB"}
+		return nil, &format.UpstreamError{Status: 502, Message: "upstream answer larger than 256 MiB"}
 	}
 	return b, err
 }
@@ -446,13 +400,13 @@ func readAll(resp *http.Response) ([]byte, error) {
 // *UpstreamError (upstream non-2xx, transport failure 502, timeout 504 after d.Timeout,
 // untranslatable request 400), or ctx's error when ctx ends first. The deployment's secrets
 // (API key, api_base password) are redacted from an error's Message and Body.
-func (c *Client) Do(ctx context.Context, d *Deployment, in Format, body []byte) (*Response, error) {
+func (c *Client) Do(ctx context.Context, d *Deployment, in format.Format, body []byte) (*Response, error) {
 	return c.DoWith(ctx, d, in, body, Headers{})
 }
 
 // DoWith is Do with the call's [Headers]: the client headers forwarded upstream, and the
 // answer header that gets [DroppedHeader] when translation left something out.
-func (c *Client) DoWith(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (*Response, error) {
+func (c *Client) DoWith(ctx context.Context, d *Deployment, in format.Format, body []byte, h Headers) (*Response, error) {
 	ctx, span := startAttempt(ctx, d) // one span per upstream attempt; nil when tracing is off
 	res, err := c.do(ctx, d, in, body, h)
 	err = d.redactErr(err)
@@ -460,11 +414,11 @@ func (c *Client) DoWith(ctx context.Context, d *Deployment, in Format, body []by
 	return res, err
 }
 
-func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (*Response, error) {
+func (c *Client) do(ctx context.Context, d *Deployment, in format.Format, body []byte, h Headers) (*Response, error) {
 	if d.MockResponse != nil {
 		return mockDo(d, in, body)
 	}
-	if in == FormatEmbeddings && d.embedder != nil {
+	if in == format.FormatEmbeddings && d.embedder != nil {
 		return c.embed(ctx, d, body)
 	}
 	up, pass, err := plan(d, in)
@@ -488,7 +442,7 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, 
 		return nil, transportError(ctx, err, timeout, "call")
 	}
 	if pass {
-		out := &Response{Status: resp.StatusCode, Body: raw, Usage: answerUsage(in, raw), lazy: true, format: in}
+		out := &Response{Status: resp.StatusCode, Body: raw, Usage: format.AnswerUsage(in, raw), lazy: true, format: in}
 		if in.Passthrough() {
 			if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
 				out.ContentType = ct // audio/speech answers are audio bytes
@@ -496,89 +450,19 @@ func (c *Client) do(ctx context.Context, d *Deployment, in Format, body []byte, 
 		}
 		return out, nil
 	}
-	var res *result
-	switch up {
-	case formatNative:
+	var res *Result
+	if up == format.FormatNative {
 		res, err = d.native.Result(raw)
-	case FormatMessages:
-		res, err = parseMessagesResult(raw)
-	default:
-		res, err = parseChatResult(raw)
+	} else {
+		res, err = ParseResult(up, raw)
 	}
 	if err != nil {
-		return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
+		return nil, &format.UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
-	if res.model == "" {
-		res.model = d.Model
-	}
+	res.DefaultModel(d.Model)
 	x.fixResult(res)
 	x.setHeader(h.Out)
-	return &Response{Status: resp.StatusCode, Body: render(in, res), text: res.text(), Usage: res.usage.public()}, nil
-}
-
-func render(in Format, res *result) []byte {
-	switch in {
-	case FormatMessages:
-		return renderMessages(res)
-	case FormatResponses:
-		return renderResponses(res, now())
-	case FormatCompletions:
-		return renderCompletion(res, now())
-	}
-	return renderChat(res, now())
-}
-
-// answerText extracts the assistant text of an answer in format f (a copy: it does not alias
-// body).
-func answerText(f Format, body []byte) string {
-	return strings.Clone(answerTextView(f, body))
-}
-
-func answerTextView(f Format, body []byte) string {
-	j := gjson.Parse(bytesView(body))
-	switch f {
-	case FormatChat:
-		return contentText(j.Get("choices.0.message.content"))
-	case FormatMessages:
-		return contentText(j.Get("content"))
-	case FormatResponses:
-		var sb strings.Builder
-		j.Get("output").ForEach(func(_, it gjson.Result) bool {
-			if it.Get("type").Str == "message" {
-				sb.WriteString(contentText(it.Get("content")))
-			}
-			return true
-		})
-		return sb.String()
-	case FormatCompletions:
-		return j.Get("choices.0.text").Str
-	case FormatTranscriptions:
-		if !j.IsObject() { // response_format text, srt, vtt
-			return string(body)
-		}
-		return j.Get("text").Str
-	}
-	return ""
-}
-
-// answerUsage reads the token usage of a passed-through answer in format f: chat, completions
-// and embeddings usage.prompt_tokens/completion_tokens, responses usage.input_tokens/
-// output_tokens, messages usage.input_tokens (+ cache reads and writes)/output_tokens.
-func answerUsage(f Format, body []byte) Usage {
-	if len(body) == 0 || body[0] != '{' {
-		return Usage{}
-	}
-	u := gjson.Get(bytesView(body), "usage")
-	if !u.IsObject() {
-		return Usage{}
-	}
-	switch f {
-	case FormatMessages:
-		return Usage{PromptTokens: u.Get("input_tokens").Int() + u.Get("cache_read_input_tokens").Int() + u.Get("cache_creation_input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
-	case FormatResponses, FormatTranscriptions:
-		return Usage{PromptTokens: u.Get("input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
-	}
-	return Usage{PromptTokens: u.Get("prompt_tokens").Int(), CompletionTokens: u.Get("completion_tokens").Int()}
+	return &Response{Status: resp.StatusCode, Body: RenderResult(in, res), text: res.text(), Usage: res.Usage()}, nil
 }
 
 // Stream performs a streaming call. body is the client's request in format in; "stream":
@@ -590,13 +474,13 @@ func answerUsage(f Format, body []byte) Usage {
 // with [ErrorEvent]. d.StreamTimeout bounds the wait for the response headers and for each
 // next frame. The deployment's secrets are redacted from errors (here and from Next) and from
 // the events' bytes.
-func (c *Client) Stream(ctx context.Context, d *Deployment, in Format, body []byte) (Stream, error) {
+func (c *Client) Stream(ctx context.Context, d *Deployment, in format.Format, body []byte) (Stream, error) {
 	return c.StreamWith(ctx, d, in, body, Headers{})
 }
 
 // StreamWith is Stream with the call's [Headers] (see DoWith); the answer header is set
 // before the first event.
-func (c *Client) StreamWith(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (Stream, error) {
+func (c *Client) StreamWith(ctx context.Context, d *Deployment, in format.Format, body []byte, h Headers) (Stream, error) {
 	ctx, span := startAttempt(ctx, d) // ends when the upstream accepted (or refused) the stream
 	st, err := c.stream(ctx, d, in, body, h)
 	err = d.redactErr(err)
@@ -604,9 +488,9 @@ func (c *Client) StreamWith(ctx context.Context, d *Deployment, in Format, body 
 	return st, err
 }
 
-func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []byte, h Headers) (Stream, error) {
+func (c *Client) stream(ctx context.Context, d *Deployment, in format.Format, body []byte, h Headers) (Stream, error) {
 	if !in.Streams() {
-		return nil, badRequest("%s cannot be streamed", in.RouteName())
+		return nil, format.BadRequest("%s cannot be streamed", in.RouteName())
 	}
 	if d.MockResponse != nil {
 		return mockStream(d, in, body)
@@ -620,7 +504,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 		return nil, err
 	}
 	hide := false
-	if pass && (in == FormatChat || in == FormatCompletions) {
+	if pass && (in == format.FormatChat || in == format.FormatCompletions) {
 		ub, hide = askUsage(ub) // every call is charged (stream_usage.go)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -640,10 +524,9 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	s.body = resp.Body
 	x.setHeader(h.Out)
 	ct := resp.Header.Get("Content-Type")
-	if up == formatNative {
-		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
+	if up == format.FormatNative {
 		s.rd = d.native.Frames(resp.Body)
-		s.dec = decoderAdapter{d.native.Decoder(Renderer{r}, d.Model)}
+		s.dec = d.native.Decoder(NewStreamRenderer(in, includeUsage(body), x, s), d.Model)
 		return s, nil
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {
@@ -652,12 +535,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in Format, body []by
 	}
 	s.rd = newSSEReader(resp.Body)
 	if !pass {
-		r := usageTap{x.renderer(newRenderer(in, includeUsage(body))), s}
-		if up == FormatMessages {
-			s.dec = newMessagesDecoder(r)
-		} else {
-			s.dec = newChatDecoder(r)
-		}
+		s.dec = NewDecoder(up, NewStreamRenderer(in, includeUsage(body), x, s))
 	}
 	return s, nil
 }
@@ -667,7 +545,25 @@ func includeUsage(body []byte) bool {
 	return gjson.GetBytes(body, "stream_options.include_usage").Type == gjson.True
 }
 
-// StreamRequested reports whether a request body asks for streaming ("stream": true).
-func StreamRequested(body []byte) bool {
-	return gjson.Get(bytesView(body), "stream").Type == gjson.True
+// passBody is the body of a passed-through request: "model" replaced (and "stream" set as
+// asked), Claude on Vertex in its rawPredict shape.
+func passBody(d *Deployment, in format.Format, stream bool, body []byte) ([]byte, error) {
+	if in == format.FormatTranscriptions {
+		return format.RewriteMultipartModel(body, d.Model)
+	}
+	b, err := format.RewriteModel(body, d.Model)
+	if err != nil {
+		return nil, format.BadRequest("%v", err)
+	}
+	if in.Streams() && format.StreamRequested(b) != stream {
+		b = format.SetBool(b, "stream", stream)
+	}
+	if d.vertexAnthropic {
+		return vertexAnthropicBody(b)
+	}
+	return b, nil
 }
+
+// bytesView returns b as a string without copying. The string must not outlive b or see it
+// modified.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,7 +30,7 @@ const credChat = `{"model":"grp","messages":[{"role":"user","content":"hi"}]}`
 
 func credCall(t *testing.T, d *provider.Deployment) error {
 	t.Helper()
-	_, err := provider.NewClient().Do(context.Background(), d, provider.FormatChat, []byte(credChat))
+	_, err := provider.NewClient().Do(context.Background(), d, format.FormatChat, []byte(credChat))
 	return err
 }
 
@@ -44,7 +45,7 @@ func TestVertexTokenFailureNotCached(t *testing.T) {
 
 	vx.FailTokens(1, http.StatusServiceUnavailable)
 	err = credCall(t, d)
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 502, ue.Status, "%v", err)
 	require.True(t, ue.Retryable)
@@ -68,7 +69,7 @@ func TestVertexADCFailureNotCached(t *testing.T) {
 	require.NoError(t, err)
 
 	err = credCall(t, d)
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 401, ue.Status)
 	require.Contains(t, ue.Message, "vertex_ai: no credentials")
@@ -106,7 +107,7 @@ func TestBedrockChainLoadFailureNotCached(t *testing.T) {
 	require.NoError(t, err)
 
 	err = credCall(t, d)
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 401, ue.Status)
 	require.Contains(t, ue.Message, "bedrock: load AWS credentials")
@@ -144,7 +145,7 @@ func TestBedrockCredentialFailureNotCached(t *testing.T) {
 	require.NoError(t, err)
 
 	err = credCall(t, d)
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 502, ue.Status, "an endpoint that is down is not a credentials problem: %v", err)
 	require.True(t, ue.Retryable)

@@ -1,21 +1,12 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"strings"
 
 	"github.com/tidwall/gjson"
 )
-
-// decoder reads an upstream stream frame by frame and drives a renderer.
-type decoder interface {
-	// frame handles one upstream SSE frame (its event name and joined data). It appends the
-	// inbound-format frames it produces to b and returns them, the text delta carried, and
-	// done when the upstream stream is complete.
-	frame(b []byte, event, data []byte) (out []byte, text string, done bool)
-	// eof handles the end of the body before a terminal event. It returns the frames that end
-	// the stream properly when the upstream had already said why it stopped, else an error.
-	eof(b []byte) ([]byte, error)
-}
 
 // chatDecoder reads OpenAI chat.completion.chunk frames
 // (https://platform.openai.com/docs/api-reference/chat-streaming).
@@ -31,7 +22,7 @@ type chatDecoder struct {
 
 func newChatDecoder(r renderer) *chatDecoder { return &chatDecoder{r: r, toolIdx: -1} }
 
-func (d *chatDecoder) frame(b []byte, _, data []byte) ([]byte, string, bool) {
+func (d *chatDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	if len(data) == 0 {
 		return b, "", false
 	}
@@ -99,9 +90,9 @@ func (d *chatDecoder) frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	return b, text, false
 }
 
-func (d *chatDecoder) eof(b []byte) ([]byte, error) {
+func (d *chatDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.finished {
-		return b, errTruncated
+		return b, format.ErrTruncated
 	}
 	return d.r.finish(b, d.stop, "", d.usage), nil
 }
@@ -119,7 +110,7 @@ type messagesDecoder struct {
 
 func newMessagesDecoder(r renderer) *messagesDecoder { return &messagesDecoder{r: r} }
 
-func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, bool) {
+func (d *messagesDecoder) Frame(b []byte, event, data []byte) ([]byte, string, bool) {
 	if len(data) == 0 {
 		return b, "", false
 	}
@@ -190,9 +181,9 @@ func (d *messagesDecoder) frame(b []byte, event, data []byte) ([]byte, string, b
 	return b, text, false
 }
 
-func (d *messagesDecoder) eof(b []byte) ([]byte, error) {
+func (d *messagesDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.stopped {
-		return b, errTruncated
+		return b, format.ErrTruncated
 	}
 	return d.r.finish(b, d.stop, d.stopSeq, d.usage), nil
 }

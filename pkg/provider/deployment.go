@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,10 +25,6 @@ const DefaultTimeout = 600 * time.Second
 // AnthropicVersion is the anthropic-version header sent to Anthropic upstreams
 // (https://docs.anthropic.com/en/api/versioning).
 const AnthropicVersion = "2023-06-01"
-
-// DefaultAnthropicMaxTokens is the max_tokens sent to Anthropic when a translated request has
-// none (Anthropic requires it; LiteLLM's default for Anthropic is 4096).
-const DefaultAnthropicMaxTokens = 4096
 
 // wire is the API family an upstream speaks.
 type wire uint8
@@ -150,13 +148,13 @@ type Deployment struct {
 	RPM, TPM int64
 
 	spec      providerSpec
-	wire      wire               // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
-	urls      [numFormats]string // upstream endpoint per format; "" = not served
-	streamURL string             // formatNative's streaming endpoint when it differs from urls[formatNative]
+	wire      wire                      // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
+	urls      [format.NumFormats]string // upstream endpoint per format; "" = not served
+	streamURL string                    // formatNative's streaming endpoint when it differs from urls[formatNative]
 	// parsed caches urls (and, last, streamURL) parsed, filled on a deployment's first call
 	// through each (endpoint): a replica holding 100,000 deployments calls few of them, and a
 	// parsed URL costs more than the rest of the deployment (about 1.1 kB for its 8 endpoints)
-	parsed   [numFormats + 1]atomic.Pointer[url.URL]
+	parsed   [format.NumFormats + 1]atomic.Pointer[url.URL]
 	native   Wire     // wireNative: the request/answer/stream translation
 	embedder Embedder // wireNative: its embeddings API, nil when it has none
 	signer   Signer   // nil: the static header is all the authentication
@@ -223,7 +221,7 @@ func (d *Deployment) Derive(modelName string, litellmParams []byte) (*Deployment
 }
 
 func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte, fromConfig bool) (*Deployment, error) {
-	if !validJSON(litellmParams) {
+	if !format.ValidJSON(litellmParams) {
 		return nil, errors.New("litellm_params: invalid JSON")
 	}
 	p := gjson.ParseBytes(litellmParams)
@@ -391,10 +389,10 @@ func parseEndpoint(s string) *url.URL {
 // a request's URL (a redirect follows a clone of it).
 // The first call parses and caches it (concurrent first calls parse the same string to
 // equal values; either is kept): later calls are one atomic load.
-func (d *Deployment) endpoint(up Format, stream bool) *url.URL {
+func (d *Deployment) endpoint(up format.Format, stream bool) *url.URL {
 	i, s := int(up), d.urls[up]
 	if stream && d.streamURL != "" {
-		i, s = int(numFormats), d.streamURL
+		i, s = int(format.NumFormats), d.streamURL
 	}
 	if u := d.parsed[i].Load(); u != nil {
 		if u == unparsable {
@@ -512,22 +510,22 @@ func (d *Deployment) buildEndpoints() {
 	case wireAnthropic:
 		switch {
 		case strings.HasSuffix(d.APIBase, "/v1/messages"):
-			d.urls[FormatMessages] = d.APIBase
+			d.urls[format.FormatMessages] = d.APIBase
 		case strings.HasSuffix(d.APIBase, "/v1"):
-			d.urls[FormatMessages] = d.APIBase + "/messages"
+			d.urls[format.FormatMessages] = d.APIBase + "/messages"
 		default:
-			d.urls[FormatMessages] = d.APIBase + "/v1/messages"
+			d.urls[format.FormatMessages] = d.APIBase + "/v1/messages"
 		}
 		if d.APIKey != "" {
 			h.Set("x-api-key", d.APIKey)
 		}
 		h.Set("anthropic-version", AnthropicVersion)
 	default:
-		for _, f := range []Format{FormatChat, FormatResponses, FormatEmbeddings} {
+		for _, f := range []format.Format{format.FormatChat, format.FormatResponses, format.FormatEmbeddings} {
 			d.urls[f] = d.APIBase + f.Path()
 		}
 		if d.spec.passthrough {
-			for _, f := range Formats {
+			for _, f := range format.Formats {
 				if f.Passthrough() {
 					d.urls[f] = d.APIBase + f.Path()
 				}
@@ -553,15 +551,15 @@ func (d *Deployment) IsMock() bool { return d.MockResponse != nil }
 // translated): chat, responses and messages everywhere; embeddings and the passthrough formats
 // (completions, images, moderations, audio) where the upstream has the endpoint. A mock
 // deployment serves chat, responses, messages, embeddings and completions.
-func (d *Deployment) Supports(f Format) bool {
+func (d *Deployment) Supports(f format.Format) bool {
 	if d.MockResponse != nil {
-		return f <= FormatCompletions
+		return f <= format.FormatCompletions
 	}
 	switch f {
-	case FormatChat, FormatResponses, FormatMessages:
+	case format.FormatChat, format.FormatResponses, format.FormatMessages:
 		return true
-	case FormatEmbeddings:
-		return d.urls[FormatEmbeddings] != "" || d.embedder != nil
+	case format.FormatEmbeddings:
+		return d.urls[format.FormatEmbeddings] != "" || d.embedder != nil
 	}
 	return d.urls[f] != ""
 }

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -45,15 +47,15 @@ func parseEmbedRequest(d *Deployment, body []byte) (*embedRequest, error) {
 	case input.IsArray():
 		for _, v := range input.Array() {
 			if v.Type != gjson.String {
-				return nil, badRequest("input: token arrays are not supported by provider %s; send strings", d.Provider)
+				return nil, format.BadRequest("input: token arrays are not supported by provider %s; send strings", d.Provider)
 			}
 			r.inputs = append(r.inputs, v.Str)
 		}
 	default:
-		return nil, badRequest("input: a string or an array of strings is required")
+		return nil, format.BadRequest("input: a string or an array of strings is required")
 	}
 	if len(r.inputs) == 0 {
-		return nil, badRequest("input: an empty array has nothing to embed")
+		return nil, format.BadRequest("input: an empty array has nothing to embed")
 	}
 	return r, nil
 }
@@ -73,7 +75,7 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 	vectors := make([]string, 0, len(r.inputs))
 	var tokens int64
 	for _, call := range calls {
-		resp, err := c.sendTo(cctx, d, call.URL, nil, formatNative, call.Body, nil)
+		resp, err := c.sendTo(cctx, d, call.URL, nil, format.FormatNative, call.Body, nil)
 		if err != nil {
 			return nil, transportError(ctx, err, d.Timeout, "call")
 		}
@@ -87,13 +89,13 @@ func (c *Client) embed(ctx context.Context, d *Deployment, body []byte) (*Respon
 			err = fmt.Errorf("%d embeddings for %d inputs", len(vs), call.N)
 		}
 		if err != nil {
-			return nil, &UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
+			return nil, &format.UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 		}
 		vectors = append(vectors, vs...)
 		tokens += n
 	}
 	out := renderEmbeddings(vectors, d.Model, tokens, r.base64)
-	return &Response{Status: http.StatusOK, Body: out, Usage: Usage{PromptTokens: tokens}}, nil
+	return &Response{Status: http.StatusOK, Body: out, Usage: format.Usage{PromptTokens: tokens}}, nil
 }
 
 // renderEmbeddings writes an OpenAI embedding list: the vectors as the upstream wrote them
@@ -118,14 +120,14 @@ func renderEmbeddings(vectors []string, model string, tokens int64, b64 bool) []
 			for j, f := range nums {
 				binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(float32(f.Float())))
 			}
-			b = appendJSONString(b, base64.StdEncoding.EncodeToString(buf))
+			b = format.AppendJSONString(b, base64.StdEncoding.EncodeToString(buf))
 		} else {
 			b = append(b, v...)
 		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"model":`...)
-	b = appendJSONString(b, model)
+	b = format.AppendJSONString(b, model)
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, tokens, 10)
 	b = append(b, `,"total_tokens":`...)

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"lockstep/pkg/format"
 )
 
 // A deployment parses an endpoint on its first call through it, not when built (a replica
@@ -17,16 +19,16 @@ func TestEndpointParsedOnFirstUse(t *testing.T) {
 	for i := range d.parsed {
 		require.Nil(t, d.parsed[i].Load(), "endpoint %d parsed at build", i)
 	}
-	u := d.endpoint(FormatChat, false)
-	want, err := url.Parse(d.urls[FormatChat])
+	u := d.endpoint(format.FormatChat, false)
+	want, err := url.Parse(d.urls[format.FormatChat])
 	require.NoError(t, err)
 	require.Equal(t, want, u)
-	require.Same(t, u, d.endpoint(FormatChat, false))
-	require.Nil(t, d.parsed[FormatEmbeddings].Load(), "only the endpoint called is parsed")
+	require.Same(t, u, d.endpoint(format.FormatChat, false))
+	require.Nil(t, d.parsed[format.FormatEmbeddings].Load(), "only the endpoint called is parsed")
 
 	d2, err := NewDeployment("m2", "grp", []byte(`{"model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:1/v1", "api_key": "sk-two-1234567890"}`))
 	require.NoError(t, err)
 	require.Equal(t, unsafe.StringData(d.ModelName), unsafe.StringData(d2.ModelName))
 	require.Equal(t, unsafe.StringData(d.Model), unsafe.StringData(d2.Model))
-	require.Equal(t, unsafe.StringData(d.urls[FormatChat]), unsafe.StringData(d2.urls[FormatChat]))
+	require.Equal(t, unsafe.StringData(d.urls[format.FormatChat]), unsafe.StringData(d2.urls[format.FormatChat]))
 }

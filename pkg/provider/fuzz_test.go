@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"bytes"
 	"strings"
 	"testing"
@@ -11,7 +13,7 @@ import (
 // Fuzz targets (go test ./pkg/provider -run '^$' -fuzz FuzzX -fuzztime 60s). Crashers found
 // are kept under testdata/fuzz/<FuzzX>/ and run as seeds by every plain `go test`.
 
-var walkFormats = []Format{FormatChat, FormatResponses, FormatMessages, FormatEmbeddings, FormatCompletions, FormatImages, FormatModerations, FormatSpeech, FormatTranscriptions}
+var walkFormats = []format.Format{format.FormatChat, format.FormatResponses, format.FormatMessages, format.FormatEmbeddings, format.FormatCompletions, format.FormatImages, format.FormatModerations, format.FormatSpeech, format.FormatTranscriptions}
 
 // walkSeeds are bodies and frames with texts in many locations.
 var walkSeeds = []string{
@@ -41,17 +43,17 @@ func FuzzTextWalker(f *testing.F) {
 	const repl = "R\"\\\u2028é"
 	f.Fuzz(func(t *testing.T, fi uint8, body []byte) {
 		fm := walkFormats[int(fi)%len(walkFormats)]
-		ident := func(t Text) (string, error) { return t.Value, nil }
-		replace := func(Text) (string, error) { return repl, nil }
-		only := func(tt Text) (string, error) {
+		ident := func(t format.Text) (string, error) { return t.Value, nil }
+		replace := func(format.Text) (string, error) { return repl, nil }
+		only := func(tt format.Text) (string, error) {
 			if tt.Value != repl && !tt.JSON {
 				t.Fatalf("%v: a text survived the rewrite: %q in %s", fm, tt.Value, body)
 			}
 			return tt.Value, nil
 		}
 		valid := gjson.ValidBytes(body)
-		type walk func(Format, []byte, TextFunc) ([]byte, error)
-		for _, w := range []walk{MapRequestText, MapResponseText} {
+		type walk func(format.Format, []byte, format.TextFunc) ([]byte, error)
+		for _, w := range []walk{format.MapRequestText, format.MapResponseText} {
 			out, err := w(fm, body, ident)
 			if err == nil && !bytes.Equal(out, body) {
 				t.Fatalf("%v: identity changed the body:\n%s\n%s", fm, body, out)
@@ -69,17 +71,17 @@ func FuzzTextWalker(f *testing.F) {
 				}
 			}
 		}
-		out, err := MapStreamText(fm, body, ident)
+		out, err := format.MapStreamText(fm, body, ident)
 		if err != nil || !bytes.Equal(out, body) {
 			t.Fatalf("%v: identity changed the frames (%v):\n%q\n%q", fm, err, body, out)
 		}
-		out, err = MapStreamText(fm, body, replace)
+		out, err = format.MapStreamText(fm, body, replace)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// every rewritten frame is one event line and one valid JSON data line
 		for pos := 0; pos < len(out); {
-			n := sseFrameLen(out[pos:])
+			n := format.SSEFrameLen(out[pos:])
 			frame := out[pos : pos+n]
 			pos += n
 			if bytes.Equal(frame, sliceAt(body, frame)) {
@@ -90,7 +92,7 @@ func FuzzTextWalker(f *testing.F) {
 				t.Fatalf("%v: rewritten frame is not one JSON data line: %q", fm, frame)
 			}
 		}
-		if _, err := MapStreamText(fm, out, only); err != nil {
+		if _, err := format.MapStreamText(fm, out, only); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -124,7 +126,7 @@ var sseSeeds = []string{
 	"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n",
 }
 
-var inbound = []Format{FormatChat, FormatResponses, FormatMessages, FormatCompletions}
+var inbound = []format.Format{format.FormatChat, format.FormatResponses, format.FormatMessages, format.FormatCompletions}
 
 // FuzzSSETranslators feeds arbitrary upstream SSE bodies (OpenAI chat or Anthropic messages)
 // through the stream translators into every inbound format (chat ⇄ messages ⇄ responses,
@@ -142,7 +144,7 @@ func FuzzSSETranslators(f *testing.F) {
 	f.Fuzz(func(t *testing.T, upi, ini uint8, usage bool, body []byte) {
 		in := inbound[int(ini)%len(inbound)]
 		r := newRenderer(in, usage)
-		var dec decoder = newChatDecoder(r)
+		var dec Decoder = newChatDecoder(r)
 		if upi%2 == 1 {
 			dec = newMessagesDecoder(r)
 		}
@@ -151,7 +153,7 @@ func FuzzSSETranslators(f *testing.F) {
 		check := func(b []byte, text string) {
 			var got strings.Builder
 			for pos := 0; pos < len(b); {
-				n := sseFrameLen(b[pos:])
+				n := format.SSEFrameLen(b[pos:])
 				frame := b[pos : pos+n]
 				pos += n
 				if !bytes.HasSuffix(frame, []byte("\n\n")) {
@@ -170,7 +172,7 @@ func FuzzSSETranslators(f *testing.F) {
 				}
 			}
 			// the reported delta is what the frames carry as answer text
-			_, _ = MapStreamText(in, b, func(tt Text) (string, error) {
+			_, _ = format.MapStreamText(in, b, func(tt format.Text) (string, error) {
 				if tt.Answer && tt.Delta {
 					got.WriteString(tt.Value)
 				}
@@ -182,13 +184,13 @@ func FuzzSSETranslators(f *testing.F) {
 		}
 		for {
 			if err := rd.Next(); err != nil {
-				b, err := dec.eof(out[:0])
+				b, err := dec.EOF(out[:0])
 				if err == nil {
 					check(b, "")
 				}
 				return
 			}
-			b, text, done := dec.frame(out[:0], rd.event, rd.data)
+			b, text, done := dec.Frame(out[:0], rd.event, rd.data)
 			out = b
 			check(b, text)
 			if done {

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"hash/fnv"
 	"strconv"
 
@@ -9,7 +11,7 @@ import (
 
 // LiteLLM's mock answers report this usage (litellm/main.py mock_completion: prompt_tokens=10,
 // completion_tokens=20, total_tokens=30).
-var mockUsage = usage{in: 10, out: 20}
+var mockUsage = Tokens{In: 10, Out: 20}
 
 // mockStreamChunks is how many text deltas a streamed mock answer is split into, at most.
 const mockStreamChunks = 4
@@ -34,44 +36,45 @@ func mockError(d *Deployment) error {
 	if !ok {
 		return nil
 	}
-	return &UpstreamError{Status: status, Message: *d.MockResponse + ": mock_response error for model " + d.ModelName, Retryable: retryableStatus(status)}
+	return &format.UpstreamError{Status: status, Message: *d.MockResponse + ": mock_response error for model " + d.ModelName, Retryable: retryableStatus(status)}
 }
 
-func mockResult(d *Deployment, in Format) *result {
+func mockResult(d *Deployment, in format.Format) *result {
 	prefix := "chatcmpl-"
 	switch in {
-	case FormatCompletions:
+	case format.FormatCompletions:
 		prefix = "cmpl-"
-	case FormatMessages:
+	case format.FormatMessages:
 		prefix = "msg_"
-	case FormatResponses:
+	case format.FormatResponses:
 		prefix = ""
 	}
-	res := &result{id: newID(prefix), model: d.Model, usage: mockUsage}
+	res := NewResult(NewID(prefix), d.Model)
+	res.SetUsage(mockUsage)
 	if *d.MockResponse != "" {
-		res.blocks = []block{{text: *d.MockResponse}}
+		res.AddText(*d.MockResponse)
 	}
 	return res
 }
 
 // mockDo answers locally in format in: the mock_response text as the assistant answer, or
 // deterministic vectors for embeddings.
-func mockDo(d *Deployment, in Format, body []byte) (*Response, error) {
+func mockDo(d *Deployment, in format.Format, body []byte) (*Response, error) {
 	if err := mockError(d); err != nil {
 		return nil, err
 	}
 	if _, err := parseJSONObject(body); err != nil {
 		return nil, err
 	}
-	if in == FormatEmbeddings {
+	if in == format.FormatEmbeddings {
 		return mockEmbeddings(d, body)
 	}
 	res := mockResult(d, in)
-	return &Response{Status: 200, Body: render(in, res), text: res.text(), Usage: res.usage.public()}, nil
+	return &Response{Status: 200, Body: RenderResult(in, res), text: res.text(), Usage: res.Usage()}, nil
 }
 
 // mockStream streams the mock answer in format in, its text split into a few deltas.
-func mockStream(d *Deployment, in Format, body []byte) (Stream, error) {
+func mockStream(d *Deployment, in format.Format, body []byte) (Stream, error) {
 	if err := mockError(d); err != nil {
 		return nil, err
 	}
@@ -79,7 +82,7 @@ func mockStream(d *Deployment, in Format, body []byte) (Stream, error) {
 		return nil, err
 	}
 	res := mockResult(d, in)
-	return &sliceStream{events: replayEvents(in, res, includeUsage(body), mockStreamChunks), usage: res.usage.public()}, nil
+	return &sliceStream{events: replayEvents(in, res, includeUsage(body), mockStreamChunks), usage: res.Usage()}, nil
 }
 
 // mockEmbeddings returns an OpenAI embedding list with one deterministic vector per input
@@ -105,7 +108,7 @@ func mockEmbeddings(d *Deployment, body []byte) (*Response, error) {
 		}
 	}
 	if len(inputs) == 0 {
-		return nil, badRequest("input: must be a non-empty string or array")
+		return nil, format.BadRequest("input: must be a non-empty string or array")
 	}
 	dims := mockEmbeddingDims
 	if v := gjson.GetBytes(body, "dimensions"); v.Type == gjson.Number && v.Int() > 0 && v.Int() <= 8192 {
@@ -117,7 +120,7 @@ func mockEmbeddings(d *Deployment, body []byte) (*Response, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"object":"embedding","index":`...)
-		b = appendInt(b, int64(i))
+		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"embedding":[`...)
 		for j, f := range mockVector(s, dims) {
 			if j > 0 {
@@ -128,9 +131,9 @@ func mockEmbeddings(d *Deployment, body []byte) (*Response, error) {
 		b = append(b, "]}"...)
 	}
 	b = append(b, `],"model":`...)
-	b = appendJSONString(b, d.Model)
+	b = format.AppendJSONString(b, d.Model)
 	b = append(b, `,"usage":{"prompt_tokens":10,"total_tokens":10}}`...)
-	return &Response{Status: 200, Body: b, Usage: Usage{PromptTokens: 10}}, nil
+	return &Response{Status: 200, Body: b, Usage: format.Usage{PromptTokens: 10}}, nil
 }
 
 // mockVector derives dims floats in [-1, 1) from an FNV-1a hash of s (xorshift64*).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,13 +64,13 @@ func gateway(t testing.TB, d *provider.Deployment) string {
 	t.Helper()
 	c := provider.NewClient()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in, ok := provider.FormatForPath(r.URL.Path)
+		in, ok := format.FormatForPath(r.URL.Path)
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		if provider.StreamRequested(body) {
+		if format.StreamRequested(body) {
 			st, err := c.Stream(r.Context(), d, in, body)
 			if err != nil {
 				writeError(w, in, err)
@@ -83,12 +84,12 @@ func gateway(t testing.TB, d *provider.Deployment) string {
 					return
 				}
 				if err != nil {
-					var ue *provider.UpstreamError
+					var ue *format.UpstreamError
 					status, msg := 500, err.Error()
 					if errors.As(err, &ue) {
 						status, msg = ue.Status, ue.Message
 					}
-					_, _ = w.Write(provider.ErrorEvent(in, status, msg))
+					_, _ = w.Write(format.ErrorEvent(in, status, msg))
 					return
 				}
 				_, _ = w.Write(ev.Data)
@@ -108,15 +109,15 @@ func gateway(t testing.TB, d *provider.Deployment) string {
 	return srv.URL
 }
 
-func writeError(w http.ResponseWriter, in provider.Format, err error) {
-	var ue *provider.UpstreamError
+func writeError(w http.ResponseWriter, in format.Format, err error) {
+	var ue *format.UpstreamError
 	status, msg := 500, err.Error()
 	if errors.As(err, &ue) {
 		status, msg = ue.Status, ue.Message
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	if in == provider.FormatMessages {
+	if in == format.FormatMessages {
 		fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":%q}}`, msg)
 		return
 	}
@@ -396,21 +397,21 @@ func TestPassthroughRequestBytes(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		kind string
-		in   provider.Format
+		in   format.Format
 		path string
 		body string
 		want string
 	}{
-		{"openai", provider.FormatChat, "/v1/chat/completions",
+		{"openai", format.FormatChat, "/v1/chat/completions",
 			`{ "messages": [{"role":"user","content":"hi"}],  "model" : "group", "x_unknown": {"keep": [1, 2.50, "é\u00e9"]}, "temperature":0.7 }`,
 			`{ "messages": [{"role":"user","content":"hi"}],  "model" : "gpt-up", "x_unknown": {"keep": [1, 2.50, "é\u00e9"]}, "temperature":0.7 }`},
-		{"openai", provider.FormatResponses, "/v1/responses",
+		{"openai", format.FormatResponses, "/v1/responses",
 			`{"model":"group","input":"hi","reasoning":{"effort":"low"},"store":false}`,
 			`{"model":"gpt-up","input":"hi","reasoning":{"effort":"low"},"store":false}`},
-		{"openai", provider.FormatEmbeddings, "/v1/embeddings",
+		{"openai", format.FormatEmbeddings, "/v1/embeddings",
 			`{"input":["x"],"model":"group","dimensions":3}`,
 			`{"input":["x"],"model":"gpt-up","dimensions":3}`},
-		{"anthropic", provider.FormatMessages, "/v1/messages",
+		{"anthropic", format.FormatMessages, "/v1/messages",
 			`{"model":"group","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1024},"metadata":{"user_id":"u"}}`,
 			`{"model":"claude-up","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1024},"metadata":{"user_id":"u"}}`},
 	}
@@ -438,7 +439,7 @@ func TestPassthroughAnswerBytes(t *testing.T) {
 	gate := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if !provider.StreamRequested(body) {
+		if !format.StreamRequested(body) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, answer)
 			return
@@ -457,12 +458,12 @@ func TestPassthroughAnswerBytes(t *testing.T) {
 	require.NoError(t, err)
 	c := provider.NewClient()
 
-	res, err := c.Do(context.Background(), d, provider.FormatChat, []byte(`{"model":"g","messages":[]}`))
+	res, err := c.Do(context.Background(), d, format.FormatChat, []byte(`{"model":"g","messages":[]}`))
 	require.NoError(t, err)
 	require.Equal(t, answer, string(res.Body))
 	require.Equal(t, "hi <b>&</b>", res.Text())
 
-	st, err := c.Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
+	st, err := c.Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
 	require.NoError(t, err)
 	defer st.Close()
 	var got []string
@@ -491,7 +492,7 @@ func TestTranslatedRequestShapes(t *testing.T) {
 
 	// chat → anthropic: system out of messages, max_tokens default, tool turns as blocks,
 	// stop → stop_sequences, image data URL → base64 source.
-	_, err := c.Do(ctx, deployment(t, s, "anthropic", ""), provider.FormatChat, []byte(`{
+	_, err := c.Do(ctx, deployment(t, s, "anthropic", ""), format.FormatChat, []byte(`{
 		"model":"group","temperature":0.2,"stop":"END","user":"u1",
 		"messages":[
 			{"role":"system","content":"sys one"},
@@ -518,7 +519,7 @@ func TestTranslatedRequestShapes(t *testing.T) {
 
 	// messages → openai chat: system message first, tool_result → tool message, max_tokens →
 	// max_completion_tokens (OpenAI), stream asks for usage.
-	st, err := c.Stream(ctx, deployment(t, s, "openai", ""), provider.FormatMessages, []byte(`{
+	st, err := c.Stream(ctx, deployment(t, s, "openai", ""), format.FormatMessages, []byte(`{
 		"model":"group","max_tokens":77,"system":"be nice","stream":true,"stop_sequences":["X"],"top_k":5,
 		"messages":[
 			{"role":"user","content":"q"},
@@ -549,7 +550,7 @@ func TestTranslatedRequestShapes(t *testing.T) {
 		"stream":true,"stream_options":{"include_usage":true}}`, string(req.Body))
 
 	// responses → anthropic: instructions + developer items → system, function_call items.
-	_, err = c.Do(ctx, deployment(t, s, "anthropic", ""), provider.FormatResponses, []byte(`{
+	_, err = c.Do(ctx, deployment(t, s, "anthropic", ""), format.FormatResponses, []byte(`{
 		"model":"group","instructions":"inst","max_output_tokens":50,
 		"input":[
 			{"role":"developer","content":"dev"},
@@ -567,8 +568,8 @@ func TestTranslatedRequestShapes(t *testing.T) {
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"out"}]}]}`, string(req.Body))
 
 	// What cannot be translated is refused before any call.
-	_, err = c.Do(ctx, deployment(t, s, "anthropic", ""), provider.FormatResponses, []byte(`{"model":"group","input":"x","previous_response_id":"resp_1"}`))
-	var ue *provider.UpstreamError
+	_, err = c.Do(ctx, deployment(t, s, "anthropic", ""), format.FormatResponses, []byte(`{"model":"group","input":"x","previous_response_id":"resp_1"}`))
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 400, ue.Status)
 	require.Contains(t, ue.Message, "previous_response_id")
@@ -586,8 +587,8 @@ func TestUpstreamErrors(t *testing.T) {
 	}{{429, true}, {500, true}, {503, true}, {400, false}, {401, false}, {404, false}} {
 		s := fakeupstream.Start(t, fakeupstream.WithStatus(tc.status), fakeupstream.WithErrorMessage("boom "+fmt.Sprint(tc.status)))
 		for _, kind := range []string{"openai", "anthropic"} {
-			_, err := c.Do(ctx, deployment(t, s, kind, ""), provider.FormatChat, body)
-			var ue *provider.UpstreamError
+			_, err := c.Do(ctx, deployment(t, s, kind, ""), format.FormatChat, body)
+			var ue *format.UpstreamError
 			require.ErrorAs(t, err, &ue)
 			require.Equal(t, tc.status, ue.Status)
 			require.Equal(t, tc.retryable, ue.Retryable)
@@ -596,7 +597,7 @@ func TestUpstreamErrors(t *testing.T) {
 			require.NotEmpty(t, ue.Body)
 
 			// Streams fail before the first event, so the caller can still retry.
-			_, err = c.Stream(ctx, deployment(t, s, kind, ""), provider.FormatMessages, []byte(`{"model":"g","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"x"}]}`))
+			_, err = c.Stream(ctx, deployment(t, s, kind, ""), format.FormatMessages, []byte(`{"model":"g","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"x"}]}`))
 			require.ErrorAs(t, err, &ue)
 			require.Equal(t, tc.status, ue.Status)
 		}
@@ -607,8 +608,8 @@ func TestUpstreamErrors(t *testing.T) {
 	dead.Close()
 	d, err := provider.NewDeployment("id", "g", []byte(`{"model":"openai/m","api_key":"k","api_base":"`+dead.URL+`"}`))
 	require.NoError(t, err)
-	_, err = c.Do(ctx, d, provider.FormatChat, body)
-	var ue *provider.UpstreamError
+	_, err = c.Do(ctx, d, format.FormatChat, body)
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 502, ue.Status)
 	require.True(t, ue.Retryable)
@@ -616,7 +617,7 @@ func TestUpstreamErrors(t *testing.T) {
 	// Mock errors, LiteLLM style.
 	d, err = provider.NewDeployment("id", "g", []byte(`{"model":"openai/m","mock_response":"litellm.RateLimitError"}`))
 	require.NoError(t, err)
-	_, err = c.Do(ctx, d, provider.FormatChat, body)
+	_, err = c.Do(ctx, d, format.FormatChat, body)
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 429, ue.Status)
 	require.True(t, ue.Retryable)
@@ -638,19 +639,19 @@ func TestTimeouts(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs first: cleanups are LIFO
 	d, err := provider.NewDeployment("id", "g", []byte(`{"model":"openai/m","api_key":"k","timeout":0.1,"api_base":"`+slow.URL+`"}`))
 	require.NoError(t, err)
-	_, err = c.Do(ctx, d, provider.FormatChat, []byte(`{"model":"g","messages":[]}`))
-	var ue *provider.UpstreamError
+	_, err = c.Do(ctx, d, format.FormatChat, []byte(`{"model":"g","messages":[]}`))
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 504, ue.Status)
 	require.True(t, ue.Retryable)
-	_, err = c.Stream(ctx, d, provider.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
+	_, err = c.Stream(ctx, d, format.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 504, ue.Status)
 
 	// Idle timeout between frames: frames every 300 ms, stream_timeout 100 ms.
 	s := fakeupstream.Start(t, fakeupstream.WithChunkDelay(300*time.Millisecond))
 	d = deployment(t, s, "anthropic", `,"stream_timeout":0.1`)
-	st, err := c.Stream(ctx, d, provider.FormatChat, []byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"x y z"}]}`))
+	st, err := c.Stream(ctx, d, format.FormatChat, []byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"x y z"}]}`))
 	require.NoError(t, err)
 	defer st.Close()
 	_, err = st.Next() // message_start → role chunk
@@ -662,7 +663,7 @@ func TestTimeouts(t *testing.T) {
 	// The caller giving up is reported as its context error, not as an upstream failure.
 	cctx, cancel := context.WithCancel(ctx)
 	d = deployment(t, s, "openai", "")
-	st, err = c.Stream(cctx, d, provider.FormatChat, []byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"x y z"}]}`))
+	st, err = c.Stream(cctx, d, format.FormatChat, []byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"x y z"}]}`))
 	require.NoError(t, err)
 	defer st.Close()
 	_, err = st.Next()
@@ -677,7 +678,7 @@ func TestMockStreamChunks(t *testing.T) {
 	d, err := provider.NewDeployment("id", "g", []byte(`{"model":"anthropic/claude-x","mock_response":"one two three four five six"}`))
 	require.NoError(t, err)
 	require.True(t, d.IsMock())
-	st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"g","stream":true,"messages":[]}`))
+	st, err := provider.NewClient().Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"g","stream":true,"messages":[]}`))
 	require.NoError(t, err)
 	var deltas []string
 	var raw strings.Builder
@@ -700,28 +701,28 @@ func TestMockStreamChunks(t *testing.T) {
 
 func TestErrorEventParsesInSDKs(t *testing.T) {
 	t.Parallel()
-	for _, in := range []provider.Format{provider.FormatChat, provider.FormatMessages, provider.FormatResponses} {
+	for _, in := range []format.Format{format.FormatChat, format.FormatMessages, format.FormatResponses} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write(provider.ErrorEvent(in, 529, "upstream overloaded"))
+			_, _ = w.Write(format.ErrorEvent(in, 529, "upstream overloaded"))
 		}))
 		t.Cleanup(srv.Close)
 		ctx := context.Background()
 		switch in {
-		case provider.FormatChat:
+		case format.FormatChat:
 			oc := openaiSDK(srv.URL)
 			st := oc.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}})
 			for st.Next() {
 			}
 			require.ErrorContains(t, st.Err(), "upstream overloaded")
-		case provider.FormatMessages:
+		case format.FormatMessages:
 			ac := anthropicSDK(srv.URL)
 			st := ac.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "m", MaxTokens: 1, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("x"))}})
 			for st.Next() {
 			}
 			require.Error(t, st.Err())
 			require.Contains(t, st.Err().Error(), "overloaded")
-		case provider.FormatResponses:
+		case format.FormatResponses:
 			oc := openaiSDK(srv.URL)
 			st := oc.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "m", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("x")}})
 			var got responses.ResponseStreamEventUnion
@@ -743,7 +744,7 @@ func TestStreamCutMidway(t *testing.T) {
 	s := fakeupstream.Start(t, fakeupstream.WithStreamCutAfter(3))
 	c := provider.NewClient()
 	for _, kind := range []string{"openai", "anthropic"} {
-		st, err := c.Stream(context.Background(), deployment(t, s, kind, ""), provider.FormatChat,
+		st, err := c.Stream(context.Background(), deployment(t, s, kind, ""), format.FormatChat,
 			[]byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"a b c d e"}]}`))
 		require.NoError(t, err)
 		events := 0
@@ -756,7 +757,7 @@ func TestStreamCutMidway(t *testing.T) {
 		}
 		require.NoError(t, st.Close())
 		require.Positive(t, events, kind)
-		var ue *provider.UpstreamError
+		var ue *format.UpstreamError
 		require.ErrorAs(t, err, &ue, kind)
 		require.Equal(t, 502, ue.Status)
 		require.True(t, ue.Retryable)
@@ -770,7 +771,7 @@ func TestAnthropicBetaForwarded(t *testing.T) {
 	h := http.Header{}
 	h.Set("anthropic-beta", "context-1m-2025-08-07")
 	h.Set("Authorization", "Bearer client-key")
-	_, err := c.DoWith(context.Background(), deployment(t, s, "anthropic", ""), provider.FormatMessages, []byte(`{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), provider.Headers{In: h})
+	_, err := c.DoWith(context.Background(), deployment(t, s, "anthropic", ""), format.FormatMessages, []byte(`{"model":"g","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), provider.Headers{In: h})
 	require.NoError(t, err)
 	req, _ := s.LastRequest("/v1/messages")
 	require.Equal(t, "context-1m-2025-08-07", req.Header.Get("anthropic-beta"))

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"strconv"
 	"strings"
 )
@@ -17,13 +19,13 @@ type renderer interface {
 	fail(b []byte, status int, msg string) []byte
 }
 
-func newRenderer(f Format, includeUsage bool) renderer {
+func newRenderer(f format.Format, includeUsage bool) renderer {
 	switch f {
-	case FormatMessages:
+	case format.FormatMessages:
 		return &messagesRenderer{}
-	case FormatResponses:
+	case format.FormatResponses:
 		return &responsesRenderer{}
-	case FormatCompletions:
+	case format.FormatCompletions:
 		return &completionsRenderer{includeUsage: includeUsage}
 	}
 	return &chatRenderer{includeUsage: includeUsage}
@@ -40,18 +42,18 @@ type completionsRenderer struct {
 
 func (r *completionsRenderer) start(b []byte, id, model string, _ usage) []byte {
 	h := append([]byte(nil), `data: {"id":`...)
-	h = appendJSONString(h, id)
+	h = format.AppendJSONString(h, id)
 	h = append(h, `,"object":"text_completion","created":`...)
-	h = appendInt(h, now())
+	h = format.AppendInt(h, now())
 	h = append(h, `,"model":`...)
-	r.head = appendJSONString(h, model)
+	r.head = format.AppendJSONString(h, model)
 	return b
 }
 
 func (r *completionsRenderer) text(b []byte, delta string) []byte {
 	b = append(b, r.head...)
 	b = append(b, `,"choices":[{"text":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, `,"index":0,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 }
 
@@ -61,7 +63,7 @@ func (r *completionsRenderer) toolArgs(b []byte, _ string) []byte     { return b
 func (r *completionsRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
 	b = append(b, r.head...)
 	b = append(b, `,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":`...)
-	b = appendJSONString(b, stop.chatFinish())
+	b = format.AppendJSONString(b, stop.chatFinish())
 	b = append(b, `}]`...)
 	if r.includeUsage {
 		b = append(b, `,"usage":`...)
@@ -72,7 +74,7 @@ func (r *completionsRenderer) finish(b []byte, stop stopReason, _ string, u usag
 }
 
 func (r *completionsRenderer) fail(b []byte, status int, msg string) []byte {
-	return appendErrorEvent(b, FormatChat, status, "", msg)
+	return format.AppendErrorEvent(b, format.FormatChat, status, "", msg)
 }
 
 // ---- OpenAI chat.completion.chunk (https://platform.openai.com/docs/api-reference/chat-streaming) ----
@@ -89,11 +91,11 @@ const chatChunkTail = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
 func (r *chatRenderer) start(b []byte, id, model string, _ usage) []byte {
 	h := make([]byte, 0, 96+len(id)+len(model))
 	h = append(h, `data: {"id":`...)
-	h = appendJSONString(h, id)
+	h = format.AppendJSONString(h, id)
 	h = append(h, `,"object":"chat.completion.chunk","created":`...)
-	h = appendInt(h, now())
+	h = format.AppendInt(h, now())
 	h = append(h, `,"model":`...)
-	h = appendJSONString(h, model)
+	h = format.AppendJSONString(h, model)
 	r.head = h
 	r.prefix = append(h[:len(h):len(h)], `,"choices":[{"index":0,"delta":`...)
 	b = append(b, r.prefix...)
@@ -104,7 +106,7 @@ func (r *chatRenderer) start(b []byte, id, model string, _ usage) []byte {
 func (r *chatRenderer) text(b []byte, delta string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"content":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	b = append(b, '}')
 	return append(b, chatChunkTail...)
 }
@@ -112,11 +114,11 @@ func (r *chatRenderer) text(b []byte, delta string) []byte {
 func (r *chatRenderer) toolStart(b []byte, id, name string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"tool_calls":[{"index":`...)
-	b = appendInt(b, int64(r.tools))
+	b = format.AppendInt(b, int64(r.tools))
 	b = append(b, `,"id":`...)
-	b = appendJSONString(b, id)
+	b = format.AppendJSONString(b, id)
 	b = append(b, `,"type":"function","function":{"name":`...)
-	b = appendJSONString(b, name)
+	b = format.AppendJSONString(b, name)
 	b = append(b, `,"arguments":""}}]}`...)
 	r.tools++
 	return append(b, chatChunkTail...)
@@ -125,9 +127,9 @@ func (r *chatRenderer) toolStart(b []byte, id, name string) []byte {
 func (r *chatRenderer) toolArgs(b []byte, delta string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"tool_calls":[{"index":`...)
-	b = appendInt(b, int64(max(r.tools-1, 0)))
+	b = format.AppendInt(b, int64(max(r.tools-1, 0)))
 	b = append(b, `,"function":{"arguments":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	b = append(b, `}}]}`...)
 	return append(b, chatChunkTail...)
 }
@@ -136,7 +138,7 @@ func (r *chatRenderer) toolArgs(b []byte, delta string) []byte {
 func (r *chatRenderer) thinking(b []byte, delta string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"reasoning_content":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	b = append(b, '}')
 	return append(b, chatChunkTail...)
 }
@@ -145,7 +147,7 @@ func (r *chatRenderer) thinking(b []byte, delta string) []byte {
 func (r *chatRenderer) signature(b []byte, sig string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"thinking_blocks":[{"type":"thinking","thinking":"","signature":`...)
-	b = appendJSONString(b, sig)
+	b = format.AppendJSONString(b, sig)
 	b = append(b, `}]}`...)
 	return append(b, chatChunkTail...)
 }
@@ -153,7 +155,7 @@ func (r *chatRenderer) signature(b []byte, sig string) []byte {
 func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{},"logprobs":null,"finish_reason":`...)
-	b = appendJSONString(b, stop.chatFinish())
+	b = format.AppendJSONString(b, stop.chatFinish())
 	b = append(b, "}]}\n\n"...)
 	if r.includeUsage {
 		b = append(b, r.head...)
@@ -165,7 +167,7 @@ func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []by
 }
 
 func (r *chatRenderer) fail(b []byte, status int, msg string) []byte {
-	return appendErrorEvent(b, FormatChat, status, "", msg)
+	return format.AppendErrorEvent(b, format.FormatChat, status, "", msg)
 }
 
 // ---- Anthropic Messages events (https://docs.anthropic.com/en/docs/build-with-claude/streaming) ----
@@ -178,22 +180,15 @@ type messagesRenderer struct {
 	started bool
 }
 
-func appendEvent(b []byte, event string) []byte {
-	b = append(b, "event: "...)
-	b = append(b, event...)
-	b = append(b, "\ndata: "...)
-	return b
-}
-
 func (r *messagesRenderer) start(b []byte, id, model string, u usage) []byte {
 	r.started = true
-	b = appendEvent(b, "message_start")
+	b = format.AppendEvent(b, "message_start")
 	b = append(b, `{"type":"message_start","message":{"id":`...)
-	b = appendJSONString(b, id)
+	b = format.AppendJSONString(b, id)
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendJSONString(b, model)
+	b = format.AppendJSONString(b, model)
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = appendInt(b, u.anthropicInput())
+	b = format.AppendInt(b, u.anthropicInput())
 	b = append(b, `,"output_tokens":0}}}`+"\n\n"...)
 	return b
 }
@@ -202,9 +197,9 @@ func (r *messagesRenderer) closeBlock(b []byte) []byte {
 	if !r.open {
 		return b
 	}
-	b = appendEvent(b, "content_block_stop")
+	b = format.AppendEvent(b, "content_block_stop")
 	b = append(b, `{"type":"content_block_stop","index":`...)
-	b = appendInt(b, int64(r.index))
+	b = format.AppendInt(b, int64(r.index))
 	b = append(b, "}\n\n"...)
 	r.open = false
 	r.index++
@@ -214,29 +209,29 @@ func (r *messagesRenderer) closeBlock(b []byte) []byte {
 func (r *messagesRenderer) text(b []byte, delta string) []byte {
 	if !r.open || !r.openIsT {
 		b = r.closeBlock(b)
-		b = appendEvent(b, "content_block_start")
+		b = format.AppendEvent(b, "content_block_start")
 		b = append(b, `{"type":"content_block_start","index":`...)
-		b = appendInt(b, int64(r.index))
+		b = format.AppendInt(b, int64(r.index))
 		b = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 		r.open, r.openIsT, r.openTh = true, true, false
 	}
-	b = appendEvent(b, "content_block_delta")
+	b = format.AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = appendInt(b, int64(r.index))
+	b = format.AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"text_delta","text":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, "}}\n\n"...)
 }
 
 func (r *messagesRenderer) toolStart(b []byte, id, name string) []byte {
 	b = r.closeBlock(b)
-	b = appendEvent(b, "content_block_start")
+	b = format.AppendEvent(b, "content_block_start")
 	b = append(b, `{"type":"content_block_start","index":`...)
-	b = appendInt(b, int64(r.index))
+	b = format.AppendInt(b, int64(r.index))
 	b = append(b, `,"content_block":{"type":"tool_use","id":`...)
-	b = appendJSONString(b, id)
+	b = format.AppendJSONString(b, id)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, name)
+	b = format.AppendJSONString(b, name)
 	b = append(b, `,"input":{}}}`+"\n\n"...)
 	r.open, r.openIsT, r.openTh = true, false, false
 	return b
@@ -246,17 +241,17 @@ func (r *messagesRenderer) toolStart(b []byte, id, name string) []byte {
 func (r *messagesRenderer) thinking(b []byte, delta string) []byte {
 	if !r.open || !r.openTh {
 		b = r.closeBlock(b)
-		b = appendEvent(b, "content_block_start")
+		b = format.AppendEvent(b, "content_block_start")
 		b = append(b, `{"type":"content_block_start","index":`...)
-		b = appendInt(b, int64(r.index))
+		b = format.AppendInt(b, int64(r.index))
 		b = append(b, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
 		r.open, r.openIsT, r.openTh = true, false, true
 	}
-	b = appendEvent(b, "content_block_delta")
+	b = format.AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = appendInt(b, int64(r.index))
+	b = format.AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, "}}\n\n"...)
 }
 
@@ -265,11 +260,11 @@ func (r *messagesRenderer) signature(b []byte, sig string) []byte {
 	if !r.open || !r.openTh {
 		return b
 	}
-	b = appendEvent(b, "content_block_delta")
+	b = format.AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = appendInt(b, int64(r.index))
+	b = format.AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
-	b = appendJSONString(b, sig)
+	b = format.AppendJSONString(b, sig)
 	return append(b, "}}\n\n"...)
 }
 
@@ -277,42 +272,42 @@ func (r *messagesRenderer) toolArgs(b []byte, delta string) []byte {
 	if !r.open || r.openIsT || r.openTh {
 		return b // arguments without a started call: nothing to attach them to
 	}
-	b = appendEvent(b, "content_block_delta")
+	b = format.AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = appendInt(b, int64(r.index))
+	b = format.AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, "}}\n\n"...)
 }
 
 func (r *messagesRenderer) finish(b []byte, stop stopReason, stopSeq string, u usage) []byte {
 	b = r.closeBlock(b)
-	b = appendEvent(b, "message_delta")
+	b = format.AppendEvent(b, "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":`...)
-	b = appendJSONString(b, stop.anthropicStop())
+	b = format.AppendJSONString(b, stop.anthropicStop())
 	b = append(b, `,"stop_sequence":`...)
 	if stopSeq != "" {
-		b = appendJSONString(b, stopSeq)
+		b = format.AppendJSONString(b, stopSeq)
 	} else {
 		b = append(b, "null"...)
 	}
 	b = append(b, `},"usage":{"input_tokens":`...)
-	b = appendInt(b, u.anthropicInput())
+	b = format.AppendInt(b, u.anthropicInput())
 	b = append(b, `,"output_tokens":`...)
-	b = appendInt(b, u.out)
+	b = format.AppendInt(b, u.out)
 	if u.cacheRead > 0 || u.cacheWrite > 0 {
 		b = append(b, `,"cache_read_input_tokens":`...)
-		b = appendInt(b, u.cacheRead)
+		b = format.AppendInt(b, u.cacheRead)
 		b = append(b, `,"cache_creation_input_tokens":`...)
-		b = appendInt(b, u.cacheWrite)
+		b = format.AppendInt(b, u.cacheWrite)
 	}
 	b = append(b, "}}\n\n"...)
-	b = appendEvent(b, "message_stop")
+	b = format.AppendEvent(b, "message_stop")
 	return append(b, `{"type":"message_stop"}`+"\n\n"...)
 }
 
 func (r *messagesRenderer) fail(b []byte, status int, msg string) []byte {
-	return appendErrorEvent(b, FormatMessages, status, "", msg)
+	return format.AppendErrorEvent(b, format.FormatMessages, status, "", msg)
 }
 
 // ---- OpenAI Responses events (https://platform.openai.com/docs/api-reference/responses-streaming) ----
@@ -330,7 +325,7 @@ type responsesRenderer struct {
 // event appends `event: <typ>\ndata: {"type":"<typ>","sequence_number":N` — the caller
 // appends the remaining members and "}\n\n".
 func (r *responsesRenderer) event(b []byte, typ string) []byte {
-	b = appendEvent(b, typ)
+	b = format.AppendEvent(b, typ)
 	b = append(b, `{"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","sequence_number":`...)
@@ -343,14 +338,14 @@ func (r *responsesRenderer) itemHead(b []byte) []byte {
 	i := len(r.blocks) - 1
 	b = append(b, `,"item_id":`...)
 	if r.blocks[i].think {
-		b = appendJSONString(b, itemID("rs", r.base, i))
+		b = format.AppendJSONString(b, itemID("rs", r.base, i))
 	} else if r.blocks[i].tool {
-		b = appendJSONString(b, itemID("fc", r.base, i))
+		b = format.AppendJSONString(b, itemID("fc", r.base, i))
 	} else {
-		b = appendJSONString(b, itemID("msg", r.base, i))
+		b = format.AppendJSONString(b, itemID("msg", r.base, i))
 	}
 	b = append(b, `,"output_index":`...)
-	return appendInt(b, int64(i))
+	return format.AppendInt(b, int64(i))
 }
 
 func (r *responsesRenderer) start(b []byte, id, model string, _ usage) []byte {
@@ -384,7 +379,7 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 	}
 	b = r.event(b, "response.output_item.added")
 	b = append(b, `,"output_index":`...)
-	b = appendInt(b, int64(i))
+	b = format.AppendInt(b, int64(i))
 	b = append(b, `,"item":`...)
 	b = append(b, marshal(item)...)
 	b = append(b, "}\n\n"...)
@@ -412,37 +407,37 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 		b = r.event(b, "response.reasoning_summary_text.done")
 		b = r.itemHead(b)
 		b = append(b, `,"summary_index":0,"text":`...)
-		b = appendJSONString(b, blk.text)
+		b = format.AppendJSONString(b, blk.text)
 		b = append(b, "}\n\n"...)
 		b = r.event(b, "response.reasoning_summary_part.done")
 		b = r.itemHead(b)
 		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":`...)
-		b = appendJSONString(b, blk.text)
+		b = format.AppendJSONString(b, blk.text)
 		b = append(b, "}}\n\n"...)
 	} else if blk.tool {
 		blk.args = r.sb.String()
 		b = r.event(b, "response.function_call_arguments.done")
 		b = r.itemHead(b)
 		b = append(b, `,"arguments":`...)
-		b = appendJSONString(b, blk.args)
+		b = format.AppendJSONString(b, blk.args)
 		b = append(b, "}\n\n"...)
 	} else {
 		blk.text = r.sb.String()
 		b = r.event(b, "response.output_text.done")
 		b = r.itemHead(b)
 		b = append(b, `,"content_index":0,"text":`...)
-		b = appendJSONString(b, blk.text)
+		b = format.AppendJSONString(b, blk.text)
 		b = append(b, `,"logprobs":[]}`+"\n\n"...)
 		b = r.event(b, "response.content_part.done")
 		b = r.itemHead(b)
 		b = append(b, `,"content_index":0,"part":{"type":"output_text","text":`...)
-		b = appendJSONString(b, blk.text)
+		b = format.AppendJSONString(b, blk.text)
 		b = append(b, `,"annotations":[],"logprobs":[]}}`+"\n\n"...)
 	}
 	item := responsesItem(*blk, r.base, i, "completed")
 	b = r.event(b, "response.output_item.done")
 	b = append(b, `,"output_index":`...)
-	b = appendInt(b, int64(i))
+	b = format.AppendInt(b, int64(i))
 	b = append(b, `,"item":`...)
 	b = append(b, marshal(item)...)
 	return append(b, "}\n\n"...)
@@ -457,7 +452,7 @@ func (r *responsesRenderer) thinking(b []byte, delta string) []byte {
 	b = r.event(b, "response.reasoning_summary_text.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"summary_index":0,"delta":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, "}\n\n"...)
 }
 
@@ -477,7 +472,7 @@ func (r *responsesRenderer) text(b []byte, delta string) []byte {
 	b = r.event(b, "response.output_text.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"content_index":0,"delta":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, `,"logprobs":[]}`+"\n\n"...)
 }
 
@@ -493,7 +488,7 @@ func (r *responsesRenderer) toolArgs(b []byte, delta string) []byte {
 	b = r.event(b, "response.function_call_arguments.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"delta":`...)
-	b = appendJSONString(b, delta)
+	b = format.AppendJSONString(b, delta)
 	return append(b, "}\n\n"...)
 }
 
@@ -517,8 +512,8 @@ func (r *responsesRenderer) finish(b []byte, stop stopReason, _ string, u usage)
 func (r *responsesRenderer) fail(b []byte, status int, msg string) []byte {
 	b = r.event(b, "error")
 	b = append(b, `,"code":`...)
-	b = appendJSONString(b, strconv.Itoa(status))
+	b = format.AppendJSONString(b, strconv.Itoa(status))
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, msg)
+	b = format.AppendJSONString(b, msg)
 	return append(b, `,"param":null}`+"\n\n"...)
 }

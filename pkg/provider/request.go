@@ -1,7 +1,8 @@
 package provider
 
 import (
-	"fmt"
+	"lockstep/pkg/format"
+
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -90,12 +91,6 @@ type request struct {
 	jsonTool bool
 }
 
-// badRequest is a 400 returned before any upstream call (the client's request cannot be
-// translated).
-func badRequest(format string, args ...any) *UpstreamError {
-	return &UpstreamError{Status: 400, Message: fmt.Sprintf(format, args...), Type: "invalid_request_error"}
-}
-
 func (r *request) add(role string, p part) {
 	if n := len(r.messages); n > 0 && r.messages[n-1].role == role {
 		r.messages[n-1].parts = append(r.messages[n-1].parts, p)
@@ -127,11 +122,11 @@ func stopList(v gjson.Result) []string {
 
 func parseJSONObject(body []byte) (gjson.Result, error) {
 	if jsonscan.Check(body) != nil {
-		return gjson.Result{}, badRequest("request body is not valid JSON")
+		return gjson.Result{}, format.BadRequest("request body is not valid JSON")
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	if !root.IsObject() {
-		return gjson.Result{}, badRequest("request body must be a JSON object")
+		return gjson.Result{}, format.BadRequest("request body must be a JSON object")
 	}
 	return root, nil
 }
@@ -170,12 +165,12 @@ func parseChatRequest(body []byte) (*request, error) {
 				case "file":
 					f := p.Get("file")
 					if f.Get("file_data").Str == "" {
-						perr = badRequest("messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data")
+						perr = format.BadRequest("messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data")
 						return false
 					}
 					r.add("user", part{kind: partDocument, url: f.Get("file_data").Str, name: f.Get("filename").Str})
 				default:
-					perr = badRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
+					perr = format.BadRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
 					return false
 				}
 				return true
@@ -206,7 +201,7 @@ func parseChatRequest(body []byte) (*request, error) {
 		case "function": // legacy function-call result: no call id to link it to
 			r.add("user", part{kind: partText, text: contentText(content)})
 		default:
-			perr = badRequest("messages: unknown role %q", role)
+			perr = format.BadRequest("messages: unknown role %q", role)
 		}
 		return perr == nil
 	})
@@ -289,7 +284,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 			return true
 		}
 		if role != "user" && role != "assistant" {
-			perr = badRequest("messages: unknown role %q", role)
+			perr = format.BadRequest("messages: unknown role %q", role)
 			return false
 		}
 		if content.Type == gjson.String {
@@ -308,7 +303,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				case "url":
 					r.add(role, part{kind: partImage, url: src.Get("url").Str})
 				default:
-					perr = badRequest("messages: image source type %q cannot be translated for this provider", src.Get("type").Str)
+					perr = format.BadRequest("messages: image source type %q cannot be translated for this provider", src.Get("type").Str)
 				}
 			case "tool_use":
 				args := b.Get("input").Raw
@@ -336,7 +331,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				case "text":
 					r.add(role, part{kind: partText, text: src.Get("data").Str})
 				default:
-					perr = badRequest("messages: document source type %q cannot be translated for this provider", src.Get("type").Str)
+					perr = format.BadRequest("messages: document source type %q cannot be translated for this provider", src.Get("type").Str)
 				}
 			case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result":
 				// an Anthropic server tool's earlier turn: nothing an OpenAI-format model can read
@@ -345,7 +340,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				// Reasoning from an earlier Anthropic turn has no chat equivalent (LiteLLM drops it too).
 				r.drop("messages.content." + typ)
 			default:
-				perr = badRequest("messages: content block type %q cannot be translated for this provider", typ)
+				perr = format.BadRequest("messages: content block type %q cannot be translated for this provider", typ)
 			}
 			return perr == nil
 		})
@@ -399,7 +394,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 	}
 	for _, f := range [...]string{"previous_response_id", "conversation"} {
 		if v := root.Get(f); v.Exists() && v.Type != gjson.Null {
-			return nil, badRequest("%s is not supported by this model's provider (the gateway does not store responses)", f)
+			return nil, format.BadRequest("%s is not supported by this model's provider (the gateway does not store responses)", f)
 		}
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
@@ -428,7 +423,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 					return true
 				}
 				if role != "user" && role != "assistant" {
-					perr = badRequest("input: unknown role %q", role)
+					perr = format.BadRequest("input: unknown role %q", role)
 					return false
 				}
 				if content.Type == gjson.String {
@@ -447,19 +442,19 @@ func parseResponsesRequest(body []byte) (*request, error) {
 							u = c.Get("file_url").Str
 						}
 						if u == "" {
-							perr = badRequest("input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url")
+							perr = format.BadRequest("input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url")
 							return false
 						}
 						r.add(role, part{kind: partDocument, url: u, name: c.Get("filename").Str})
 					case "input_image":
 						u := c.Get("image_url").Str
 						if u == "" {
-							perr = badRequest("input: input_image by file_id cannot be translated for this provider")
+							perr = format.BadRequest("input: input_image by file_id cannot be translated for this provider")
 							return false
 						}
 						r.add(role, part{kind: partImage, url: u})
 					default:
-						perr = badRequest("input: content type %q cannot be translated for this provider", ct)
+						perr = format.BadRequest("input: content type %q cannot be translated for this provider", ct)
 						return false
 					}
 					return true
@@ -487,7 +482,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 					r.drop("input.reasoning")
 				}
 			default:
-				perr = badRequest("input: item type %q cannot be translated for this provider", typ)
+				perr = format.BadRequest("input: item type %q cannot be translated for this provider", typ)
 			}
 			return perr == nil
 		})

@@ -1,6 +1,9 @@
 package provider
 
-import "strings"
+import (
+	"lockstep/pkg/format"
+	"strings"
+)
 
 // appendKey appends `,"key":` (or `"key":` right after the opening brace).
 func appendKey(b []byte, key string) []byte {
@@ -19,7 +22,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "model")
-	b = appendJSONString(b, model)
+	b = format.AppendJSONString(b, model)
 	b = appendKey(b, "messages")
 	b = append(b, '[')
 	first := true
@@ -32,7 +35,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	for _, s := range r.system {
 		sep()
 		b = append(b, `{"role":"system","content":`...)
-		b = appendJSONString(b, s)
+		b = format.AppendJSONString(b, s)
 		b = append(b, '}')
 	}
 	for _, m := range r.messages {
@@ -54,7 +57,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 			if text.Len() == 0 && len(calls) > 0 {
 				b = append(b, "null"...)
 			} else {
-				b = appendJSONString(b, text.String())
+				b = format.AppendJSONString(b, text.String())
 			}
 			if len(calls) > 0 {
 				b = append(b, `,"tool_calls":[`...)
@@ -63,11 +66,11 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 						b = append(b, ',')
 					}
 					b = append(b, `{"id":`...)
-					b = appendJSONString(b, c.id)
+					b = format.AppendJSONString(b, c.id)
 					b = append(b, `,"type":"function","function":{"name":`...)
-					b = appendJSONString(b, c.name)
+					b = format.AppendJSONString(b, c.name)
 					b = append(b, `,"arguments":`...)
-					b = appendJSONString(b, c.args)
+					b = format.AppendJSONString(b, c.args)
 					b = append(b, `}}`...)
 				}
 				b = append(b, ']')
@@ -85,9 +88,9 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 			}
 			sep()
 			b = append(b, `{"role":"tool","tool_call_id":`...)
-			b = appendJSONString(b, p.id)
+			b = format.AppendJSONString(b, p.id)
 			b = append(b, `,"content":`...)
-			b = appendJSONString(b, p.text)
+			b = format.AppendJSONString(b, p.text)
 			b = append(b, '}')
 		}
 		if len(rest) == 0 {
@@ -96,7 +99,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		sep()
 		b = append(b, `{"role":"user","content":`...)
 		if len(rest) == 1 && rest[0].kind == partText {
-			b = appendJSONString(b, rest[0].text)
+			b = format.AppendJSONString(b, rest[0].text)
 		} else {
 			b = append(b, '[')
 			for i, p := range rest {
@@ -105,7 +108,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 				}
 				if p.kind == partImage {
 					b = append(b, `{"type":"image_url","image_url":{"url":`...)
-					b = appendJSONString(b, p.url)
+					b = format.AppendJSONString(b, p.url)
 					b = append(b, `}}`...)
 				} else if p.kind == partDocument {
 					var ok bool
@@ -114,7 +117,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 					}
 				} else {
 					b = append(b, `{"type":"text","text":`...)
-					b = appendJSONString(b, p.text)
+					b = format.AppendJSONString(b, p.text)
 					b = append(b, '}')
 				}
 			}
@@ -129,7 +132,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		} else {
 			b = appendKey(b, "max_tokens")
 		}
-		b = appendInt(b, r.maxTokens)
+		b = format.AppendInt(b, r.maxTokens)
 	}
 	if r.temperature != "" {
 		b = appendKey(b, "temperature")
@@ -167,10 +170,10 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 			}
 			first = false
 			b = append(b, `{"type":"function","function":{"name":`...)
-			b = appendJSONString(b, t.name)
+			b = format.AppendJSONString(b, t.name)
 			if t.description != "" {
 				b = append(b, `,"description":`...)
-				b = appendJSONString(b, t.description)
+				b = format.AppendJSONString(b, t.description)
 			}
 			b = append(b, `,"parameters":`...)
 			b = append(b, schemaOrEmpty(t.schema)...)
@@ -185,14 +188,14 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		r.drop("tool_choice." + r.choice.name) // a hosted tool, dropped above
 	case mode == "auto" || mode == "none":
 		b = appendKey(b, "tool_choice")
-		b = appendJSONString(b, r.choice.mode)
+		b = format.AppendJSONString(b, r.choice.mode)
 	case mode == "any":
 		b = appendKey(b, "tool_choice")
 		b = append(b, `"required"`...)
 	case mode == "tool":
 		b = appendKey(b, "tool_choice")
 		b = append(b, `{"type":"function","function":{"name":`...)
-		b = appendJSONString(b, r.choice.name)
+		b = format.AppendJSONString(b, r.choice.name)
 		b = append(b, `}}`...)
 	}
 	if r.parallel != "" && nfunc > 0 {
@@ -204,13 +207,13 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	}
 	if r.effort != "" && reasoningModel(model) {
 		b = appendKey(b, "reasoning_effort")
-		b = appendJSONString(b, r.effort)
+		b = format.AppendJSONString(b, r.effort)
 	} else if r.effort != "" {
 		r.drop("reasoning_effort") // a model without reasoning refuses the member
 	}
 	if r.user != "" {
 		b = appendKey(b, "user")
-		b = appendJSONString(b, r.user)
+		b = format.AppendJSONString(b, r.user)
 	}
 	if r.stream {
 		b = appendKey(b, "stream")
@@ -232,7 +235,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = format.AppendJSONString(b, s)
 	}
 	return append(b, ']')
 }
@@ -252,20 +255,20 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "model")
-	b = appendJSONString(b, model)
+	b = format.AppendJSONString(b, model)
 	b = appendKey(b, "max_tokens")
 	switch {
 	case r.maxTokens > 0:
-		b = appendInt(b, r.maxTokens)
+		b = format.AppendInt(b, r.maxTokens)
 	case r.effort != "":
-		b = appendInt(b, DefaultAnthropicMaxTokens+thinkingBudget(r.effort))
+		b = format.AppendInt(b, DefaultAnthropicMaxTokens+thinkingBudget(r.effort))
 	default:
-		b = appendInt(b, DefaultAnthropicMaxTokens)
+		b = format.AppendInt(b, DefaultAnthropicMaxTokens)
 	}
 	if budget := fitBudget(r); budget > 0 {
 		b = appendKey(b, "thinking")
 		b = append(b, `{"type":"enabled","budget_tokens":`...)
-		b = appendInt(b, budget)
+		b = format.AppendInt(b, budget)
 		b = append(b, '}')
 	}
 	r.jsonTool = r.format.kind == "json_object" || (r.format.kind == "json_schema" && !nativeJSON)
@@ -278,7 +281,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	if len(r.system) > 0 {
 		b = appendKey(b, "system")
 		if len(r.system) == 1 && r.systemCache == nil {
-			b = appendJSONString(b, r.system[0])
+			b = format.AppendJSONString(b, r.system[0])
 		} else {
 			b = append(b, '[')
 			for i, s := range r.system {
@@ -286,7 +289,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 					b = append(b, ',')
 				}
 				b = append(b, `{"type":"text","text":`...)
-				b = appendJSONString(b, s)
+				b = format.AppendJSONString(b, s)
 				b = append(b, '}')
 				if r.systemCache != nil {
 					b = withCache(b, r.systemCache[i])
@@ -304,7 +307,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"role":`...)
-		b = appendJSONString(b, m.role)
+		b = format.AppendJSONString(b, m.role)
 		b = append(b, `,"content":[`...)
 		n := 0
 		for _, p := range m.parts {
@@ -318,7 +321,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 			switch p.kind {
 			case partText:
 				b = append(b, `{"type":"text","text":`...)
-				b = appendJSONString(b, p.text)
+				b = format.AppendJSONString(b, p.text)
 				b = append(b, '}')
 			case partImage:
 				b = appendAnthropicImage(b, p.url)
@@ -326,23 +329,23 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				b = appendAnthropicDocument(b, p)
 			case partThinking:
 				b = append(b, `{"type":"thinking","thinking":`...)
-				b = appendJSONString(b, p.text)
+				b = format.AppendJSONString(b, p.text)
 				b = append(b, `,"signature":`...)
-				b = appendJSONString(b, p.id)
+				b = format.AppendJSONString(b, p.id)
 				b = append(b, '}')
 			case partToolUse:
 				b = append(b, `{"type":"tool_use","id":`...)
-				b = appendJSONString(b, p.id)
+				b = format.AppendJSONString(b, p.id)
 				b = append(b, `,"name":`...)
-				b = appendJSONString(b, p.name)
+				b = format.AppendJSONString(b, p.name)
 				b = append(b, `,"input":`...)
 				b = append(b, validObject(p.args)...)
 				b = append(b, '}')
 			case partToolResult:
 				b = append(b, `{"type":"tool_result","tool_use_id":`...)
-				b = appendJSONString(b, p.id)
+				b = format.AppendJSONString(b, p.id)
 				b = append(b, `,"content":`...)
-				b = appendJSONString(b, p.text)
+				b = format.AppendJSONString(b, p.text)
 				if p.err {
 					b = append(b, `,"is_error":true`...)
 				}
@@ -391,10 +394,10 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				continue
 			}
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, t.name)
+			b = format.AppendJSONString(b, t.name)
 			if t.description != "" {
 				b = append(b, `,"description":`...)
-				b = appendJSONString(b, t.description)
+				b = format.AppendJSONString(b, t.description)
 			}
 			b = append(b, `,"input_schema":`...)
 			b = append(b, schemaOrEmpty(t.schema)...)
@@ -429,10 +432,10 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 		}
 		b = appendKey(b, "tool_choice")
 		b = append(b, `{"type":`...)
-		b = appendJSONString(b, mode)
+		b = format.AppendJSONString(b, mode)
 		if mode == "tool" {
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, r.choice.name)
+			b = format.AppendJSONString(b, r.choice.name)
 		}
 		if r.parallel == "false" {
 			b = append(b, `,"disable_parallel_tool_use":true`...)
@@ -444,7 +447,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	} else if r.user != "" {
 		b = appendKey(b, "metadata")
 		b = append(b, `{"user_id":`...)
-		b = appendJSONString(b, r.user)
+		b = format.AppendJSONString(b, r.user)
 		b = append(b, '}')
 	}
 	if r.stream {
@@ -460,13 +463,17 @@ func appendAnthropicImage(b []byte, u string) []byte {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		if meta, data, ok := strings.Cut(rest, ","); ok && strings.HasSuffix(meta, ";base64") {
 			b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
-			b = appendJSONString(b, strings.TrimSuffix(meta, ";base64"))
+			b = format.AppendJSONString(b, strings.TrimSuffix(meta, ";base64"))
 			b = append(b, `,"data":`...)
-			b = appendJSONString(b, data)
+			b = format.AppendJSONString(b, data)
 			return append(b, `}}`...)
 		}
 	}
 	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
-	b = appendJSONString(b, u)
+	b = format.AppendJSONString(b, u)
 	return append(b, `}}`...)
 }
+
+// DefaultAnthropicMaxTokens is the max_tokens sent to Anthropic when a translated request has
+// none (Anthropic requires it; LiteLLM's default for Anthropic is 4096).
+const DefaultAnthropicMaxTokens = 4096

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"bytes"
 	"context"
 	"io"
@@ -20,10 +22,10 @@ func TestNewUpstreamRequestMatchesNewRequest(t *testing.T) {
 	for _, base := range []string{"http://up.example/v1", "https://up.example:8443/v1", "http://up.example:/v1", "http://[::1]:9/v1", "http://[::1]:/v1", "http://u:p@up.example/v1"} {
 		d, err := NewDeployment("id", "g", []byte(`{"model":"openai/m","api_key":"k","api_base":"`+base+`"}`))
 		require.NoError(t, err, base)
-		require.NotNil(t, d.endpoint(FormatChat, false), base)
-		got, err := newUpstreamRequest(ctx, d, d.url(FormatChat, false), d.endpoint(FormatChat, false), body)
+		require.NotNil(t, d.endpoint(format.FormatChat, false), base)
+		got, err := newUpstreamRequest(ctx, d, d.url(format.FormatChat, false), d.endpoint(format.FormatChat, false), body)
 		require.NoError(t, err)
-		want, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(FormatChat, false), bytes.NewReader(body))
+		want, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url(format.FormatChat, false), bytes.NewReader(body))
 		require.NoError(t, err)
 		require.Equal(t, want.Method, got.Method)
 		require.Equal(t, want.URL.String(), got.URL.String(), base)

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -81,7 +83,9 @@ type usage struct {
 	in, out, cacheRead, cacheWrite int64
 }
 
-func (u usage) public() Usage { return Usage{PromptTokens: u.in, CompletionTokens: u.out} }
+func (u usage) public() format.Usage {
+	return format.Usage{PromptTokens: u.in, CompletionTokens: u.out}
+}
 
 // anthropicInput is Anthropic's input_tokens: the prompt tokens not read from or written to
 // the cache.
@@ -127,7 +131,7 @@ var errBadUpstreamJSON = errors.New("upstream answer is not a JSON object")
 
 // parseChatResult reads an OpenAI chat.completion (first choice).
 func parseChatResult(body []byte) (*result, error) {
-	if !validJSON(body) {
+	if !format.ValidJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -161,7 +165,7 @@ func parseChatResult(body []byte) (*result, error) {
 
 // parseMessagesResult reads an Anthropic Message.
 func parseMessagesResult(body []byte) (*result, error) {
-	if !validJSON(body) {
+	if !format.ValidJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -233,7 +237,7 @@ func newID(prefix string) string {
 type rawJSON = json.RawMessage
 
 func validObject(s string) rawJSON {
-	if s != "" && validJSONString(s) && gjson.Parse(s).IsObject() {
+	if s != "" && format.ValidJSONString(s) && gjson.Parse(s).IsObject() {
 		return rawJSON(s)
 	}
 	return rawJSON("{}")
@@ -483,7 +487,7 @@ func responsesItems(blocks []block, base string, status string) []respItem {
 }
 
 func itemID(prefix, base string, i int) string {
-	return prefix + "_" + base + "_" + string(appendInt(nil, int64(i)))
+	return prefix + "_" + base + "_" + string(format.AppendInt(nil, int64(i)))
 }
 
 func newRespObject(id, model string, created int64, status string) respObject {
@@ -540,7 +544,7 @@ func now() int64 { return time.Now().Unix() }
 
 // parseResponsesResult reads an OpenAI Responses API response object.
 func parseResponsesResult(body []byte) (*result, error) {
-	if !validJSON(body) {
+	if !format.ValidJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -566,4 +570,76 @@ func parseResponsesResult(body []byte) (*result, error) {
 	u := root.Get("usage")
 	r.usage = usage{in: u.Get("input_tokens").Int(), out: u.Get("output_tokens").Int(), cacheRead: u.Get("input_tokens_details.cached_tokens").Int()}
 	return r, nil
+}
+
+// ParseResult reads a non-streaming answer of upstream format f: Anthropic Messages, OpenAI
+// Responses, else OpenAI chat. Errors: [ErrBadUpstreamJSON] or what is malformed.
+func ParseResult(f format.Format, body []byte) (*Result, error) {
+	switch f {
+	case format.FormatMessages:
+		return parseMessagesResult(body)
+	case format.FormatResponses:
+		return parseResponsesResult(body)
+	}
+	return parseChatResult(body)
+}
+
+// DefaultModel names the answer's model when the upstream did not.
+func (r *result) DefaultModel(model string) {
+	if r.model == "" {
+		r.model = model
+	}
+}
+
+// Usage is the answer's token usage as the gateway charges it.
+func (r *result) Usage() format.Usage { return r.usage.public() }
+
+// AnswerText is the assistant text of an answer in format f: the first choice's content
+// (chat), the text blocks (messages), the message items' output_text (responses); "" for
+// embeddings.
+func AnswerText(f format.Format, body []byte) string { return answerText(f, body) }
+
+func render(in format.Format, res *result) []byte {
+	switch in {
+	case format.FormatMessages:
+		return renderMessages(res)
+	case format.FormatResponses:
+		return renderResponses(res, now())
+	case format.FormatCompletions:
+		return renderCompletion(res, now())
+	}
+	return renderChat(res, now())
+}
+
+// answerText extracts the assistant text of an answer in format f (a copy: it does not alias
+// body).
+func answerText(f format.Format, body []byte) string {
+	return strings.Clone(answerTextView(f, body))
+}
+
+func answerTextView(f format.Format, body []byte) string {
+	j := gjson.Parse(bytesView(body))
+	switch f {
+	case format.FormatChat:
+		return contentText(j.Get("choices.0.message.content"))
+	case format.FormatMessages:
+		return contentText(j.Get("content"))
+	case format.FormatResponses:
+		var sb strings.Builder
+		j.Get("output").ForEach(func(_, it gjson.Result) bool {
+			if it.Get("type").Str == "message" {
+				sb.WriteString(contentText(it.Get("content")))
+			}
+			return true
+		})
+		return sb.String()
+	case format.FormatCompletions:
+		return j.Get("choices.0.text").Str
+	case format.FormatTranscriptions:
+		if !j.IsObject() { // response_format text, srt, vtt
+			return string(body)
+		}
+		return j.Get("text").Str
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,12 +49,12 @@ func TestUpstreamCallClientBehaviour(t *testing.T) {
 		// Authorization is
 		d, err := provider.NewDeployment("id", "g", []byte(fmt.Sprintf(`{"model":"openai/m","api_base":%q}`, base)))
 		require.NoError(t, err)
-		return provider.NewClient().Do(context.Background(), d, provider.FormatChat, body)
+		return provider.NewClient().Do(context.Background(), d, format.FormatChat, body)
 	}
 
 	for _, base := range []string{srv.URL + "/old", "http://bob:pw0123456@" + srv.Listener.Addr().String() + "/old"} {
 		_, err := call(base)
-		var ue *provider.UpstreamError
+		var ue *format.UpstreamError
 		require.ErrorAs(t, err, &ue)
 		require.Equal(t, 502, ue.Status)
 		require.Contains(t, ue.Message, "upstream answered 307 Temporary Redirect")
@@ -72,7 +73,7 @@ func TestUpstreamCallClientBehaviour(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close()) // nothing listens: connection refused
 	_, err = call("http://" + addr + "/v1")
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.True(t, errors.As(err, &ue), "%v", err)
 	require.Equal(t, 502, ue.Status)
 	require.Contains(t, ue.Message, fmt.Sprintf(`upstream call failed: Post "http://%s/v1/chat/completions": dial tcp %s:`, addr, addr))

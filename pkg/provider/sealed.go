@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -78,15 +80,15 @@ func IsSealed(v string) bool { return strings.HasPrefix(v, sealPrefix) }
 // Without a salt key, or for invalid JSON, params is returned as is.
 func (b *Builder) SealParams(params []byte) []byte {
 	aead := b.sealAEAD()
-	if aead == nil || !validJSON(params) {
+	if aead == nil || !format.ValidJSON(params) {
 		return params
 	}
-	var edits []edit
+	var edits []format.Edit
 	add := func(field string, v gjson.Result) {
 		if v.Type != gjson.String || v.Str == "" || IsSealed(v.Str) || strings.HasPrefix(v.Str, "os.environ/") {
 			return
 		}
-		edits = append(edits, edit{start: v.Index, end: v.Index + len(v.Raw), text: seal(aead, field, v.Str)})
+		edits = append(edits, format.Edit{Start: v.Index, End: v.Index + len(v.Raw), Text: seal(aead, field, v.Str)})
 	}
 	gjson.ParseBytes(params).ForEach(func(k, v gjson.Result) bool {
 		switch {
@@ -97,7 +99,7 @@ func (b *Builder) SealParams(params []byte) []byte {
 		}
 		return true
 	})
-	return applyEdits(params, edits)
+	return format.ApplyEdits(params, edits)
 }
 
 func isSealedField(k string) bool {

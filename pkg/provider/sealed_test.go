@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"errors"
 	"strings"
 	"testing"
@@ -70,7 +72,7 @@ func TestExtraHeadersRedacted(t *testing.T) {
 	}
 	d, err := NewDeployment("m", "g", params)
 	require.NoError(t, err)
-	err = d.redactErr(&UpstreamError{Status: 401, Message: "bad: cookie-one-0123 cookie-two-4567 plain-value-0123456 tok-0123456789 a=cookie-one-0123; b=cookie-two-4567"})
+	err = d.redactErr(&format.UpstreamError{Status: 401, Message: "bad: cookie-one-0123 cookie-two-4567 plain-value-0123456 tok-0123456789 a=cookie-one-0123; b=cookie-two-4567"})
 	for _, s := range []string{"cookie-one-0123", "cookie-two-4567", "plain-value-0123456", "tok-0123456789"} {
 		require.NotContains(t, err.Error(), s)
 	}

@@ -77,3 +77,5 @@ func writeU(b *strings.Builder, r rune) {
 		b.WriteByte(hexDigits[(r>>shift)&0xF])
 	}
 }
+
+const hexDigits = "0123456789abcdef"

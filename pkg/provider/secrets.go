@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"bytes"
 	"errors"
 	"net/http"
@@ -32,10 +34,10 @@ func MaskParams(litellmParams []byte) []byte {
 // for params whose own fields only look like secrets, such as a content filter's
 // blocked_words[].keyword.
 func MaskParamsExcept(params []byte, keep ...string) []byte {
-	if !validJSON(params) {
+	if !format.ValidJSON(params) {
 		return []byte("{}")
 	}
-	var edits []edit
+	var edits []format.Edit
 	var walk func(v gjson.Result, top, secret bool)
 	walk = func(v gjson.Result, top, secret bool) {
 		v.ForEach(func(k, val gjson.Result) bool {
@@ -47,17 +49,17 @@ func MaskParamsExcept(params []byte, keep ...string) []byte {
 				walk(val, false, secret || (top && k.Str == "extra_headers"))
 			case val.Type != gjson.String || strings.HasPrefix(val.Str, "os.environ/"):
 			case secret || (top && k.Str == "extra_headers") || (k.Type == gjson.String && sensitiveKey(k.Str)):
-				edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: maskSecret(val.Str)})
+				edits = append(edits, format.Edit{Start: val.Index, End: val.Index + len(val.Raw), Text: maskSecret(val.Str)})
 			default:
 				if m, ok := maskURLPassword(val.Str); ok {
-					edits = append(edits, edit{start: val.Index, end: val.Index + len(val.Raw), text: m})
+					edits = append(edits, format.Edit{Start: val.Index, End: val.Index + len(val.Raw), Text: m})
 				}
 			}
 			return true
 		})
 	}
 	walk(gjson.ParseBytes(params), true, false)
-	return applyEdits(params, edits)
+	return format.ApplyEdits(params, edits)
 }
 
 // RestoreMaskedSecrets returns incoming params (a write's litellm_params) with every string
@@ -68,11 +70,11 @@ func MaskParamsExcept(params []byte, keep ...string) []byte {
 // value, a changed secret included, is taken as sent. incoming is returned as is when nothing
 // is restored or either input is not valid JSON; otherwise only the restored values change.
 func RestoreMaskedSecrets(incoming, stored []byte, keep ...string) []byte {
-	if len(stored) == 0 || !validJSON(incoming) || !validJSON(stored) {
+	if len(stored) == 0 || !format.ValidJSON(incoming) || !format.ValidJSON(stored) {
 		return incoming
 	}
 	masked := MaskParamsExcept(stored, keep...)
-	var edits []edit
+	var edits []format.Edit
 	var walk func(in, st, mk gjson.Result)
 	walk = func(in, st, mk gjson.Result) {
 		i := 0
@@ -94,13 +96,13 @@ func RestoreMaskedSecrets(incoming, stored []byte, keep ...string) []byte {
 				walk(v, sv, mv)
 			case v.Type == gjson.String && sv.Type == gjson.String && mv.Type == gjson.String &&
 				v.Str == mv.Str && sv.Str != mv.Str:
-				edits = append(edits, edit{start: v.Index, end: v.Index + len(v.Raw), text: sv.Str})
+				edits = append(edits, format.Edit{Start: v.Index, End: v.Index + len(v.Raw), Text: sv.Str})
 			}
 			return true
 		})
 	}
 	walk(gjson.ParseBytes(incoming), gjson.ParseBytes(stored), gjson.ParseBytes(masked))
-	return applyEdits(incoming, edits)
+	return format.ApplyEdits(incoming, edits)
 }
 
 func sensitiveKey(k string) bool {
@@ -240,7 +242,7 @@ func (d *Deployment) redactErr(err error) error {
 	if err == nil || len(d.secrets) == 0 {
 		return err // before ue exists: its address escapes, so declaring it allocates
 	}
-	var ue *UpstreamError
+	var ue *format.UpstreamError
 	if !errors.As(err, &ue) {
 		return err
 	}
@@ -257,7 +259,7 @@ func (d *Deployment) redactErr(err error) error {
 // [UpstreamError] keeps its type (redactErr). For texts built from an upstream answer or a
 // transport error, which may quote a credential (a probe's "upstream answered 401: ...").
 func (d *Deployment) redactAny(err error) error {
-	var ue *UpstreamError
+	var ue *format.UpstreamError
 	if err == nil || errors.As(err, &ue) {
 		return d.redactErr(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -115,8 +116,8 @@ func TestUpstreamErrorRedactsSecrets(t *testing.T) {
 	ctx := context.Background()
 	chat := []byte(`{"model":"g","messages":[{"role":"user","content":"x"}]}`)
 
-	_, err = c.Do(ctx, d, provider.FormatChat, chat)
-	var ue *provider.UpstreamError
+	_, err = c.Do(ctx, d, format.FormatChat, chat)
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 401, ue.Status)
 	require.Contains(t, ue.Message, "Incorrect API key provided: sk****6789")
@@ -125,13 +126,13 @@ func TestUpstreamErrorRedactsSecrets(t *testing.T) {
 	noSecret(t, err.Error())
 
 	// translated (messages → chat) and streamed: refused before the first event
-	_, err = c.Stream(ctx, d, provider.FormatMessages, []byte(`{"model":"g","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	_, err = c.Stream(ctx, d, format.FormatMessages, []byte(`{"model":"g","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"x"}]}`))
 	require.ErrorAs(t, err, &ue)
 	noSecret(t, ue.Message)
 	noSecret(t, string(ue.Body))
 
 	// an error event in the middle of a passthrough stream
-	st, err := c.Stream(ctx, d, provider.FormatChat, []byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"midstream"}]}`))
+	st, err := c.Stream(ctx, d, format.FormatChat, []byte(`{"model":"g","stream":true,"messages":[{"role":"user","content":"midstream"}]}`))
 	require.NoError(t, err)
 	defer st.Close()
 	var all []byte
@@ -155,7 +156,7 @@ func TestUpstreamErrorRedactsSecrets(t *testing.T) {
 	d, err = provider.NewDeployment("id", "g", []byte(fmt.Sprintf(`{"model":"openai/m","api_key":%q,"api_base":%q}`,
 		key, "http://u:"+pass+"@"+dead.Listener.Addr().String()+"/v1")))
 	require.NoError(t, err)
-	_, err = c.Do(ctx, d, provider.FormatChat, chat)
+	_, err = c.Do(ctx, d, format.FormatChat, chat)
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 502, ue.Status)
 	noSecret(t, ue.Message)

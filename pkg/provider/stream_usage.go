@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"bytes"
 
 	"github.com/tidwall/gjson"
@@ -22,15 +24,15 @@ type UsageReporter interface {
 	// StreamUsage is the usage reported so far, and final: the upstream's figures for the
 	// whole call were seen (chat/completions usage chunk, Anthropic message_delta,
 	// response.completed, a native API's final frame, a mock or replayed answer).
-	StreamUsage() (u Usage, final bool)
+	StreamUsage() (u format.Usage, final bool)
 }
 
 // StreamUsage is st's UsageReporter figures; a Stream that reports none gives (0, false).
-func StreamUsage(st Stream) (Usage, bool) {
+func StreamUsage(st Stream) (format.Usage, bool) {
 	if r, ok := st.(UsageReporter); ok {
 		return r.StreamUsage()
 	}
-	return Usage{}, false
+	return format.Usage{}, false
 }
 
 var (
@@ -39,10 +41,10 @@ var (
 )
 
 // StreamUsage implements UsageReporter.
-func (s *httpStream) StreamUsage() (Usage, bool) { return s.usage, s.final }
+func (s *httpStream) StreamUsage() (format.Usage, bool) { return s.usage, s.final }
 
 // StreamUsage implements UsageReporter: a prepared stream's usage is known from the start.
-func (s *sliceStream) StreamUsage() (Usage, bool) { return s.usage, true }
+func (s *sliceStream) StreamUsage() (format.Usage, bool) { return s.usage, true }
 
 // askUsage returns a streamed chat or completions body that asks for the usage chunk
 // (stream_options.include_usage: true), and hide: the client did not ask for it itself (absent,
@@ -125,7 +127,15 @@ func replaceRaw(body []byte, r gjson.Result, raw string) []byte {
 
 // record takes the usage of one report: later reports replace earlier ones field by field
 // (Anthropic's message_start has the input, message_delta the final output).
-func (s *httpStream) record(got Usage) {
+// TapUsage records the usage a translated stream reports (final: at its finish).
+func (s *httpStream) TapUsage(u format.Usage, final bool) {
+	s.record(u)
+	if final {
+		s.final = u.PromptTokens > 0 || u.CompletionTokens > 0
+	}
+}
+
+func (s *httpStream) record(got format.Usage) {
 	if got.PromptTokens > 0 {
 		s.usage.PromptTokens = got.PromptTokens
 	}
@@ -145,7 +155,7 @@ func (s *httpStream) passthroughUsage(raw, event, data []byte) (out []byte, drop
 		return raw, false
 	}
 	switch s.in {
-	case FormatChat, FormatCompletions:
+	case format.FormatChat, format.FormatCompletions:
 		if !bytes.Contains(data, usageKey) {
 			return raw, false // most chunks of a stream whose client asked
 		}
@@ -154,7 +164,7 @@ func (s *httpStream) passthroughUsage(raw, event, data []byte) (out []byte, drop
 			return raw, false
 		}
 		if u.IsObject() {
-			s.record(usageFrom(FormatChat, u))
+			s.record(format.UsageFrom(format.FormatChat, u))
 			s.final = true
 		}
 		if !s.hide {
@@ -171,19 +181,19 @@ func (s *httpStream) passthroughUsage(raw, event, data []byte) (out []byte, drop
 		}
 		s.out = append(frame, "\n\n"...) // the chunk's only line: chat chunks carry no event or id
 		return s.out, false
-	case FormatMessages:
+	case format.FormatMessages:
 		typ := string(event)
 		if typ == "" {
 			typ = gjson.Get(bytesView(data), "type").Str
 		}
 		switch typ {
 		case "message_start":
-			s.record(usageFrom(FormatMessages, gjson.Get(bytesView(data), "message.usage")))
+			s.record(format.UsageFrom(format.FormatMessages, gjson.Get(bytesView(data), "message.usage")))
 		case "message_delta":
-			s.record(usageFrom(FormatMessages, gjson.Get(bytesView(data), "usage")))
+			s.record(format.UsageFrom(format.FormatMessages, gjson.Get(bytesView(data), "usage")))
 			s.final = true
 		}
-	case FormatResponses:
+	case format.FormatResponses:
 		typ := string(event)
 		if typ == "" {
 			typ = gjson.Get(bytesView(data), "type").Str
@@ -191,7 +201,7 @@ func (s *httpStream) passthroughUsage(raw, event, data []byte) (out []byte, drop
 		switch typ {
 		case "response.completed", "response.incomplete", "response.failed":
 			if u := gjson.Get(bytesView(data), "response.usage"); u.IsObject() {
-				s.record(usageFrom(FormatResponses, u))
+				s.record(format.UsageFrom(format.FormatResponses, u))
 				s.final = true
 			}
 		}
@@ -247,21 +257,3 @@ func skipSpaceBack(b []byte, i int) int {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// usageTap is a renderer that records the usage a decoder reports (start: the input counted
-// up front, as Anthropic's message_start; finish: the final figures) in its stream.
-type usageTap struct {
-	renderer
-	s *httpStream
-}
-
-func (t usageTap) start(b []byte, id, model string, u usage) []byte {
-	t.s.record(u.public())
-	return t.renderer.start(b, id, model, u)
-}
-
-func (t usageTap) finish(b []byte, stop stopReason, stopSeq string, u usage) []byte {
-	t.s.record(u.public())
-	t.s.final = u.in > 0 || u.out > 0
-	return t.renderer.finish(b, stop, stopSeq, u)
-}

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"strings"
 	"testing"
 
@@ -65,7 +67,7 @@ func TestRemoveMember(t *testing.T) {
 
 // Hiding a chunk costs the hot path one member look-up per frame, no allocation.
 func BenchmarkPassthroughUsageHidden(b *testing.B) {
-	s := &httpStream{in: FormatChat, hide: true}
+	s := &httpStream{in: format.FormatChat, hide: true}
 	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"Hello there"},"logprobs":null,"finish_reason":null}],"usage":null}`)
 	raw := append(append([]byte("data: "), chunk...), "\n\n"...)
 	b.ReportAllocs()
@@ -75,7 +77,7 @@ func BenchmarkPassthroughUsageHidden(b *testing.B) {
 }
 
 func BenchmarkPassthroughUsageAsked(b *testing.B) {
-	s := &httpStream{in: FormatChat}
+	s := &httpStream{in: format.FormatChat}
 	chunk := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"Hello there"},"logprobs":null,"finish_reason":null}]}`)
 	raw := append(append([]byte("data: "), chunk...), "\n\n"...)
 	b.ReportAllocs()

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"io"
+	"lockstep/pkg/format"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func TestStreamUsageAskedAndHidden(t *testing.T) {
 	c := provider.NewClient()
 	ctx := context.Background()
 	const user = "one two three"
-	wantUsage := provider.Usage{PromptTokens: 3, CompletionTokens: 6} // "fake reply to: one two three"
+	wantUsage := format.Usage{PromptTokens: 3, CompletionTokens: 6} // "fake reply to: one two three"
 	chat := func(extra string) string {
 		return `{"model":"g","messages":[{"role":"user","content":"` + user + `"}],"stream":true` + extra + `}`
 	}
@@ -52,7 +53,7 @@ func TestStreamUsageAskedAndHidden(t *testing.T) {
 		{"asked", chat(`,"stream_options":{"include_usage":true}`), true},
 	} {
 		d := deployment(t, up, "openai", "")
-		st, err := c.Stream(ctx, d, provider.FormatChat, []byte(tc.body))
+		st, err := c.Stream(ctx, d, format.FormatChat, []byte(tc.body))
 		require.NoError(t, err, tc.name)
 		data, text := readStream(t, st)
 		u, final := provider.StreamUsage(st)
@@ -84,12 +85,12 @@ func TestStreamUsageCompletionsHidden(t *testing.T) {
 	t.Parallel()
 	up := fakeupstream.Start(t)
 	d := deployment(t, up, "openai", "")
-	st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatCompletions, []byte(`{"model":"g","prompt":"a b","stream":true}`))
+	st, err := provider.NewClient().Stream(context.Background(), d, format.FormatCompletions, []byte(`{"model":"g","prompt":"a b","stream":true}`))
 	require.NoError(t, err)
 	data, _ := readStream(t, st)
 	u, final := provider.StreamUsage(st)
 	require.True(t, final)
-	require.Equal(t, provider.Usage{PromptTokens: 2, CompletionTokens: 5}, u)
+	require.Equal(t, format.Usage{PromptTokens: 2, CompletionTokens: 5}, u)
 	require.NotContains(t, data, "usage")
 	require.Contains(t, data, `"finish_reason":"stop"`, "the finish chunk is kept")
 	require.Contains(t, data, `"object":"text_completion"}`+"\n\ndata: [DONE]")
@@ -106,14 +107,14 @@ func TestStreamUsageOtherFormats(t *testing.T) {
 	msgs := `{"model":"g","max_tokens":50,"messages":[{"role":"user","content":"a b c d"}],"stream":true}`
 	for _, tc := range []struct {
 		kind string
-		in   provider.Format
+		in   format.Format
 		body string
 	}{
-		{"anthropic", provider.FormatMessages, msgs},
-		{"openai", provider.FormatResponses, `{"model":"g","input":"a b c d","stream":true}`},
-		{"openai", provider.FormatMessages, msgs},
-		{"deepseek", provider.FormatResponses, `{"model":"g","input":"a b c d","stream":true}`},
-		{"anthropic", provider.FormatChat, `{"model":"g","messages":[{"role":"user","content":"a b c d"}],"stream":true}`},
+		{"anthropic", format.FormatMessages, msgs},
+		{"openai", format.FormatResponses, `{"model":"g","input":"a b c d","stream":true}`},
+		{"openai", format.FormatMessages, msgs},
+		{"deepseek", format.FormatResponses, `{"model":"g","input":"a b c d","stream":true}`},
+		{"anthropic", format.FormatChat, `{"model":"g","messages":[{"role":"user","content":"a b c d"}],"stream":true}`},
 	} {
 		d := deployment(t, up, tc.kind, "")
 		st, err := c.Stream(context.Background(), d, tc.in, []byte(tc.body))
@@ -121,18 +122,18 @@ func TestStreamUsageOtherFormats(t *testing.T) {
 		data, _ := readStream(t, st)
 		u, final := provider.StreamUsage(st)
 		require.True(t, final, "%s %s", tc.kind, tc.in)
-		require.Equal(t, provider.Usage{PromptTokens: 4, CompletionTokens: 7}, u, "%s %s", tc.kind, tc.in)
-		if tc.in == provider.FormatChat {
+		require.Equal(t, format.Usage{PromptTokens: 4, CompletionTokens: 7}, u, "%s %s", tc.kind, tc.in)
+		if tc.in == format.FormatChat {
 			require.NotContains(t, data, "usage", "a chat client that did not ask")
 		}
 	}
 	// a mock answer knows its usage (LiteLLM's 10 + 20)
-	st, err := c.Stream(context.Background(), deployment(t, up, "mock", ""), provider.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
+	st, err := c.Stream(context.Background(), deployment(t, up, "mock", ""), format.FormatChat, []byte(`{"model":"g","messages":[],"stream":true}`))
 	require.NoError(t, err)
 	readStream(t, st)
 	u, final := provider.StreamUsage(st)
 	require.True(t, final)
-	require.Equal(t, provider.Usage{PromptTokens: 10, CompletionTokens: 20}, u)
+	require.Equal(t, format.Usage{PromptTokens: 10, CompletionTokens: 20}, u)
 }
 
 // A stream cut before its usage reports what it saw, not final.
@@ -140,7 +141,7 @@ func TestStreamUsageCut(t *testing.T) {
 	t.Parallel()
 	up := fakeupstream.Start(t, fakeupstream.WithStreamCutAfter(2))
 	d := deployment(t, up, "openai", "")
-	st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"g","messages":[{"role":"user","content":"x"}],"stream":true}`))
+	st, err := provider.NewClient().Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"g","messages":[{"role":"user","content":"x"}],"stream":true}`))
 	require.NoError(t, err)
 	defer st.Close()
 	for {

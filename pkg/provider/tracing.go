@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"context"
 	"errors"
 
@@ -24,7 +26,7 @@ func endAttempt(sp *telemetry.Span, res *Response, err error) {
 	if sp == nil {
 		return
 	}
-	var ue *UpstreamError
+	var ue *format.UpstreamError
 	if errors.As(err, &ue) {
 		sp.Int("http.response.status_code", int64(ue.Status))
 	}

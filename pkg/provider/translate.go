@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"bytes"
 	"strings"
 
@@ -78,40 +80,21 @@ func (r *request) dropUnknown(root gjson.Result, known map[string]bool) {
 
 var cacheControlKey = []byte(`"cache_control"`)
 
-// passBody is the body of a passed-through request: "model" replaced (and "stream" set as
-// asked), Claude on Vertex in its rawPredict shape.
-func passBody(d *Deployment, in Format, stream bool, body []byte) ([]byte, error) {
-	if in == FormatTranscriptions {
-		return rewriteMultipartModel(body, d.Model)
-	}
-	b, err := RewriteModel(body, d.Model)
-	if err != nil {
-		return nil, badRequest("%v", err)
-	}
-	if in.Streams() && StreamRequested(b) != stream {
-		b = setBool(b, "stream", stream)
-	}
-	if d.vertexAnthropic {
-		return vertexAnthropicBody(b)
-	}
-	return b, nil
-}
-
 // dropNative records what the native translations (Gemini, Bedrock Converse, Ollama) do not
 // carry: structured output (unless the Wire is an [OutputFormatWire]: Gemini, Ollama, Bedrock),
 // reasoning, hosted tools; documents are refused (400).
-func dropNative(d *Deployment, r *request) error {
+func (r *request) DropNative(provider string, outputFormat bool) error {
 	for _, m := range r.messages {
 		for _, p := range m.parts {
 			if p.kind == partDocument {
-				return badRequest("messages: documents cannot be translated for provider %s", d.Provider)
+				return format.BadRequest("messages: documents cannot be translated for provider %s", provider)
 			}
 			if p.kind == partThinking {
 				r.drop("messages.thinking_blocks")
 			}
 		}
 	}
-	if _, ok := d.native.(OutputFormatWire); !ok {
+	if !outputFormat {
 		switch r.format.kind {
 		case "json_schema", "json_object":
 			r.drop(r.format.member) // named as the client sent it
@@ -186,7 +169,7 @@ func withCache(b []byte, raw string) []byte {
 // dropCache reports cache_control objects of body the translation did not carry: all of
 // them unless the upstream is Anthropic's (which takes the ones on chat system, user and tool
 // messages, their parts, and tools).
-func dropCache(r *request, body []byte, toAnthropic bool) {
+func (r *request) DropCache(body []byte, toAnthropic bool) {
 	n := bytes.Count(body, cacheControlKey)
 	if !toAnthropic {
 		r.cached = 0
@@ -295,7 +278,7 @@ func appendResponseFormat(b []byte, f outputFormat) []byte {
 	if name == "" {
 		name = "response"
 	}
-	b = appendJSONString(b, name)
+	b = format.AppendJSONString(b, name)
 	b = append(b, `,"schema":`...)
 	b = append(b, schemaOrEmpty(f.schema)...)
 	if f.strict != "" {
@@ -474,10 +457,10 @@ func appendChatFile(b []byte, r *request, p part) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, `{"type":"file","file":{"file_data":`...)
-	b = appendJSONString(b, p.url)
+	b = format.AppendJSONString(b, p.url)
 	if p.name != "" {
 		b = append(b, `,"filename":`...)
-		b = appendJSONString(b, p.name)
+		b = format.AppendJSONString(b, p.name)
 	}
 	return append(b, `}}`...), true
 }
@@ -490,17 +473,17 @@ func appendAnthropicDocument(b []byte, p part) []byte {
 	rest, _ := strings.CutPrefix(p.url, "data:")
 	if meta, data, ok := strings.Cut(rest, ","); ok && len(rest) < len(p.url) && strings.HasSuffix(meta, ";base64") {
 		b = append(b, `{"type":"base64","media_type":`...)
-		b = appendJSONString(b, strings.TrimSuffix(meta, ";base64"))
+		b = format.AppendJSONString(b, strings.TrimSuffix(meta, ";base64"))
 		b = append(b, `,"data":`...)
-		b = appendJSONString(b, data)
+		b = format.AppendJSONString(b, data)
 	} else {
 		b = append(b, `{"type":"url","url":`...)
-		b = appendJSONString(b, p.url)
+		b = format.AppendJSONString(b, p.url)
 	}
 	b = append(b, '}')
 	if p.name != "" {
 		b = append(b, `,"title":`...)
-		b = appendJSONString(b, p.name)
+		b = format.AppendJSONString(b, p.name)
 	}
 	return append(b, '}')
 }
@@ -576,7 +559,7 @@ func appendAnthropicWebSearch(b []byte, t tool) []byte {
 		for _, k := range [...]string{"city", "region", "country", "timezone"} {
 			if v := loc.Get(k); v.Type == gjson.String {
 				b = appendKey(b, k)
-				b = appendJSONString(b, v.Str)
+				b = format.AppendJSONString(b, v.Str)
 			}
 		}
 		b = append(b, '}')

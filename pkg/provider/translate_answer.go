@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"net/http"
 	"strings"
 )
@@ -133,4 +135,55 @@ func (f *fixRenderer) finish(b []byte, stop stopReason, stopSeq string, u usage)
 		stop = stopEnd
 	}
 	return f.renderer.finish(b, stop, stopSeq, u)
+}
+
+// usageTap is a renderer that records the usage a decoder reports (start: the input counted
+// up front, as Anthropic's message_start; finish: the final figures) in its stream.
+type usageTap struct {
+	renderer
+	s UsageSink
+}
+
+// UsageSink receives the usage a translated stream reports: at its start (final false: the
+// input counted up front, as Anthropic's message_start) and at its finish (final true).
+type UsageSink interface {
+	TapUsage(u format.Usage, final bool)
+}
+
+// NewStreamRenderer returns the renderer of a translated stream answered in format in
+// (includeUsage: a chat client's stream_options.include_usage), with the fixes x asks for
+// (nil: none), reporting its usage to sink.
+func NewStreamRenderer(in format.Format, includeUsage bool, x *xlate, sink UsageSink) Renderer {
+	return Renderer{usageTap{x.renderer(newRenderer(in, includeUsage)), sink}}
+}
+
+// NewDecoder returns the decoder of an upstream stream of format up (messages; else chat)
+// driving r.
+func NewDecoder(up format.Format, r Renderer) Decoder {
+	if up == format.FormatMessages {
+		return newMessagesDecoder(r.r)
+	}
+	return newChatDecoder(r.r)
+}
+
+func (t usageTap) start(b []byte, id, model string, u usage) []byte {
+	t.s.TapUsage(u.public(), false)
+	return t.renderer.start(b, id, model, u)
+}
+
+func (t usageTap) finish(b []byte, stop stopReason, stopSeq string, u usage) []byte {
+	t.s.TapUsage(u.public(), true)
+	return t.renderer.finish(b, stop, stopSeq, u)
+}
+
+// SetStream sets whether the call streams (r.Stream(): which endpoint the request is rendered
+// for).
+func (r *request) SetStream(stream bool) { r.stream = stream }
+
+// Fixes is what the answer to r needs after translation (see [Fixes]); nil when nothing.
+func (r *request) Fixes() *xlate {
+	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
+		return &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}
+	}
+	return nil
 }

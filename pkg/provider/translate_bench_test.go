@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"lockstep/pkg/format"
 	"testing"
 
 	"lockstep/itest/fakeupstream"
@@ -19,7 +20,7 @@ func BenchmarkTranslateChatToAnthropic(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		res, err := c.Do(ctx, d, provider.FormatChat, body)
+		res, err := c.Do(ctx, d, format.FormatChat, body)
 		if err != nil || res.Status != 200 {
 			b.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -167,7 +169,7 @@ func FuzzTranslateRequest(f *testing.F) {
 	}
 	models := []string{"anthropic/claude-sonnet-4-5", "anthropic/claude-3-haiku", "groq/m", "gemini/gemini-2.5-pro", "ollama/llama3", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"}
 	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
-		in := []Format{FormatChat, FormatResponses, FormatMessages}[int(sel)%3]
+		in := []format.Format{format.FormatChat, format.FormatResponses, format.FormatMessages}[int(sel)%3]
 		model := models[int(sel/3)%len(models)]
 		d, err := NewDeployment("id", "g", []byte(`{"model":"`+model+`","api_key":"k","api_base":"http://127.0.0.1:1","aws_region_name":"us-east-1","aws_access_key_id":"AKIDEXAMPLE","aws_secret_access_key":"secret0123456789"}`))
 		if err != nil {
@@ -179,7 +181,7 @@ func FuzzTranslateRequest(f *testing.F) {
 		}
 		b, _, err := upstreamBody(d, in, up, pass, false, body)
 		if err != nil {
-			var ue *UpstreamError
+			var ue *format.UpstreamError
 			require.ErrorAs(t, err, &ue)
 			require.Equal(t, 400, ue.Status)
 			return

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"lockstep/pkg/format"
+
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,7 +17,7 @@ import (
 func TestAppendJSONString(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "plain", `q"uote\back`, "tab\tnl\ncr\r", "\x00\x1f\x7f", "é漢字🙂", "bad\xffutf8", "ls\u2028ps\u2029", "<html>&amp;"} {
-		got := appendJSONString(nil, s)
+		got := format.AppendJSONString(nil, s)
 		require.True(t, json.Valid(got), "%q → %s", s, got)
 		var back string
 		require.NoError(t, json.Unmarshal(got, &back))
@@ -33,25 +35,25 @@ func TestRewriteModel(t *testing.T) {
 		{"{\n}", "b", "{\"model\":\"b\"\n}"},
 		{`{"model":null}`, "b", `{"model":"b"}`},
 	} {
-		got, err := RewriteModel([]byte(tc.in), tc.model)
+		got, err := format.RewriteModel([]byte(tc.in), tc.model)
 		require.NoError(t, err)
 		require.Equal(t, tc.want, string(got))
 	}
 	same := []byte(`{"model":"b"}`)
-	got, err := RewriteModel(same, "b")
+	got, err := format.RewriteModel(same, "b")
 	require.NoError(t, err)
 	require.Same(t, &same[0], &got[0], "unchanged body is returned as is")
-	_, err = RewriteModel([]byte(`[1]`), "b")
+	_, err = format.RewriteModel([]byte(`[1]`), "b")
 	require.Error(t, err)
-	_, err = RewriteModel(nil, "b")
+	_, err = format.RewriteModel(nil, "b")
 	require.Error(t, err)
 }
 
 func TestSetBool(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, `{"stream":false,"a":1}`, string(setBool([]byte(`{"stream":true,"a":1}`), "stream", false)))
-	require.Equal(t, `{"stream":true,"a":1}`, string(setBool([]byte(`{"a":1}`), "stream", true)))
-	require.Equal(t, `{"stream":true}`, string(setBool([]byte(`{}`), "stream", true)))
+	require.Equal(t, `{"stream":false,"a":1}`, string(format.SetBool([]byte(`{"stream":true,"a":1}`), "stream", false)))
+	require.Equal(t, `{"stream":true,"a":1}`, string(format.SetBool([]byte(`{"a":1}`), "stream", true)))
+	require.Equal(t, `{"stream":true}`, string(format.SetBool([]byte(`{}`), "stream", true)))
 }
 
 func TestSSEReader(t *testing.T) {
@@ -101,42 +103,42 @@ func TestSplitText(t *testing.T) {
 	}
 }
 
-func upper(t Text) (string, error) { return strings.ToUpper(t.Value), nil }
+func upper(t format.Text) (string, error) { return strings.ToUpper(t.Value), nil }
 
 func TestMapRequestText(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		in         Format
+		in         format.Format
 		body, want string
 	}{
-		{FormatChat,
+		{format.FormatChat,
 			`{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]},{"role":"assistant","content":"b","tool_calls":[{"function":{"arguments":"{\"k\":\"v\"}"}}]},{"role":"tool","content":"c"}]}`,
 			`{"model":"m","messages":[{"role":"system","content":"SYS"},{"role":"user","content":[{"type":"text","text":"A"},{"type":"image_url","image_url":{"url":"u"}}]},{"role":"assistant","content":"B","tool_calls":[{"function":{"arguments":"{\"K\":\"V\"}"}}]},{"role":"tool","content":"C"}]}`},
-		{FormatResponses,
+		{format.FormatResponses,
 			`{"model":"m","instructions":"i","input":[{"role":"user","content":"a"},{"type":"message","role":"user","content":[{"type":"input_text","text":"b"},{"type":"input_image","image_url":"u"}]},{"type":"function_call","arguments":"{}"},{"type":"function_call_output","output":"o"}]}`,
 			`{"model":"m","instructions":"I","input":[{"role":"user","content":"A"},{"type":"message","role":"user","content":[{"type":"input_text","text":"B"},{"type":"input_image","image_url":"u"}]},{"type":"function_call","arguments":"{}"},{"type":"function_call_output","output":"O"}]}`},
-		{FormatResponses, `{"model":"m","input":"just text"}`, `{"model":"m","input":"JUST TEXT"}`},
-		{FormatMessages,
+		{format.FormatResponses, `{"model":"m","input":"just text"}`, `{"model":"m","input":"JUST TEXT"}`},
+		{format.FormatMessages,
 			`{"model":"m","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"b"},{"type":"tool_use","input":{"q":"x"}}]},{"role":"user","content":[{"type":"tool_result","content":"r"},{"type":"tool_result","content":[{"type":"text","text":"r2"}]}]}]}`,
 			`{"model":"m","system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"A"},{"role":"assistant","content":[{"type":"text","text":"B"},{"type":"tool_use","input":{"Q":"X"}}]},{"role":"user","content":[{"type":"tool_result","content":"R"},{"type":"tool_result","content":[{"type":"text","text":"R2"}]}]}]}`},
-		{FormatMessages, `{"model":"m","system":"s","messages":[]}`, `{"model":"m","system":"S","messages":[]}`},
-		{FormatEmbeddings, `{"model":"m","input":["a","b",[1,2]]}`, `{"model":"m","input":["A","B",[1,2]]}`},
-		{FormatEmbeddings, `{"model":"m","input":"a"}`, `{"model":"m","input":"A"}`},
+		{format.FormatMessages, `{"model":"m","system":"s","messages":[]}`, `{"model":"m","system":"S","messages":[]}`},
+		{format.FormatEmbeddings, `{"model":"m","input":["a","b",[1,2]]}`, `{"model":"m","input":["A","B",[1,2]]}`},
+		{format.FormatEmbeddings, `{"model":"m","input":"a"}`, `{"model":"m","input":"A"}`},
 	}
 	for _, tc := range cases {
-		got, err := MapRequestText(tc.in, []byte(tc.body), upper)
+		got, err := format.MapRequestText(tc.in, []byte(tc.body), upper)
 		require.NoError(t, err)
 		require.Equal(t, tc.want, string(got), tc.in.String())
 	}
 
 	// Nothing changed → the same bytes.
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"ALREADY"}]}`)
-	got, err := MapRequestText(FormatChat, body, upper)
+	got, err := format.MapRequestText(format.FormatChat, body, upper)
 	require.NoError(t, err)
 	require.Same(t, &body[0], &got[0])
 
 	// Escapes and multi-byte text survive.
-	got, err = MapRequestText(FormatChat, []byte(`{"messages":[{"role":"user","content":"mail a@b.c \"q\" \u00e9"}]}`), func(t Text) (string, error) {
+	got, err = format.MapRequestText(format.FormatChat, []byte(`{"messages":[{"role":"user","content":"mail a@b.c \"q\" \u00e9"}]}`), func(t format.Text) (string, error) {
 		return strings.ReplaceAll(t.Value, "a@b.c", "[EMAIL]"), nil
 	})
 	require.NoError(t, err)
@@ -144,29 +146,29 @@ func TestMapRequestText(t *testing.T) {
 
 	// fn errors are returned as is.
 	boom := errors.New("blocked")
-	_, err = MapRequestText(FormatChat, body, func(Text) (string, error) { return "", boom })
+	_, err = format.MapRequestText(format.FormatChat, body, func(format.Text) (string, error) { return "", boom })
 	require.ErrorIs(t, err, boom)
-	_, err = MapRequestText(FormatChat, []byte(`{bad`), upper)
+	_, err = format.MapRequestText(format.FormatChat, []byte(`{bad`), upper)
 	require.Error(t, err)
 }
 
 func TestRequestText(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "second\nmore", RequestText(FormatChat, []byte(`{"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"second"},{"type":"text","text":"more"}]}]}`)))
-	require.Equal(t, "hi", RequestText(FormatResponses, []byte(`{"input":"hi"}`)))
-	require.Equal(t, "b", RequestText(FormatResponses, []byte(`{"input":[{"role":"user","content":[{"type":"input_text","text":"b"}]}]}`)))
-	require.Equal(t, "m", RequestText(FormatMessages, []byte(`{"messages":[{"role":"user","content":"m"}]}`)))
-	require.Equal(t, "a\nb", RequestText(FormatEmbeddings, []byte(`{"input":["a","b"]}`)))
-	require.Equal(t, "", RequestText(FormatChat, []byte(`{}`)))
+	require.Equal(t, "second\nmore", format.RequestText(format.FormatChat, []byte(`{"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"second"},{"type":"text","text":"more"}]}]}`)))
+	require.Equal(t, "hi", format.RequestText(format.FormatResponses, []byte(`{"input":"hi"}`)))
+	require.Equal(t, "b", format.RequestText(format.FormatResponses, []byte(`{"input":[{"role":"user","content":[{"type":"input_text","text":"b"}]}]}`)))
+	require.Equal(t, "m", format.RequestText(format.FormatMessages, []byte(`{"messages":[{"role":"user","content":"m"}]}`)))
+	require.Equal(t, "a\nb", format.RequestText(format.FormatEmbeddings, []byte(`{"input":["a","b"]}`)))
+	require.Equal(t, "", format.RequestText(format.FormatChat, []byte(`{}`)))
 }
 
 func TestChatRequest(t *testing.T) {
 	t.Parallel()
-	b := ChatRequest("grp", "say \"hi\"")
+	b := format.ChatRequest("grp", "say \"hi\"")
 	require.JSONEq(t, `{"model":"grp","messages":[{"role":"user","content":"say \"hi\""}]}`, string(b))
-	require.False(t, StreamRequested(b))
-	require.True(t, StreamRequested([]byte(`{"stream":true}`)))
-	require.False(t, StreamRequested([]byte(`{"stream":"true"}`)))
+	require.False(t, format.StreamRequested(b))
+	require.True(t, format.StreamRequested([]byte(`{"stream":true}`)))
+	require.False(t, format.StreamRequested([]byte(`{"stream":"true"}`)))
 }
 
 func TestNewDeployment(t *testing.T) {
@@ -183,7 +185,7 @@ func TestNewDeployment(t *testing.T) {
 	require.Equal(t, DefaultTimeout, d.StreamTimeout)
 	require.Equal(t, 2, d.MaxRetries)
 	require.EqualValues(t, 60, d.RPM)
-	require.Equal(t, "https://api.openai.com/v1/chat/completions", d.urls[FormatChat])
+	require.Equal(t, "https://api.openai.com/v1/chat/completions", d.urls[format.FormatChat])
 	require.Equal(t, "Bearer sk-from-env", d.header.Get("Authorization"))
 	require.Equal(t, "b", d.header.Get("X-A"))
 	require.Nil(t, d.MockResponse)
@@ -191,18 +193,18 @@ func TestNewDeployment(t *testing.T) {
 	d, err = NewDeployment("id2", "grp", []byte(`{"model":"anthropic/claude-sonnet-4-5","timeout":"30","stream_timeout":12.5}`))
 	require.NoError(t, err)
 	require.Equal(t, "https://api.anthropic.com", d.APIBase)
-	require.Equal(t, "https://api.anthropic.com/v1/messages", d.urls[FormatMessages])
+	require.Equal(t, "https://api.anthropic.com/v1/messages", d.urls[format.FormatMessages])
 	require.Equal(t, "sk-ant-env", d.header.Get("x-api-key"))
 	require.Equal(t, AnthropicVersion, d.header.Get("anthropic-version"))
 	require.Equal(t, 30*time.Second, d.Timeout)
 	require.Equal(t, 12500*time.Millisecond, d.StreamTimeout)
 	require.Equal(t, -1, d.MaxRetries)
-	require.False(t, d.Supports(FormatEmbeddings))
-	require.True(t, d.Supports(FormatChat))
+	require.False(t, d.Supports(format.FormatEmbeddings))
+	require.True(t, d.Supports(format.FormatChat))
 
 	d, err = NewDeployment("id3", "grp", []byte(`{"model":"anthropic/claude-x","api_base":"http://h:1/v1/"}`))
 	require.NoError(t, err)
-	require.Equal(t, "http://h:1/v1/messages", d.urls[FormatMessages])
+	require.Equal(t, "http://h:1/v1/messages", d.urls[format.FormatMessages])
 
 	d, err = NewDeployment("id4", "grp", []byte(`{"model":"hosted_vllm/meta-llama/Llama-3.1-8B","api_base":"http://vllm:8000/v1"}`))
 	require.NoError(t, err)
@@ -221,7 +223,7 @@ func TestNewDeployment(t *testing.T) {
 	d, err = NewDeployment("id7", "grp", []byte(`{"model":"hosted_vllm/x","mock_response":"hi"}`))
 	require.NoError(t, err, "a mock needs no api_base")
 	require.Equal(t, "hi", *d.MockResponse)
-	require.True(t, d.Supports(FormatEmbeddings))
+	require.True(t, d.Supports(format.FormatEmbeddings))
 
 	for _, tc := range []struct{ params, err string }{
 		{`{}`, "litellm_params.model is required"},
@@ -286,44 +288,44 @@ func TestErrorMessage(t *testing.T) {
 
 func TestErrorEventShapes(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "data: {\"error\":{\"message\":\"m\",\"type\":\"rate_limit_error\",\"param\":null,\"code\":\"429\"}}\n\n", string(ErrorEvent(FormatChat, 429, "m")))
-	require.Equal(t, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"m\"}}\n\n", string(ErrorEvent(FormatMessages, 529, "m")))
-	require.Equal(t, "event: error\ndata: {\"type\":\"error\",\"code\":\"502\",\"message\":\"m\",\"param\":null,\"sequence_number\":0}\n\n", string(ErrorEvent(FormatResponses, 502, "m")))
+	require.Equal(t, "data: {\"error\":{\"message\":\"m\",\"type\":\"rate_limit_error\",\"param\":null,\"code\":\"429\"}}\n\n", string(format.ErrorEvent(format.FormatChat, 429, "m")))
+	require.Equal(t, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"m\"}}\n\n", string(format.ErrorEvent(format.FormatMessages, 529, "m")))
+	require.Equal(t, "event: error\ndata: {\"type\":\"error\",\"code\":\"502\",\"message\":\"m\",\"param\":null,\"sequence_number\":0}\n\n", string(format.ErrorEvent(format.FormatResponses, 502, "m")))
 }
 
 func TestFormats(t *testing.T) {
 	t.Parallel()
-	for _, f := range []Format{FormatChat, FormatResponses, FormatMessages, FormatEmbeddings} {
-		got, ok := FormatForPath("/v1" + f.Path())
+	for _, f := range []format.Format{format.FormatChat, format.FormatResponses, format.FormatMessages, format.FormatEmbeddings} {
+		got, ok := format.FormatForPath("/v1" + f.Path())
 		require.True(t, ok)
 		require.Equal(t, f, got)
-		got, ok = FormatForPath(f.Path())
+		got, ok = format.FormatForPath(f.Path())
 		require.True(t, ok)
 		require.Equal(t, f, got)
 	}
-	require.Equal(t, "anthropic_messages", FormatMessages.RouteName())
-	require.Equal(t, "/chat/completions", FormatChat.RouteName())
-	_, ok := FormatForPath("/v1/models")
+	require.Equal(t, "anthropic_messages", format.FormatMessages.RouteName())
+	require.Equal(t, "/chat/completions", format.FormatChat.RouteName())
+	_, ok := format.FormatForPath("/v1/models")
 	require.False(t, ok)
 }
 
 // Translated streams that end without their terminal event are reported, not silently closed.
 func TestDecoderEOF(t *testing.T) {
 	t.Parallel()
-	d := newChatDecoder(newRenderer(FormatMessages, false))
-	out, _, _ := d.frame(nil, nil, []byte(`{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]}`))
+	d := newChatDecoder(newRenderer(format.FormatMessages, false))
+	out, _, _ := d.Frame(nil, nil, []byte(`{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]}`))
 	require.NotEmpty(t, out)
-	_, err := d.eof(nil)
-	require.ErrorIs(t, err, errTruncated)
+	_, err := d.EOF(nil)
+	require.ErrorIs(t, err, format.ErrTruncated)
 
-	d = newChatDecoder(newRenderer(FormatMessages, false))
-	_, _, _ = d.frame(nil, nil, []byte(`{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"length"}]}`))
-	out, err = d.eof(nil)
+	d = newChatDecoder(newRenderer(format.FormatMessages, false))
+	_, _, _ = d.Frame(nil, nil, []byte(`{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"length"}]}`))
+	out, err = d.EOF(nil)
 	require.NoError(t, err)
 	require.Contains(t, string(out), `"stop_reason":"max_tokens"`)
 
-	md := newMessagesDecoder(newRenderer(FormatChat, false))
-	out, _, done := md.frame(nil, []byte("error"), []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
+	md := newMessagesDecoder(newRenderer(format.FormatChat, false))
+	out, _, done := md.Frame(nil, []byte("error"), []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
 	require.True(t, done)
 	require.Contains(t, string(out), `"code":"529"`)
 }
@@ -343,10 +345,10 @@ func BenchmarkStreamFrames(b *testing.B) {
 		rd := strings.NewReader(src)
 		for b.Loop() {
 			rd.Reset(src)
-			s := &httpStream{parent: b.Context(), ctx: b.Context(), cancel: func(error) {}, timer: time.NewTimer(time.Hour), idle: time.Hour, in: FormatChat, d: &Deployment{}, body: io.NopCloser(rd), rd: newSSEReader(rd)}
+			s := &httpStream{parent: b.Context(), ctx: b.Context(), cancel: func(error) {}, timer: time.NewTimer(time.Hour), idle: time.Hour, in: format.FormatChat, d: &Deployment{}, body: io.NopCloser(rd), rd: newSSEReader(rd)}
 			if translate {
-				s.in = FormatMessages
-				s.dec = newChatDecoder(newRenderer(FormatMessages, false))
+				s.in = format.FormatMessages
+				s.dec = newChatDecoder(newRenderer(format.FormatMessages, false))
 			}
 			n := 0
 			for {
@@ -369,9 +371,9 @@ func BenchmarkStreamFrames(b *testing.B) {
 // arguments (masked inside, still valid JSON) and every frame that repeats the text.
 func TestMapAnswerText(t *testing.T) {
 	t.Parallel()
-	mask := func(t Text) (string, error) { return strings.ReplaceAll(t.Value, "secret", "[X]"), nil }
+	mask := func(t format.Text) (string, error) { return strings.ReplaceAll(t.Value, "secret", "[X]"), nil }
 	body := []byte(`{"choices":[{"index":0,"message":{"content":"a secret"}},{"index":1,"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{\"k\":\"the secret\",\"n\":1}"}}]}}]}`)
-	out, err := MapResponseText(FormatChat, body, mask)
+	out, err := format.MapResponseText(format.FormatChat, body, mask)
 	require.NoError(t, err)
 	require.NotContains(t, string(out), "secret")
 	args := gjson.GetBytes(out, "choices.1.message.tool_calls.0.function.arguments").Str
@@ -383,8 +385,8 @@ func TestMapAnswerText(t *testing.T) {
 		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"a secret\"}]}}\n\n" +
 		"event: response.function_call_arguments.done\ndata: {\"type\":\"response.function_call_arguments.done\",\"arguments\":\"{\\\"k\\\":\\\"secret\\\"}\"}\n\n" +
 		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"a secret\"}]},{\"type\":\"function_call\",\"arguments\":\"{\\\"k\\\":\\\"secret\\\"}\"}]}}\n\n"
-	var deltas []Text
-	got, err := MapStreamText(FormatResponses, []byte(frames), func(t Text) (string, error) {
+	var deltas []format.Text
+	got, err := format.MapStreamText(format.FormatResponses, []byte(frames), func(t format.Text) (string, error) {
 		if t.Delta {
 			deltas = append(deltas, t)
 		}
@@ -400,7 +402,7 @@ func TestMapAnswerText(t *testing.T) {
 	// chat: every choice index, tool-call argument fragments on their own channel
 	chat := "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"x\",\"tool_calls\":[{\"index\":2,\"function\":{\"arguments\":\"{\\\"a\"}}]}}]}\n\ndata: [DONE]\n\n"
 	var chans []string
-	_, err = MapStreamText(FormatChat, []byte(chat), func(t Text) (string, error) {
+	_, err = format.MapStreamText(format.FormatChat, []byte(chat), func(t format.Text) (string, error) {
 		chans = append(chans, t.Channel)
 		return t.Value, nil
 	})

@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"lockstep/pkg/format"
 	"runtime"
 	"sort"
 	"sync"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"lockstep/pkg/limits"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
 )
@@ -65,7 +65,7 @@ func BenchmarkRoute(b *testing.B) {
 				var mine []time.Duration
 				for pb.Next() {
 					t0 := time.Now()
-					if _, _, err := r.Do(context.Background(), g, provider.FormatChat, body); err != nil {
+					if _, _, err := r.Do(context.Background(), g, format.FormatChat, body); err != nil {
 						b.Error(err)
 						return
 					}

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lockstep/pkg/format"
 	"strings"
 	"time"
-
-	"lockstep/pkg/provider"
 )
 
 // Class is the kind of a failed call, as LiteLLM's exception classes name them
@@ -81,7 +80,7 @@ func Classify(err error) Class {
 	if errors.As(err, &nd) {
 		return ClassRateLimit
 	}
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	if !errors.As(err, &ue) {
 		return ClassOther
 	}
@@ -134,7 +133,7 @@ var (
 // Error is a routed call that failed: Class says which kind (for a caller's fallback loop:
 // ClassContextWindow → context_window_fallbacks, ClassContentPolicy →
 // content_policy_fallbacks, others → fallbacks), Err is the last attempt's error
-// (*provider.UpstreamError, or *NoDeploymentsError), Attempts how many upstream calls were
+// (*format.UpstreamError, or *NoDeploymentsError), Attempts how many upstream calls were
 // made (x-litellm-attempted-retries is Attempts-1 when > 0).
 type Error struct {
 	Class      Class

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"lockstep/pkg/format"
 	"time"
 
 	"lockstep/pkg/provider"
@@ -19,22 +20,22 @@ import (
 
 // Do sends a non-streaming request for the model group through a deployment, retrying as
 // above. Errors: *Error (its Class for the caller's fallbacks; it unwraps to the last
-// *provider.UpstreamError or a *NoDeploymentsError, HTTP 429), or ctx's error.
-func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (*provider.Response, *Deployment, error) {
+// *format.UpstreamError or a *NoDeploymentsError, HTTP 429), or ctx's error.
+func (r *Router) Do(ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, body []byte) (*provider.Response, *Deployment, error) {
 	res, d, _, err := r.DoN(ctx, group, in, body, provider.Headers{})
 	return res, d, err
 }
 
 // DoWith is Do with the call's headers (provider.Client.DoWith: the client headers forwarded
 // upstream and the answer's header the call writes to).
-func (r *Router) DoWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, error) {
+func (r *Router) DoWith(ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, error) {
 	res, d, _, err := r.DoN(ctx, group, in, body, h)
 	return res, d, err
 }
 
 // DoN is DoWith that also returns how many upstream calls were made (1 + retries; for
 // x-litellm-attempted-retries), also on success.
-func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, int, error) {
+func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, body []byte, h provider.Headers) (*provider.Response, *Deployment, int, error) {
 	return attempt(r, ctx, group, in, false, func(p *picked) (*provider.Response, error) {
 		start := time.Now()
 		res, err := r.client.DoWith(ctx, p.d.Deployment, in, body, h)
@@ -57,19 +58,19 @@ func (r *Router) DoN(ctx context.Context, group []*registry.Entry[*Deployment], 
 // Stream opens a streaming request, retrying like Do until an upstream accepted it. The
 // returned Stream holds the deployment (in-flight count, caps) until Close, which settles the
 // tokens its usage frames reported.
-func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte) (provider.Stream, *Deployment, error) {
+func (r *Router) Stream(ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, body []byte) (provider.Stream, *Deployment, error) {
 	st, d, _, err := r.StreamN(ctx, group, in, body, provider.Headers{})
 	return st, d, err
 }
 
 // StreamWith is Stream with the call's headers (see DoWith).
-func (r *Router) StreamWith(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, error) {
+func (r *Router) StreamWith(ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, error) {
 	st, d, _, err := r.StreamN(ctx, group, in, body, h)
 	return st, d, err
 }
 
 // StreamN is StreamWith that also returns how many upstream calls were made (see DoN).
-func (r *Router) StreamN(ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, int, error) {
+func (r *Router) StreamN(ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, body []byte, h provider.Headers) (provider.Stream, *Deployment, int, error) {
 	return attempt(r, ctx, group, in, true, func(p *picked) (provider.Stream, error) {
 		start := time.Now()
 		st, err := r.client.StreamWith(ctx, p.d.Deployment, in, body, h)
@@ -100,7 +101,7 @@ func (r *Router) retriesFor(c Class, err error) int {
 
 // attempt runs call on picked deployments until one succeeds or the failure's class allows
 // no more retries. call releases p when it fails. The int is the number of calls made.
-func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Deployment], in provider.Format, stream bool, call func(*picked) (T, error)) (T, *Deployment, int, error) {
+func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Deployment], in format.Format, stream bool, call func(*picked) (T, error)) (T, *Deployment, int, error) {
 	var zero T
 	var tried []string
 	var lastErr error
@@ -112,7 +113,7 @@ func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Dep
 			if lastErr != nil && errors.As(err, &nd) {
 				return zero, last, n, wrap(lastErr, last, n) // nothing left to retry on: the failure stands
 			}
-			var ue *provider.UpstreamError
+			var ue *format.UpstreamError
 			if errors.As(err, &ue) { // the group cannot serve this format
 				return zero, group[0].Value, n, err
 			}
@@ -154,7 +155,7 @@ type routedStream struct {
 var _ provider.UsageReporter = (*routedStream)(nil)
 
 // StreamUsage is the wrapped stream's (the pipeline charges it).
-func (s *routedStream) StreamUsage() (provider.Usage, bool) { return provider.StreamUsage(s.Stream) }
+func (s *routedStream) StreamUsage() (format.Usage, bool) { return provider.StreamUsage(s.Stream) }
 
 func (s *routedStream) Next() (provider.Event, error) {
 	ev, err := s.Stream.Next()

@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"lockstep/pkg/format"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestRetryableFailureMovesToAnotherDeployment(t *testing.T) {
 	bad, good := fakeupstream.Start(t, fakeupstream.WithStatus(503)), fakeupstream.Start(t)
 	r, g := newRouter(t, router.Settings{NumRetries: 2}, bad, good)
 	for range 10 {
-		res, d, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		res, d, err := r.Do(context.Background(), g, format.FormatChat, body)
 		require.NoError(t, err)
 		require.Equal(t, "d1", d.ModelID)
 		require.Contains(t, string(res.Body), "fake reply to: hi")
@@ -50,8 +51,8 @@ func TestNonRetryableFailureIsNotRetried(t *testing.T) {
 	t.Parallel()
 	up := fakeupstream.Start(t, fakeupstream.WithStatus(400))
 	r, g := newRouter(t, router.Settings{NumRetries: 3}, up)
-	_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
-	var ue *provider.UpstreamError
+	_, _, err := r.Do(context.Background(), g, format.FormatChat, body)
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, 400, ue.Status)
 	require.Len(t, up.Requests(), 1)
@@ -62,7 +63,7 @@ func TestCooldownSkipsFailingDeployment(t *testing.T) {
 	bad, good := fakeupstream.Start(t, fakeupstream.WithStatus(500)), fakeupstream.Start(t)
 	r, g := newRouter(t, router.Settings{NumRetries: 1, AllowedFails: 1, CooldownTime: time.Minute}, bad, good)
 	for range 20 {
-		_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		_, _, err := r.Do(context.Background(), g, format.FormatChat, body)
 		require.NoError(t, err)
 	}
 	// after more than allowed_fails failures the bad deployment cools down and is skipped
@@ -74,7 +75,7 @@ func TestSimpleShuffleSpreadsLoad(t *testing.T) {
 	a, b := fakeupstream.Start(t), fakeupstream.Start(t)
 	r, g := newRouter(t, router.Settings{}, a, b)
 	for range 200 {
-		_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		_, _, err := r.Do(context.Background(), g, format.FormatChat, body)
 		require.NoError(t, err)
 	}
 	require.Greater(t, len(a.Requests()), 50)

@@ -2,12 +2,12 @@ package router
 
 import (
 	"context"
+	"lockstep/pkg/format"
 	"math"
 	"math/rand/v2"
 	"time"
 
 	"lockstep/pkg/limits"
-	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 )
 
@@ -42,7 +42,7 @@ func (p *picked) release(tokens int64) {
 // not tried yet by this call when others remain; of those the lowest order tier; within the
 // tier the strategy's choice, skipping any at its rpm/tpm cap (the next tier when the whole
 // tier is capped). Returns a *NoDeploymentsError when nothing can take the call.
-func (r *Router) pick(ctx context.Context, group []*registry.Entry[*Deployment], tried []string, in provider.Format, stream bool) (picked, error) {
+func (r *Router) pick(ctx context.Context, group []*registry.Entry[*Deployment], tried []string, in format.Format, stream bool) (picked, error) {
 	var buf [16]cand
 	all := buf[:0]
 	now := time.Now().UnixNano()
@@ -67,7 +67,7 @@ func (r *Router) pick(ctx context.Context, group []*registry.Entry[*Deployment],
 	}
 	if !supported {
 		d := group[0].Value
-		return picked{}, &provider.UpstreamError{Status: 400, Message: in.RouteName() + " not supported by provider " + d.Provider}
+		return picked{}, &format.UpstreamError{Status: 400, Message: in.RouteName() + " not supported by provider " + d.Provider}
 	}
 	// untried first; a retry may go back to a tried deployment when nothing else is left
 	// (LiteLLM retries the same deployment of a one-deployment group)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lockstep/pkg/format"
 	"sync"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func count(t testing.TB, r *router.Router, g []*registry.Entry[*router.Deploymen
 	t.Helper()
 	got := map[string]int{}
 	for range n {
-		_, d, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		_, d, err := r.Do(context.Background(), g, format.FormatChat, body)
 		require.NoError(t, err)
 		got[d.ModelID]++
 	}
@@ -76,7 +77,7 @@ func TestShuffleWeights(t *testing.T) {
 func TestLeastBusy(t *testing.T) {
 	t.Parallel()
 	r, g := build(t, router.Settings{RoutingStrategy: router.LeastBusy}, mock("a", ""), mock("b", ""))
-	st, d, err := r.Stream(context.Background(), g, provider.FormatChat, body)
+	st, d, err := r.Stream(context.Background(), g, format.FormatChat, body)
 	require.NoError(t, err)
 	busy := d.ModelID
 	got := count(t, r, g, 50)
@@ -143,7 +144,7 @@ func TestCapsAnswerNoDeployments(t *testing.T) {
 	t.Parallel()
 	r, g := build(t, router.Settings{}, mock("only", `,"rpm":3`))
 	count(t, r, g, 3)
-	_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+	_, _, err := r.Do(context.Background(), g, format.FormatChat, body)
 	var nd *router.NoDeploymentsError
 	require.ErrorAs(t, err, &nd)
 	require.Equal(t, router.ClassRateLimit, router.Classify(err))
@@ -155,7 +156,7 @@ func TestMaxParallelRequests(t *testing.T) {
 	r, g := build(t, router.Settings{}, mock("one", `,"max_parallel_requests":1`), mock("other", ""))
 	var held []provider.Stream
 	for onOne := false; !onOne; {
-		st, d, err := r.Stream(context.Background(), g, provider.FormatChat, body)
+		st, d, err := r.Stream(context.Background(), g, format.FormatChat, body)
 		require.NoError(t, err)
 		held, onOne = append(held, st), d.ModelID == "one"
 	}
@@ -165,13 +166,13 @@ func TestMaxParallelRequests(t *testing.T) {
 		require.NoError(t, st.Close())
 	}
 	r, g = build(t, router.Settings{}, mock("single", `,"max_parallel_requests":1`))
-	st, _, err := r.Stream(context.Background(), g, provider.FormatChat, body)
+	st, _, err := r.Stream(context.Background(), g, format.FormatChat, body)
 	require.NoError(t, err)
-	_, _, err = r.Stream(context.Background(), g, provider.FormatChat, body)
+	_, _, err = r.Stream(context.Background(), g, format.FormatChat, body)
 	var nd *router.NoDeploymentsError
 	require.ErrorAs(t, err, &nd)
 	require.NoError(t, st.Close())
-	_, _, err = r.Do(context.Background(), g, provider.FormatChat, body)
+	_, _, err = r.Do(context.Background(), g, format.FormatChat, body)
 	require.NoError(t, err, "the slot is free again after Close")
 }
 
@@ -192,7 +193,7 @@ func TestRetryPolicy(t *testing.T) {
 	} {
 		up := fakeupstream.Start(t, fakeupstream.WithStatus(tc.status))
 		r, g := build(t, tc.s, upstream("d", up, ""))
-		_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+		_, _, err := r.Do(context.Background(), g, format.FormatChat, body)
 		var re *router.Error
 		require.ErrorAs(t, err, &re, tc.name)
 		require.Equal(t, tc.want, re.Attempts, tc.name)
@@ -215,7 +216,7 @@ func TestAllowedFailsPolicy(t *testing.T) {
 	bad400 := fakeupstream.Start(t, fakeupstream.WithStatus(400))
 	r, g = build(t, router.Settings{AllowedFails: -1}, upstream("bad", bad400, ""), upstream("good", good, ""))
 	for range 10 {
-		_, _, _ = r.Do(context.Background(), g, provider.FormatChat, body)
+		_, _, _ = r.Do(context.Background(), g, format.FormatChat, body)
 	}
 	_, ok = r.CooldownOf("bad")
 	require.False(t, ok)
@@ -224,20 +225,20 @@ func TestAllowedFailsPolicy(t *testing.T) {
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		err  *provider.UpstreamError
+		err  *format.UpstreamError
 		want router.Class
 	}{
-		{&provider.UpstreamError{Status: 400, Code: "context_length_exceeded", Message: "x"}, router.ClassContextWindow},
-		{&provider.UpstreamError{Status: 400, Message: "This model's maximum context length is 8192 tokens"}, router.ClassContextWindow},
-		{&provider.UpstreamError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 210000 tokens > 200000 maximum"}, router.ClassContextWindow},
-		{&provider.UpstreamError{Status: 400, Code: "content_policy_violation", Message: "x"}, router.ClassContentPolicy},
-		{&provider.UpstreamError{Status: 400, Code: "content_filter", Message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."}, router.ClassContentPolicy},
-		{&provider.UpstreamError{Status: 400, Message: "bad"}, router.ClassBadRequest},
-		{&provider.UpstreamError{Status: 401}, router.ClassAuthentication},
-		{&provider.UpstreamError{Status: 404}, router.ClassNotFound},
-		{&provider.UpstreamError{Status: 504}, router.ClassTimeout},
-		{&provider.UpstreamError{Status: 429, Code: "rate_limit_exceeded"}, router.ClassRateLimit},
-		{&provider.UpstreamError{Status: 503}, router.ClassInternalServer},
+		{&format.UpstreamError{Status: 400, Code: "context_length_exceeded", Message: "x"}, router.ClassContextWindow},
+		{&format.UpstreamError{Status: 400, Message: "This model's maximum context length is 8192 tokens"}, router.ClassContextWindow},
+		{&format.UpstreamError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 210000 tokens > 200000 maximum"}, router.ClassContextWindow},
+		{&format.UpstreamError{Status: 400, Code: "content_policy_violation", Message: "x"}, router.ClassContentPolicy},
+		{&format.UpstreamError{Status: 400, Code: "content_filter", Message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."}, router.ClassContentPolicy},
+		{&format.UpstreamError{Status: 400, Message: "bad"}, router.ClassBadRequest},
+		{&format.UpstreamError{Status: 401}, router.ClassAuthentication},
+		{&format.UpstreamError{Status: 404}, router.ClassNotFound},
+		{&format.UpstreamError{Status: 504}, router.ClassTimeout},
+		{&format.UpstreamError{Status: 429, Code: "rate_limit_exceeded"}, router.ClassRateLimit},
+		{&format.UpstreamError{Status: 503}, router.ClassInternalServer},
 	} {
 		require.Equal(t, tc.want, router.Classify(tc.err), "%+v", tc.err)
 		require.Equal(t, tc.want, router.Classify(fmt.Errorf("wrapped: %w", tc.err)), "%+v", tc.err)
@@ -247,12 +248,12 @@ func TestClassify(t *testing.T) {
 	up := fakeupstream.Start(t)
 	up.FailNext(1, 400)
 	r, g := build(t, router.Settings{}, upstream("d", up, ""))
-	_, _, err := r.Do(context.Background(), g, provider.FormatChat, body)
+	_, _, err := r.Do(context.Background(), g, format.FormatChat, body)
 	var re *router.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, router.ClassBadRequest, re.Class)
 	require.Equal(t, "d", re.Deployment)
-	var ue *provider.UpstreamError
+	var ue *format.UpstreamError
 	require.ErrorAs(t, err, &ue)
 	require.True(t, errors.Is(err, re.Err))
 }
@@ -362,12 +363,12 @@ func TestSharedCooldowns(t *testing.T) {
 	a.Share(router.Shared{Cooldowns: shared, ReplicaID: "A"})
 	b.Share(router.Shared{Cooldowns: shared, ReplicaID: "B"})
 	for shared.len() == 0 {
-		_, _, err := a.Do(context.Background(), ga, provider.FormatChat, body)
+		_, _, err := a.Do(context.Background(), ga, format.FormatChat, body)
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool { return shared.len() == 1 }, time.Second, time.Millisecond)
 	for range 20 { // still cooling: no second event however many calls
-		_, _, _ = a.Do(context.Background(), ga, provider.FormatChat, body)
+		_, _, _ = a.Do(context.Background(), ga, format.FormatChat, body)
 	}
 	require.Equal(t, 1, shared.len())
 	b.Tick(context.Background())
@@ -392,7 +393,7 @@ func TestStreamTokensCountAgainstTPM(t *testing.T) {
 	sbody := []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
 	got := map[string]int{}
 	for range 10 {
-		st, d, err := r.Stream(context.Background(), g, provider.FormatChat, sbody)
+		st, d, err := r.Stream(context.Background(), g, format.FormatChat, sbody)
 		require.NoError(t, err)
 		for {
 			if _, err := st.Next(); err != nil {

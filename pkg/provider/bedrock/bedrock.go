@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lockstep/pkg/format"
 	"net"
 	"net/http"
 	"net/url"
@@ -160,19 +161,19 @@ func (b *bedrockSigner) Sign(ctx context.Context, req *http.Request, body []byte
 	if b.chain != nil {
 		var err error
 		if cp, err = b.chain.Get(); err != nil {
-			return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: load AWS credentials: " + err.Error()}
+			return &format.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: load AWS credentials: " + err.Error()}
 		}
 	}
 	creds, err := cp.Retrieve(ctx)
 	if err != nil {
 		if credentialsUnavailable(err) {
-			return &provider.UpstreamError{Status: 502, Message: "bedrock: get AWS credentials: " + err.Error(), Retryable: true}
+			return &format.UpstreamError{Status: 502, Message: "bedrock: get AWS credentials: " + err.Error(), Retryable: true}
 		}
-		return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
+		return &format.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}
 	sum := sha256.Sum256(body)
 	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "bedrock", b.region, time.Now()); err != nil {
-		return &provider.UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
+		return &format.UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
 	}
 	return nil
 }
@@ -260,7 +261,7 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 			case provider.PartImage:
 				mt, data, ok := provider.Base64Image(p.URL())
 				if !ok {
-					return nil, provider.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
+					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
 				}
 				img := &bedrockImage{Format: strings.TrimPrefix(mt, "image/")}
 				img.Source.Bytes = data
@@ -357,7 +358,7 @@ func bedrockUsage(u gjson.Result) provider.Tokens {
 }
 
 func (bedrockAPI) Result(raw []byte) (*provider.Result, error) {
-	if !provider.ValidJSON(raw) {
+	if !format.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
@@ -399,7 +400,7 @@ func (e *eventStreamReader) Next() error {
 			return io.EOF
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return provider.ErrTruncated
+			return format.ErrTruncated
 		}
 		return err
 	}
@@ -492,7 +493,7 @@ func (d *bedrockDecoder) Frame(b []byte, event, data []byte) ([]byte, string, bo
 
 func (d *bedrockDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.stopped {
-		return b, provider.ErrTruncated
+		return b, format.ErrTruncated
 	}
 	return d.r.Finish(d.begin(b), d.stop, "", d.usage), nil
 }
@@ -554,14 +555,14 @@ func (e bedrockEmbed) Calls(_ *provider.Deployment, r *provider.EmbedRequest) ([
 			b := []byte(`{"texts":`)
 			b = provider.AppendJSONStrings(b, batch)
 			b = append(b, `,"input_type":`...)
-			b = provider.AppendJSONString(b, inputType)
+			b = format.AppendJSONString(b, inputType)
 			calls = append(calls, provider.EmbedCall{URL: e.url, Body: append(b, '}'), N: len(batch)})
 		}
 		return calls, nil
 	}
 	for _, t := range r.Inputs() {
 		b := []byte(`{"inputText":`)
-		b = provider.AppendJSONString(b, t)
+		b = format.AppendJSONString(b, t)
 		if r.Dimensions() > 0 {
 			b = append(b, `,"dimensions":`...)
 			b = strconv.AppendInt(b, r.Dimensions(), 10)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,7 +25,7 @@ const toolChat = `{"model":"grp","max_tokens":50,"temperature":0.2,"stop":["END"
 
 func TestBedrockRequestAndStream(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(provider.FormatChat, []byte(toolChat))
+	r, err := provider.ParseRequest(format.FormatChat, []byte(toolChat))
 	require.NoError(t, err)
 	b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
 	require.NoError(t, err)
@@ -61,7 +62,7 @@ func TestBedrockRequestAndStream(t *testing.T) {
 	require.NoError(t, err)
 	d, err := pb.NewDeployment("id", "grp", []byte(`{"model":"bedrock/m:0","api_base":"`+srv.URL+`","aws_region_name":"us-west-2","aws_access_key_id":"AKIDUNIT","aws_secret_access_key":"unit-secret-0001"}`))
 	require.NoError(t, err)
-	st, err := provider.NewClient().Stream(context.Background(), d, provider.FormatMessages, []byte(`{"model":"grp","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"q"}]}`))
+	st, err := provider.NewClient().Stream(context.Background(), d, format.FormatMessages, []byte(`{"model":"grp","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"q"}]}`))
 	require.NoError(t, err)
 	var all strings.Builder
 	for {
@@ -89,7 +90,7 @@ func TestBedrockStructuredOutput(t *testing.T) {
 		{`{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"name":{"type":"string"}}}}}`, `{"type":"object","properties":{"name":{"type":"string"}}}`},
 		{`{"type":"json_object"}`, `{"type":"object","properties":{},"additionalProperties":true}`},
 	} {
-		r, err := provider.ParseRequest(provider.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
+		r, err := provider.ParseRequest(format.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
 		require.NoError(t, err)
 		b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
 		require.NoError(t, err)
@@ -106,7 +107,7 @@ func TestBedrockStructuredOutput(t *testing.T) {
 	d, err := pb.NewDeployment("id", "grp", []byte(`{"model":"bedrock/m:0","api_base":"`+srv.URL+`","aws_region_name":"us-west-2","aws_access_key_id":"AKIDUNIT","aws_secret_access_key":"unit-secret-0001"}`))
 	require.NoError(t, err)
 	out := http.Header{}
-	res, err := provider.NewClient().DoWith(context.Background(), d, provider.FormatChat,
+	res, err := provider.NewClient().DoWith(context.Background(), d, format.FormatChat,
 		[]byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":{"type":"json_object"}}`), provider.Headers{Out: out})
 	require.NoError(t, err)
 	body := string(res.Body)

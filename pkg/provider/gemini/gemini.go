@@ -6,6 +6,7 @@ package gemini
 import (
 	"encoding/json"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -130,7 +131,7 @@ func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) 
 				} else if strings.HasPrefix(p.URL(), "gs://") || strings.HasPrefix(p.URL(), "https://generativelanguage.googleapis.com/") {
 					c.Parts = append(c.Parts, geminiPart{FileData: &geminiFile{FileURI: p.URL()}})
 				} else {
-					return nil, provider.BadRequest("messages: image URLs cannot be sent to provider %s; send a base64 data: URL or a gs:// URI", d.Provider)
+					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send a base64 data: URL or a gs:// URI", d.Provider)
 				}
 			case provider.PartToolUse:
 				names[p.ID()] = p.Name()
@@ -141,7 +142,7 @@ func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) 
 					name = p.ID()
 				}
 				resp := provider.Marshal(map[string]string{"content": p.Text()})
-				if provider.ValidJSONString(p.Text()) && gjson.Parse(p.Text()).IsObject() {
+				if format.ValidJSONString(p.Text()) && gjson.Parse(p.Text()).IsObject() {
 					resp = []byte(p.Text())
 				}
 				c.Parts = append(c.Parts, geminiPart{FunctionResponse: &geminiFuncResp{Name: name, Response: resp}})
@@ -227,7 +228,7 @@ func geminiUsage(u gjson.Result) provider.Tokens {
 }
 
 func (API) Result(raw []byte) (*provider.Result, error) {
-	if !provider.ValidJSON(raw) {
+	if !format.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
@@ -339,7 +340,7 @@ func (d *geminiDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 
 func (d *geminiDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.finished {
-		return b, provider.ErrTruncated
+		return b, format.ErrTruncated
 	}
 	if !d.started {
 		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
@@ -364,9 +365,9 @@ const geminiEmbedBatch = 100
 
 func (g geminiEmbed) request(b []byte, r *provider.EmbedRequest, text string) []byte {
 	b = append(b, `{"model":`...)
-	b = provider.AppendJSONString(b, g.model)
+	b = format.AppendJSONString(b, g.model)
 	b = append(b, `,"content":{"parts":[{"text":`...)
-	b = provider.AppendJSONString(b, text)
+	b = format.AppendJSONString(b, text)
 	b = append(b, "}]}"...)
 	if r.Dimensions() > 0 {
 		b = append(b, `,"outputDimensionality":`...)
@@ -374,7 +375,7 @@ func (g geminiEmbed) request(b []byte, r *provider.EmbedRequest, text string) []
 	}
 	if r.TaskType() != "" {
 		b = append(b, `,"taskType":`...)
-		b = provider.AppendJSONString(b, r.TaskType())
+		b = format.AppendJSONString(b, r.TaskType())
 	}
 	return append(b, '}')
 }

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"lockstep/pkg/format"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ const toolChat = `{"model":"grp","max_tokens":50,"temperature":0.2,"stop":["END"
 
 func TestGeminiRequestAndAnswer(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(provider.FormatChat, []byte(toolChat))
+	r, err := provider.ParseRequest(format.FormatChat, []byte(toolChat))
 	require.NoError(t, err)
 	d := &provider.Deployment{Provider: "gemini", Model: "gemini-x"}
 	b, err := API{}.Request(d, r)
@@ -34,7 +35,7 @@ func TestGeminiRequestAndAnswer(t *testing.T) {
 	res, err := API{}.Result([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Calling."},{"functionCall":{"name":"get_weather","args":{"city":"Bergen"}}}]},"finishReason":"STOP"}],
 		"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":5,"thoughtsTokenCount":3,"cachedContentTokenCount":4},"modelVersion":"gemini-x","responseId":"abc"}`))
 	require.NoError(t, err)
-	out := provider.RenderResult(provider.FormatMessages, res)
+	out := provider.RenderResult(format.FormatMessages, res)
 	require.Equal(t, "tool_use", gjson.GetBytes(out, "stop_reason").Str)
 	require.Equal(t, "Calling.", gjson.GetBytes(out, "content.0.text").Str)
 	require.Equal(t, `{"city":"Bergen"}`, gjson.GetBytes(out, "content.1.input").Raw)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, e
 			case provider.PartImage:
 				_, data, ok := provider.Base64Image(p.URL())
 				if !ok {
-					return nil, provider.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
+					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
 				}
 				cur.Images = append(cur.Images, data)
 			case provider.PartToolUse:
@@ -162,7 +163,7 @@ func ollamaUsage(j gjson.Result) provider.Tokens {
 }
 
 func (ollamaAPI) Result(raw []byte) (*provider.Result, error) {
-	if !provider.ValidJSON(raw) {
+	if !format.ValidJSON(raw) {
 		return nil, provider.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
@@ -261,7 +262,7 @@ func (d *ollamaDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	return b, text, false
 }
 
-func (d *ollamaDecoder) EOF(b []byte) ([]byte, error) { return b, provider.ErrTruncated }
+func (d *ollamaDecoder) EOF(b []byte) ([]byte, error) { return b, format.ErrTruncated }
 
 // ---- Ollama (https://github.com/ollama/ollama/blob/main/docs/api.md#generate-embeddings) ----
 
@@ -271,7 +272,7 @@ type ollamaEmbed struct{ url string }
 
 func (o ollamaEmbed) Calls(d *provider.Deployment, r *provider.EmbedRequest) ([]provider.EmbedCall, error) {
 	b := []byte(`{"model":`)
-	b = provider.AppendJSONString(b, d.Model)
+	b = format.AppendJSONString(b, d.Model)
 	b = append(b, `,"input":`...)
 	b = provider.AppendJSONStrings(b, r.Inputs())
 	if r.Dimensions() > 0 {

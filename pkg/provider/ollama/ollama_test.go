@@ -3,6 +3,7 @@ package ollama_test
 import (
 	"context"
 	"io"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,15 +38,15 @@ func TestOllamaWire(t *testing.T) {
 	d, err := b.NewDeployment("id", "grp", []byte(`{"model":"ollama/llama3","api_base":"`+srv.URL+`"}`))
 	require.NoError(t, err)
 	c := provider.NewClient()
-	res, err := c.Do(context.Background(), d, provider.FormatMessages, []byte(`{"model":"grp","max_tokens":2,"system":"sys","temperature":0.5,
+	res, err := c.Do(context.Background(), d, format.FormatMessages, []byte(`{"model":"grp","max_tokens":2,"system":"sys","temperature":0.5,
 		"messages":[{"role":"user","content":[{"type":"text","text":"q"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA="}}]}]}`))
 	require.NoError(t, err)
 	require.Equal(t, `{"model":"llama3","messages":[{"role":"system","content":"sys"},{"role":"user","content":"q","images":["AAA="]}],"stream":false,"options":{"num_predict":2,"temperature":0.5}}`, string(got))
 	require.Equal(t, "max_tokens", gjson.GetBytes(res.Body, "stop_reason").Str)
 	require.Equal(t, "hi there", gjson.GetBytes(res.Body, "content.0.text").Str)
-	require.Equal(t, provider.Usage{PromptTokens: 7, CompletionTokens: 2}, res.Usage)
+	require.Equal(t, format.Usage{PromptTokens: 7, CompletionTokens: 2}, res.Usage)
 
-	st, err := c.Stream(context.Background(), d, provider.FormatChat, []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"q"}]}`))
+	st, err := c.Stream(context.Background(), d, format.FormatChat, []byte(`{"model":"grp","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"q"}]}`))
 	require.NoError(t, err)
 	var all strings.Builder
 	for {
@@ -63,6 +64,6 @@ func TestOllamaWire(t *testing.T) {
 	require.Contains(t, s, `"finish_reason":"tool_calls"`)
 	require.Contains(t, s, `"prompt_tokens":7,"completion_tokens":3`)
 
-	_, err = c.Do(context.Background(), d, provider.FormatImages, []byte(`{"model":"grp","prompt":"x"}`))
+	_, err = c.Do(context.Background(), d, format.FormatImages, []byte(`{"model":"grp","prompt":"x"}`))
 	require.ErrorContains(t, err, "/images/generations not supported by provider ollama")
 }

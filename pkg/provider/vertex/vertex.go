@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lockstep/pkg/format"
 	"net/http"
 	"net/url"
 	"os"
@@ -143,16 +144,16 @@ func (v *vertexSigner) Sign(_ context.Context, req *http.Request, _ []byte) erro
 	if v.adc != nil {
 		var err error
 		if ts, err = v.adc.Get(); err != nil {
-			return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "vertex_ai: no credentials: set litellm_params.vertex_credentials or Application Default Credentials: " + err.Error()}
+			return &format.UpstreamError{Status: 401, Type: "authentication_error", Message: "vertex_ai: no credentials: set litellm_params.vertex_credentials or Application Default Credentials: " + err.Error()}
 		}
 	}
 	tok, err := ts.Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
-			return &provider.UpstreamError{Status: 401, Type: "authentication_error", Message: "vertex_ai: access token refused: " + err.Error()}
+			return &format.UpstreamError{Status: 401, Type: "authentication_error", Message: "vertex_ai: access token refused: " + err.Error()}
 		}
-		return &provider.UpstreamError{Status: 502, Message: "vertex_ai: get access token: " + err.Error(), Retryable: true}
+		return &format.UpstreamError{Status: 502, Message: "vertex_ai: get access token: " + err.Error(), Retryable: true}
 	}
 	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	return nil
@@ -187,10 +188,10 @@ func (v vertexEmbed) Calls(_ *provider.Deployment, r *provider.EmbedRequest) ([]
 				b = append(b, ',')
 			}
 			b = append(b, `{"content":`...)
-			b = provider.AppendJSONString(b, t)
+			b = format.AppendJSONString(b, t)
 			if r.TaskType() != "" {
 				b = append(b, `,"task_type":`...)
-				b = provider.AppendJSONString(b, r.TaskType())
+				b = format.AppendJSONString(b, r.TaskType())
 			}
 			b = append(b, '}')
 		}

@@ -1,4 +1,4 @@
-package provider
+package format
 
 import (
 	"strconv"
@@ -10,8 +10,8 @@ import (
 // OpenAI's {"error": {"code": "context_length_exceeded" | "content_policy_violation" |
 // "rate_limit_exceeded" | ...}} (a string; a number, as some OpenAI-compatible servers send,
 // is kept as its decimal text). Anthropic's errors carry no code (their error.type says it).
-func errorCode(body []byte) string {
-	if len(body) == 0 || !validJSON(body) {
+func ErrorCode(body []byte) string {
+	if len(body) == 0 || !ValidJSON(body) {
 		return ""
 	}
 	c := gjson.GetBytes(body, "error.code")

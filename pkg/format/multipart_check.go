@@ -1,4 +1,4 @@
-package provider
+package format
 
 import (
 	"bytes"
@@ -18,9 +18,9 @@ import (
 // `malformed multipart body: part <i>: <reason>` for a part whose name readers may disagree on
 // (partNameError), or what makes the body not a multipart form.
 func CheckMultipart(body []byte) error {
-	boundary := multipartBoundary(body)
+	boundary := MultipartBoundary(body)
 	if boundary == "" {
-		return badRequest("request body is not multipart/form-data")
+		return BadRequest("request body is not multipart/form-data")
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	var seenModel, seenText bool
@@ -31,10 +31,10 @@ func CheckMultipart(body []byte) error {
 			return nil
 		}
 		if err != nil {
-			return badRequest("malformed multipart body: %v", err)
+			return BadRequest("malformed multipart body: %v", err)
 		}
 		if err := partNameError(p.Header); err != "" {
-			return badRequest("malformed multipart body: part %d: %s", part, err)
+			return BadRequest("malformed multipart body: part %d: %s", part, err)
 		}
 		part++
 		name := p.FormName()
@@ -48,10 +48,10 @@ func CheckMultipart(body []byte) error {
 			continue
 		}
 		if p.FileName() != "" {
-			return badRequest("form field %q must not be a file", name)
+			return BadRequest("form field %q must not be a file", name)
 		}
 		if *seen {
-			return badRequest("duplicate form field %q", name)
+			return BadRequest("duplicate form field %q", name)
 		}
 		*seen = true
 	}

@@ -1,8 +1,10 @@
-package provider
+package format
 
-import "github.com/tidwall/gjson"
+import (
+	"github.com/tidwall/gjson"
+)
 
-func usageFrom(f Format, u gjson.Result) Usage {
+func UsageFrom(f Format, u gjson.Result) Usage {
 	switch f {
 	case FormatResponses:
 		return Usage{PromptTokens: u.Get("input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
@@ -21,7 +23,7 @@ func usageFrom(f Format, u gjson.Result) Usage {
 // field.
 func AddStreamUsage(f Format, data []byte, u *Usage) {
 	for pos := 0; pos < len(data); {
-		n := sseFrameLen(data[pos:])
+		n := SSEFrameLen(data[pos:])
 		frame := data[pos : pos+n]
 		pos += n
 		i := indexData(frame)
@@ -46,7 +48,7 @@ func AddStreamUsage(f Format, data []byte, u *Usage) {
 		if !r.IsObject() {
 			continue
 		}
-		got := usageFrom(f, r)
+		got := UsageFrom(f, r)
 		if got.PromptTokens > 0 {
 			u.PromptTokens = got.PromptTokens
 		}
@@ -74,7 +76,35 @@ func indexData(frame []byte) int {
 	return -1
 }
 
-// AnswerText is the assistant text of an answer in format f: the first choice's content
-// (chat), the text blocks (messages), the message items' output_text (responses); "" for
-// embeddings.
-func AnswerText(f Format, body []byte) string { return answerText(f, body) }
+// Usage is the token usage of one call in OpenAI's sense: PromptTokens counts every input
+// token, cached ones included (Anthropic's input_tokens + cache reads + cache writes, Gemini's
+// promptTokenCount, Bedrock's inputTokens, Ollama's prompt_eval_count); CompletionTokens the
+// generated ones.
+type Usage struct {
+	PromptTokens, CompletionTokens int64
+}
+
+// answerUsage reads the token usage of a passed-through answer in format f: chat, completions
+// and embeddings usage.prompt_tokens/completion_tokens, responses usage.input_tokens/
+// output_tokens, messages usage.input_tokens (+ cache reads and writes)/output_tokens.
+func AnswerUsage(f Format, body []byte) Usage {
+	if len(body) == 0 || body[0] != '{' {
+		return Usage{}
+	}
+	u := gjson.Get(bytesView(body), "usage")
+	if !u.IsObject() {
+		return Usage{}
+	}
+	switch f {
+	case FormatMessages:
+		return Usage{PromptTokens: u.Get("input_tokens").Int() + u.Get("cache_read_input_tokens").Int() + u.Get("cache_creation_input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
+	case FormatResponses, FormatTranscriptions:
+		return Usage{PromptTokens: u.Get("input_tokens").Int(), CompletionTokens: u.Get("output_tokens").Int()}
+	}
+	return Usage{PromptTokens: u.Get("prompt_tokens").Int(), CompletionTokens: u.Get("completion_tokens").Int()}
+}
+
+// StreamRequested reports whether a request body asks for streaming ("stream": true).
+func StreamRequested(body []byte) bool {
+	return gjson.Get(bytesView(body), "stream").Type == gjson.True
+}

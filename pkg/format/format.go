@@ -1,21 +1,12 @@
-// Package provider calls upstream LLM APIs on behalf of the gateway and translates between
-// the wire formats clients speak and the ones upstreams serve.
-//
-// Four translatable inbound formats exist (see [Format]): OpenAI Chat Completions, OpenAI
-// Responses, Anthropic Messages and OpenAI Embeddings; completions, images, moderations and audio
-// are passed through to OpenAI-compatible upstreams only. Upstreams speak the OpenAI API (openai,
-// azure and the OpenAI-compatible providers), the Anthropic Messages API (anthropic, Claude on
-// vertex_ai), or a native API translated here: Gemini generateContent (gemini, vertex_ai),
-// Bedrock Converse (bedrock), Ollama /api/chat (ollama). When the inbound format is one
-// the upstream serves natively, the request is passed through: only the "model" value is
-// replaced, by a byte edit, and answers (streamed SSE frames included) are forwarded verbatim.
-// Otherwise the request is translated into the upstream's format and the answer back, streams
-// event by event, following LiteLLM's translations (litellm/llms/anthropic/chat/transformation.py
-// and litellm/llms/anthropic/experimental_pass_through/, litellm/responses/litellm_completion_transformation/).
-//
-// Deployments come from a model row's litellm_params (see [NewDeployment]); a deployment with a
-// mock_response answers locally in the inbound format without any network call.
-package provider
+// Package format holds the client wire formats the gateway serves, around the error and
+// usage types every format shares: the route formats ([Format]: OpenAI Chat Completions,
+// Responses, Anthropic Messages, Embeddings and the passed-through ones), the guardrail text
+// locations of each ([MapRequestText], [MapResponseText], [MapStreamText]), usage extraction
+// ([AnswerUsage], [AddStreamUsage]), per-format error bodies and stream error events
+// ([ErrorEvent]), multipart/form-data bodies (transcriptions), and the JSON byte-edit helpers
+// they share. pkg/provider (transport, deployments, translation) imports it; it imports no
+// gateway package but jsonscan.
+package format
 
 import "strings"
 
@@ -47,8 +38,8 @@ const (
 
 	// formatNative is the upstream's own API when it is none of the above (Gemini, Bedrock
 	// Converse, Ollama): every inbound format is translated to and from it.
-	formatNative
-	numFormats
+	FormatNative
+	NumFormats
 )
 
 // Formats lists every inbound format, in route order.
@@ -58,7 +49,7 @@ var Formats = []Format{FormatChat, FormatResponses, FormatMessages, FormatEmbedd
 // Passthrough reports whether f is only ever passed through to an OpenAI-compatible upstream
 // (its body edited in "model" only), never translated: completions, images, moderations and
 // audio.
-func (f Format) Passthrough() bool { return f >= FormatCompletions && f < formatNative }
+func (f Format) Passthrough() bool { return f >= FormatCompletions && f < FormatNative }
 
 // Streams reports whether requests of format f may ask for "stream": true.
 func (f Format) Streams() bool {

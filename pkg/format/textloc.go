@@ -1,4 +1,4 @@
-package provider
+package format
 
 import (
 	"bytes"
@@ -116,7 +116,7 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 		return mapMultipartText(body, fn)
 	}
 	if jsonscan.Check(body) != nil {
-		return nil, badRequest("request body is not valid JSON")
+		return nil, BadRequest("request body is not valid JSON")
 	}
 	w := walker{fn: fn}
 	root := gjson.Parse(bytesView(body))
@@ -178,7 +178,7 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	return applyEdits(body, w.edits), nil
+	return ApplyEdits(body, w.edits), nil
 }
 
 // MapResponseText rewrites every text of a non-streamed answer in format f (every choice, tool
@@ -187,7 +187,7 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 // JSON — response_format text, srt or vtt — is one text); an error from fn is returned as is.
 // Used by post_call guardrails.
 func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
-	if f == FormatTranscriptions && len(body) > 0 && (!validJSON(body) || !gjson.ParseBytes(body).IsObject()) {
+	if f == FormatTranscriptions && len(body) > 0 && (!ValidJSON(body) || !gjson.ParseBytes(body).IsObject()) {
 		out, err := fn(Text{Value: string(body), Answer: true})
 		if err != nil {
 			return nil, err
@@ -197,7 +197,7 @@ func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
 		}
 		return []byte(out), nil
 	}
-	if !validJSON(body) {
+	if !ValidJSON(body) {
 		return body, nil
 	}
 	w := walker{fn: fn}
@@ -205,7 +205,7 @@ func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	return applyEdits(body, w.edits), nil
+	return ApplyEdits(body, w.edits), nil
 }
 
 // MapStreamText rewrites every text carried or repeated by the SSE frames in data (one or more
@@ -217,7 +217,7 @@ func MapResponseText(f Format, body []byte, fn TextFunc) ([]byte, error) {
 func MapStreamText(f Format, data []byte, fn TextFunc) ([]byte, error) {
 	var out []byte // nil until a frame changes
 	for pos := 0; pos < len(data); {
-		n := sseFrameLen(data[pos:])
+		n := SSEFrameLen(data[pos:])
 		frame := data[pos : pos+n]
 		nf, err := mapFrame(f, frame, fn)
 		if err != nil {
@@ -241,7 +241,7 @@ func MapStreamText(f Format, data []byte, fn TextFunc) ([]byte, error) {
 }
 
 // sseFrameLen is the length of the first frame of b, its terminating blank line included.
-func sseFrameLen(b []byte) int {
+func SSEFrameLen(b []byte) int {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
@@ -287,7 +287,7 @@ func mapFrame(f Format, frame []byte, fn TextFunc) ([]byte, error) {
 			lines++
 		}
 	}
-	if len(data) == 0 || data[0] != '{' || !validJSON(data) {
+	if len(data) == 0 || data[0] != '{' || !ValidJSON(data) {
 		return nil, nil
 	}
 	root := gjson.Parse(bytesView(data))
@@ -299,7 +299,7 @@ func mapFrame(f Format, frame []byte, fn TextFunc) ([]byte, error) {
 	if len(w.edits) == 0 {
 		return nil, nil
 	}
-	nd := applyEdits(data, w.edits)
+	nd := ApplyEdits(data, w.edits)
 	b := make([]byte, 0, len(nd)+len(event)+16)
 	if len(event) > 0 {
 		b = append(b, "event: "...)
@@ -314,7 +314,7 @@ func mapFrame(f Format, frame []byte, fn TextFunc) ([]byte, error) {
 // walker collects the edits fn asks for on one JSON document.
 type walker struct {
 	fn    TextFunc
-	edits []edit
+	edits []Edit
 	err   error
 }
 
@@ -330,7 +330,7 @@ func (w *walker) visit(v gjson.Result, t Text) {
 		return
 	}
 	if out != v.Str {
-		w.edits = append(w.edits, edit{start: v.Index, end: v.Index + len(v.Raw), text: out})
+		w.edits = append(w.edits, Edit{Start: v.Index, End: v.Index + len(v.Raw), Text: out})
 	}
 }
 
@@ -389,7 +389,7 @@ func (w *walker) args(v gjson.Result) {
 		return
 	}
 	if len(sub.edits) > 0 {
-		w.edits = append(w.edits, edit{start: v.Index, end: v.Index + len(v.Raw), text: string(applyEdits(inner, sub.edits))})
+		w.edits = append(w.edits, Edit{Start: v.Index, End: v.Index + len(v.Raw), Text: string(ApplyEdits(inner, sub.edits))})
 	}
 }
 

@@ -1,4 +1,4 @@
-package provider
+package format
 
 import (
 	"errors"
@@ -21,18 +21,18 @@ func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(
 // gjson.ValidBytes, which recurses once per nesting level, so that 12 MiB of "[" in text the
 // gateway checks (tool-call arguments or a tool result inside a client's body, an upstream's
 // answer) is a fatal stack overflow of the whole replica, which recover cannot catch.
-func validJSON(b []byte) bool { return jsonscan.CheckNesting(b) == nil }
+func ValidJSON(b []byte) bool { return jsonscan.CheckNesting(b) == nil }
 
 // validJSONString is validJSON of s, without copying it.
-func validJSONString(s string) bool {
-	return validJSON(unsafe.Slice(unsafe.StringData(s), len(s)))
+func ValidJSONString(s string) bool {
+	return ValidJSON(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string literal (RFC 8259 §7). Control characters,
 // quote and backslash are escaped, as are U+2028/U+2029; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -80,36 +80,36 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
+func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 
 // edit replaces body[start:end] by the JSON string literal of text.
-type edit struct {
-	start, end int
-	text       string
+type Edit struct {
+	Start, End int
+	Text       string
 }
 
 // applyEdits applies edits (not overlapping; in any order: they are sorted by start here, as
 // walkers may visit a body's members in another order than they are written, e.g. a Responses
 // request's "instructions" before an earlier "input") in one copy. No edits → body.
-func applyEdits(body []byte, edits []edit) []byte {
+func ApplyEdits(body []byte, edits []Edit) []byte {
 	if len(edits) == 0 {
 		return body
 	}
-	cmp := func(a, b edit) int { return a.start - b.start }
+	cmp := func(a, b Edit) int { return a.Start - b.Start }
 	if !slices.IsSortedFunc(edits, cmp) {
 		edits = slices.Clone(edits)
 		slices.SortFunc(edits, cmp)
 	}
 	n := len(body)
 	for _, e := range edits {
-		n += len(e.text) + 2 - (e.end - e.start)
+		n += len(e.Text) + 2 - (e.End - e.Start)
 	}
 	out := make([]byte, 0, n+16)
 	prev := 0
 	for _, e := range edits {
-		out = append(out, body[prev:e.start]...)
-		out = appendJSONString(out, e.text)
-		prev = e.end
+		out = append(out, body[prev:e.Start]...)
+		out = AppendJSONString(out, e.Text)
+		prev = e.End
 	}
 	return append(out, body[prev:]...)
 }
@@ -136,7 +136,7 @@ func RewriteModel(body []byte, model string) ([]byte, error) {
 		}
 		out := make([]byte, 0, len(body)-len(r.Raw)+len(model)+2)
 		out = append(out, body[:r.Index]...)
-		out = appendJSONString(out, model)
+		out = AppendJSONString(out, model)
 		return append(out, body[r.Index+len(r.Raw):]...), nil
 	}
 	// Insert `"model":"…",` right after the opening brace (no comma for an empty object).
@@ -152,7 +152,7 @@ func RewriteModel(body []byte, model string) ([]byte, error) {
 	out := make([]byte, 0, len(body)+len(model)+12)
 	out = append(out, body[:i+1]...)
 	out = append(out, `"model":`...)
-	out = appendJSONString(out, model)
+	out = AppendJSONString(out, model)
 	if !empty {
 		out = append(out, ',')
 	}
@@ -160,7 +160,7 @@ func RewriteModel(body []byte, model string) ([]byte, error) {
 }
 
 // setBool sets a top-level boolean member (used for "stream"), by byte edit like RewriteModel.
-func setBool(body []byte, key string, v bool) []byte {
+func SetBool(body []byte, key string, v bool) []byte {
 	lit := "false"
 	if v {
 		lit = "true"
@@ -184,7 +184,7 @@ func setBool(body []byte, key string, v bool) []byte {
 	}
 	out := make([]byte, 0, len(body)+len(key)+10)
 	out = append(out, body[:i+1]...)
-	out = appendJSONString(out, key)
+	out = AppendJSONString(out, key)
 	out = append(out, ':')
 	out = append(out, lit...)
 	rest := body[i+1:]

@@ -1,4 +1,4 @@
-package provider
+package format
 
 import (
 	"strconv"
@@ -65,9 +65,9 @@ func RequestText(in Format, body []byte) string {
 func ChatRequest(model, text string) []byte {
 	b := make([]byte, 0, 64+len(model)+len(text))
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, model)
+	b = AppendJSONString(b, model)
 	b = append(b, `,"messages":[{"role":"user","content":`...)
-	b = appendJSONString(b, text)
+	b = AppendJSONString(b, text)
 	return append(b, "}]}"...)
 }
 
@@ -82,7 +82,7 @@ func ChatRequest(model, text string) []byte {
 //	messages:         event: error / data: {"type": "error", "error": {"type", "message"}}
 //	                  (Anthropic's mid-stream error event, e.g. overloaded_error)
 func ErrorEvent(f Format, status int, message string) []byte {
-	return appendErrorEvent(nil, f, status, "", message)
+	return AppendErrorEvent(nil, f, status, "", message)
 }
 
 // ErrorEventOf is [ErrorEvent] with the error type given: typ is the type the same error gets
@@ -90,35 +90,35 @@ func ErrorEvent(f Format, status int, message string) []byte {
 // ("" = the status' type). In the messages format an OpenAI type becomes Anthropic's
 // ([AnthropicType]).
 func ErrorEventOf(f Format, status int, typ, message string) []byte {
-	return appendErrorEvent(nil, f, status, typ, message)
+	return AppendErrorEvent(nil, f, status, typ, message)
 }
 
-func appendErrorEvent(b []byte, f Format, status int, typ, message string) []byte {
+func AppendErrorEvent(b []byte, f Format, status int, typ, message string) []byte {
 	switch f {
 	case FormatMessages:
-		b = appendEvent(b, "error")
+		b = AppendEvent(b, "error")
 		b = append(b, `{"type":"error","error":{"type":`...)
-		b = appendJSONString(b, AnthropicType(status, typ))
+		b = AppendJSONString(b, AnthropicType(status, typ))
 		b = append(b, `,"message":`...)
-		b = appendJSONString(b, message)
+		b = AppendJSONString(b, message)
 		return append(b, "}}\n\n"...)
 	case FormatResponses:
-		b = appendEvent(b, "error")
+		b = AppendEvent(b, "error")
 		b = append(b, `{"type":"error","code":`...)
-		b = appendJSONString(b, strconv.Itoa(status))
+		b = AppendJSONString(b, strconv.Itoa(status))
 		b = append(b, `,"message":`...)
-		b = appendJSONString(b, message)
+		b = AppendJSONString(b, message)
 		return append(b, `,"param":null,"sequence_number":0}`+"\n\n"...)
 	}
 	if typ == "" {
 		typ = ErrorType(status)
 	}
 	b = append(b, `data: {"error":{"message":`...)
-	b = appendJSONString(b, message)
+	b = AppendJSONString(b, message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, typ)
+	b = AppendJSONString(b, typ)
 	b = append(b, `,"param":null,"code":`...)
-	b = appendJSONString(b, strconv.Itoa(status))
+	b = AppendJSONString(b, strconv.Itoa(status))
 	return append(b, "}}\n\n"...)
 }
 
@@ -201,4 +201,11 @@ func AnthropicErrorType(status int) string {
 		return "invalid_request_error"
 	}
 	return "api_error"
+}
+
+func AppendEvent(b []byte, event string) []byte {
+	b = append(b, "event: "...)
+	b = append(b, event...)
+	b = append(b, "\ndata: "...)
+	return b
 }

@@ -1,0 +1,180 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+
+	"lockstep/pkg/access"
+	"lockstep/pkg/catalogue"
+	"lockstep/pkg/keys"
+)
+
+// A virtual key's access fields (LiteLLM's allowed_routes, key_type, object_permission,
+// allowed_cache_controls, permissions, rpm_limit_type / tpm_limit_type; the team's
+// object_permission and team_member_key_duration), checked when written and enforced here on
+// every replica from the key and team as the registries hold them (pkg/access).
+
+// checkAccessKind validates the value of a catalogue field of an access kind (see
+// catalogue.Kind) before anything is stored: a 400 naming the field and what is wrong.
+func checkAccessKind(name string, k catalogue.Kind, raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	switch k {
+	case catalogue.ObjectPermission:
+		err := access.CheckObjectPermission(raw)
+		if ny := (*access.NotYetError)(nil); errors.As(err, &ny) {
+			return notYetField(ny.Field)
+		}
+		if err != nil {
+			return badRequest("%v", err)
+		}
+	case catalogue.KeyType:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return badRequest("%s must be one of 'llm_api', 'management', 'read_only', 'default'", name)
+		}
+		if _, ok := access.KeyTypeRoutes(s); !ok {
+			return badRequest("%s must be one of 'llm_api', 'management', 'read_only', 'default', got %q", name, s)
+		}
+	case catalogue.LimitType:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return badRequest("%s must be one of 'guaranteed_throughput', 'best_effort_throughput', 'dynamic'", name)
+		}
+		switch s {
+		case "best_effort_throughput":
+		case "guaranteed_throughput", "dynamic":
+			// LiteLLM reserves (guaranteed) or lends (dynamic) a model's capacity across keys
+			// (parallel_request_limiter_v3); lockstep's limiter does neither yet
+			return notYetField(name)
+		default:
+			return badRequest("%s must be one of 'guaranteed_throughput', 'best_effort_throughput', 'dynamic', got %q", name, s)
+		}
+	case catalogue.Duration:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return badRequest("%s must be a duration string (\"30s\", \"1h\", \"30d\", \"1mo\")", name)
+		}
+		if s == "" {
+			return nil
+		}
+		if _, err := keys.ParseDuration(s); err != nil {
+			return badRequest("%s: %v", name, err)
+		}
+	case catalogue.KeyRoutes:
+		var l []string
+		if json.Unmarshal(raw, &l) != nil {
+			return badRequest("%s must be a list of key management routes ([\"/key/generate\", \"/key/update\"])", name)
+		}
+		for _, r := range l {
+			if !access.IsKeyManagementRoute(r) {
+				return badRequest("%s: %q is not one of LiteLLM's key management routes", name, r)
+			}
+		}
+	case catalogue.Permissions:
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return badRequest("%s must be an object ({\"get_spend_routes\": true})", name)
+		}
+		// LiteLLM's hooks read other members as per-key switches (a guardrail's name: false
+		// turns it off; pii, output_parse_pii, enable_llm_guard_check, allow_pii_decode, ...):
+		// lockstep enforces none of them yet, so each is refused rather than kept and ignored
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			v := m[n]
+			if n != "get_spend_routes" {
+				if !isNull(v) {
+					return notYetField(name + "." + n)
+				}
+				continue
+			}
+			if string(v) != "true" && string(v) != "false" && !isNull(v) {
+				return badRequest("%s.get_spend_routes must be true or false, got %s", name, v)
+			}
+		}
+	}
+	return nil
+}
+
+// applyKeyType turns a /key/generate's key_type into the key's allowed_routes, as LiteLLM's
+// handle_key_type: llm_api → ["llm_api_routes"], management → ["management_routes"],
+// read_only → ["info_routes"] (each replacing any allowed_routes given); default leaves
+// allowed_routes as given. key_type itself is not kept (LiteLLM pops it).
+func applyKeyType(extra map[string]json.RawMessage) {
+	raw, ok := extra["key_type"]
+	if !ok {
+		return
+	}
+	delete(extra, "key_type")
+	var s string
+	_ = json.Unmarshal(raw, &s) // checked by checkAccessKind
+	if routes, _ := access.KeyTypeRoutes(s); routes != nil {
+		b, _ := json.Marshal(routes)
+		extra["allowed_routes"] = b
+	}
+}
+
+// routeAllowed refuses a virtual key calling a route its allowed_routes does not allow, with
+// LiteLLM's 403 (route_checks.py is_virtual_key_allowed_to_call_route; path is the request's
+// path, as LiteLLM quotes it).
+func routeAllowed(k *keys.Key, path string) error {
+	if k == nil || len(k.AllowedRoutes) == 0 || access.RouteAllowed(k.AllowedRoutes, path) {
+		return nil
+	}
+	return authErr(http.StatusForbidden, access.RouteRefusal(k.AllowedRoutes, path))
+}
+
+// agentAllowed refuses an A2A call (or card) of an agent outside the key's or its team's
+// object_permission.agents with LiteLLM's 403 `Access denied to agent: <agent_id>`. Only a key
+// restricted by either resolves the agent here; an agent that does not resolve is left to the
+// A2A handler's own not-found answer.
+func (s *Server) agentAllowed(c echo.Context, who principal) error {
+	var teamAgents []string
+	if who.team != nil && who.team.Fields.ObjectPermission != nil {
+		teamAgents = who.team.Fields.ObjectPermission.Agents
+	}
+	if who.key == nil || (len(who.key.Agents) == 0 && len(teamAgents) == 0) {
+		return nil
+	}
+	ag, err := agentResolver{s}.ResolveAgent(c.Request().Context(), agentParam(c))
+	if err != nil || ag == nil {
+		return nil
+	}
+	if access.AgentAllowed(who.key.Agents, teamAgents, ag.ID, ag.Name) {
+		return nil
+	}
+	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))
+}
+
+// checkCacheControls refuses a call whose body's "cache" object sets a control the key's
+// allowed_cache_controls does not list, with LiteLLM's 403 (hooks/cache_control_check.py):
+//
+//	Not allowed to set no-cache as a cache control. Contact admin to change permissions.
+func checkCacheControls(allowed []string, body []byte) error {
+	cache := gjson.GetBytes(body, "cache")
+	if !cache.IsObject() {
+		return nil
+	}
+	var refused error
+	cache.ForEach(func(k, _ gjson.Result) bool {
+		for _, a := range allowed {
+			if a == k.String() {
+				return true
+			}
+		}
+		refused = &Error{Status: http.StatusForbidden, Type: statusType(http.StatusForbidden),
+			Message: "Not allowed to set " + k.String() + " as a cache control. Contact admin to change permissions."}
+		return false
+	})
+	return refused
+}
