@@ -55,6 +55,7 @@ func built[T any](row store.Row) (T, error, bool) {
 func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(entries)/parallelBuild))
 	idShard := make([]uint8, len(entries))
+	names := make([][]string, len(entries)) // each entry's names, for this fill only
 	per := make([][shards]int, workers) // per worker: entries per id shard, then names per name shard
 	var wg sync.WaitGroup
 	chunk := (len(entries) + workers - 1) / workers
@@ -67,9 +68,7 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 				s := shardOf(e.ID)
 				idShard[i] = uint8(s)
 				per[w][s]++
-				if c.r.opts.Names != nil {
-					e.names = c.r.opts.Names(e)
-				}
+				names[i] = c.r.namesOf(e)
 			}
 		}()
 	}
@@ -101,7 +100,7 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 					}
 					m[e.ID] = e
 				}
-				for _, n := range e.names {
+				for _, n := range names[i] {
 					if s := shardOf(n); s%workers == w {
 						c.next.names[s][n] = append(c.next.names[s][n], e)
 					}
@@ -113,15 +112,12 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	for _, d := range dup {
 		if d {
 			c.next, c.idsCopied, c.namesCopied = Snapshot[T]{}, [shards]bool{}, [shards]bool{}
-			for _, e := range entries {
-				e.names = nil
-			}
 			return false
 		}
 	}
 	c.next.n = len(entries)
-	for _, e := range entries {
-		c.names = append(append(c.names, e.names...), e.ID)
+	for i, e := range entries {
+		c.names = append(append(c.names, names[i]...), e.ID)
 	}
 	c.dirty = len(entries) > 0
 	return true
