@@ -11,6 +11,7 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/api"
+	"lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
@@ -33,7 +34,7 @@ func BenchmarkProxied(b *testing.B) {
 	}
 	defer up.Close()
 	models := registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names})
-	guardrails := registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: guardrail.BuildRow, Names: api.GuardrailNames})
+	guardrails := registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: guardrail.BuildRow, Names: call.GuardrailNames})
 	agents := registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: a2a.BuildRow, Names: api.AgentNames})
 	vkeys := registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow})
 	deps := map[string]*router.Deployment{}

@@ -25,7 +25,9 @@ import (
 
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
+	"lockstep/pkg/admin"
 	"lockstep/pkg/api"
+	"lockstep/pkg/call"
 	"lockstep/pkg/cluster"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
@@ -368,7 +370,7 @@ func serve(ctx context.Context, args []string) error {
 		defer tracker.Stop()
 	}
 	srv := api.New(api.Deps{
-		ReplicaID: replicaID, MasterKey: master, Store: st, Syncer: syncer, Cluster: view, Router: rt, Client: client,
+		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
 		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
@@ -446,7 +448,7 @@ func add[T any](r *registries, typ store.ObjectType, build func(store.Row) (T, e
 func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto readthrough.Options, log zerolog.Logger, models router.Builder) *registries {
 	r := &registries{st: st, supported: supported, rto: rto, log: log}
 	r.models = add(r, store.Model, models.BuildRow, router.Names)
-	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, api.GuardrailNames)
+	r.guardrails = add(r, store.Guardrail, guardrail.BuildRow, call.GuardrailNames)
 	r.agents = add(r, store.Agent, a2a.BuildRow, api.AgentNames)
 	r.keys = add(r, store.Key, keys.BuildRow, nil)
 	r.orgs = add(r, store.Organization, accounts.BuildOrganizationRow, nil)

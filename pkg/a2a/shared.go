@@ -46,7 +46,7 @@ type StoredTask struct {
 	Updated time.Time
 }
 
-// SharedTasks is the shared task table (implemented over pkg/store by pkg/api).
+// SharedTasks is the shared task table (PGTasks implements it over pkg/store).
 type SharedTasks interface {
 	SaveTask(ctx context.Context, t StoredTask) error
 	// LoadTask returns found=false when there is no such task.

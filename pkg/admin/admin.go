@@ -164,8 +164,17 @@ func (noDB) ListUsers(context.Context, store.UserFilter, int, int) ([]store.Row,
 	return nil, 0, errNoDB
 }
 
-// PG adapts *store.Store to Store.
-func PG(s *store.Store) Store {
+// Database is Postgres as a replica's API uses it: the management store (Store: its
+// transactions and reads) and the spend routes' reads (GET /spend/logs, an owner's spend).
+// PG adapts *store.Store; nil: no database.
+type Database interface {
+	Store
+	SpendLogs(ctx context.Context, token string, start, end time.Time, limit int) ([]SpendLog, error)
+	GetKeySpend(ctx context.Context, tokens []string) (map[string]KeySpend, error)
+}
+
+// PG adapts *store.Store to Database (nil: nil).
+func PG(s *store.Store) Database {
 	if s == nil {
 		return nil
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	mgmt "lockstep/pkg/admin"
-	"lockstep/pkg/store"
 )
 
 func (s *Server) accessGroupRoutes() {
@@ -50,7 +49,7 @@ func nonNil(s []string) []string {
 // 400 empty name or selection, unknown models ("Model(s) not found: a, b", after a
 // read-through), config-only models; 409 when the group exists.
 func (s *Server) accessGroupNew(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	var req mgmt.AccessGroupRequest
@@ -68,7 +67,7 @@ func (s *Server) accessGroupNew(c echo.Context) error {
 // group's membership becomes exactly the selection (deployments no longer selected are untagged).
 // Same answer and 400s as /access_group/new; 404 when the group does not exist.
 func (s *Server) accessGroupUpdate(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	group, err := groupParam(c)
@@ -89,7 +88,7 @@ func (s *Server) accessGroupUpdate(c echo.Context) error {
 // accessGroupDelete: DELETE /access_group/{g}/delete — untags every DB deployment →
 // {"access_group", "models_updated", "message"}; 404 when the group does not exist.
 func (s *Server) accessGroupDelete(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	group, err := groupParam(c)
@@ -109,7 +108,7 @@ func (s *Server) accessGroupDelete(c echo.Context) error {
 // accessGroupList: GET /access_group/list → {"access_groups": [{"access_group", "model_names",
 // "model_ids", "deployment_count"}]} sorted by name (LiteLLM's ListAccessGroupsResponse, plus ids).
 func (s *Server) accessGroupList(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	groups, err := s.mgmt.AccessGroups(c.Request().Context())
@@ -127,7 +126,7 @@ func (s *Server) accessGroupList(c echo.Context) error {
 // accessGroupInfo: GET /access_group/{g}/info → {"access_group", "model_names", "model_ids",
 // "deployment_count"}; 404 when no DB deployment carries the group.
 func (s *Server) accessGroupInfo(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	group, err := groupParam(c)

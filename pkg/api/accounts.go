@@ -14,7 +14,6 @@ import (
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/catalogue"
-	"lockstep/pkg/store"
 )
 
 // Teams, internal users, organizations and end users (LiteLLM's /team/*, /user/*,
@@ -97,7 +96,7 @@ func (s *Server) accountRoutes() {
 // accountJSON is the answer for an account row: the row's columns (LiteLLM's names) plus its
 // spend (0 until spend is tracked at that level).
 // accountOK answers 200 with the account row as accountJSON renders it.
-func (s *Server) accountOK(c echo.Context, row store.Row) error {
+func (s *Server) accountOK(c echo.Context, row mgmt.Row) error {
 	out, err := s.accountJSON(row)
 	if err != nil {
 		return err
@@ -105,7 +104,7 @@ func (s *Server) accountOK(c echo.Context, row store.Row) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) accountJSON(r store.Row) (map[string]any, error) {
+func (s *Server) accountJSON(r mgmt.Row) (map[string]any, error) {
 	var m map[string]any
 	if err := json.Unmarshal(r.Data, &m); err != nil {
 		return nil, err
@@ -136,7 +135,7 @@ func (s *Server) accountNew(k accountKind) echo.HandlerFunc {
 
 // decodeAccountNew decodes /<kind>/new: the body (with extra, route-only fields) and the
 // account's column values.
-func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (map[string]json.RawMessage, store.Values, error) {
+func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (map[string]json.RawMessage, mgmt.Values, error) {
 	if err := s.requireDB(k.Type, k.What+"s"); err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +147,7 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 	if err != nil {
 		return nil, nil, err
 	}
-	if k.Type == store.User {
+	if k.Type == mgmt.TypeUser {
 		// a new user's aliases are its auto-created key's (LiteLLM new_user passes them to
 		// generate_key_helper_fn); userNew takes them from the body
 		if a, ok := lf["aliases"]; ok {
@@ -194,7 +193,7 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if k.Type == store.Team {
+		if k.Type == mgmt.TypeTeam {
 			// LiteLLM's update_team answers {"team_id", "data": <the team>}; the team's own
 			// fields stay at the top level too
 			data, err := s.accountJSON(row)
@@ -229,7 +228,7 @@ func (s *Server) accountBlock(k accountKind, blocked bool) echo.HandlerFunc {
 // "unblocked_users": [...]}. All or nothing: an unknown id fails the call first.
 func (s *Server) endUserBlock(blocked bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := s.requireDB(store.EndUser, "end users"); err != nil {
+		if err := s.requireDB(mgmt.TypeEndUser, "end users"); err != nil {
 			return err
 		}
 		body, err := decodeFields(c, fields{"user_ids": fStrings})
@@ -265,7 +264,7 @@ func (s *Server) accountDelete(k accountKind, idsField string) echo.HandlerFunc 
 			return err
 		}
 		plural := k.What + "s"
-		if k.Type == store.EndUser {
+		if k.Type == mgmt.TypeEndUser {
 			plural = "customers"
 		}
 		return c.JSON(http.StatusOK, map[string]any{"deleted_" + plural: ids})
@@ -285,7 +284,7 @@ func (s *Server) teamMemberships(ctx context.Context, t *accounts.Team, userID s
 			continue
 		}
 		ms := map[string]any{"team_id": t.ID, "user_id": m.UserID, "budget_id": nil, "litellm_budget_table": nil,
-			"spend": s.ownerSpend(ctx, store.OwnerToken("team_member", store.TeamMemberID(t.ID, m.UserID)))}
+			"spend": s.ownerSpend(ctx, mgmt.OwnerToken("team_member", mgmt.TeamMemberID(t.ID, m.UserID)))}
 		if b, ok := t.MemberBudget(m.UserID); ok {
 			ms["budget_id"] = b.BudgetID
 			ms["litellm_budget_table"] = map[string]any{"budget_id": b.BudgetID, "max_budget": b.MaxBudget,
@@ -324,7 +323,7 @@ func (s *Server) accountList(k accountKind) echo.HandlerFunc {
 // array (LiteLLM list_team): with user_id only the teams the user is a member of, with
 // organization_id only that organization's.
 func (s *Server) teamList(c echo.Context) error {
-	if err := s.requireDB(store.Team, "teams"); err != nil {
+	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
 	uid, org := c.QueryParam("user_id"), c.QueryParam("organization_id")
@@ -351,7 +350,7 @@ func (s *Server) teamList(c echo.Context) error {
 // page_size (1..100, default 10), user_id (teams the user is a member of), organization_id,
 // team_id, team_alias (contains, case-insensitive). A bad page or page_size: 400.
 func (s *Server) teamListV2(c echo.Context) error {
-	if err := s.requireDB(store.Team, "teams"); err != nil {
+	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
 	page, err := intQuery(c, "page", 1, 1, math.MaxInt)
@@ -415,7 +414,7 @@ func intQuery(c echo.Context, name string, def, lo, hi int) (int, error) {
 // spend, user_alias, user_role; default created_at, newest first), sort_order (asc | desc,
 // default asc). A bad parameter: 400 naming it.
 func (s *Server) userList(c echo.Context) error {
-	if err := s.requireDB(store.User, "users"); err != nil {
+	if err := s.requireDB(mgmt.TypeUser, "users"); err != nil {
 		return err
 	}
 	page, err := intQuery(c, "page", 1, 1, math.MaxInt)
@@ -426,15 +425,15 @@ func (s *Server) userList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := store.UserFilter{Role: c.QueryParam("role"), Email: c.QueryParam("user_email"), Team: c.QueryParam("team")}
+	f := mgmt.UserFilter{Role: c.QueryParam("role"), Email: c.QueryParam("user_email"), Team: c.QueryParam("team")}
 	for _, id := range strings.Split(c.QueryParam("user_ids"), ",") {
 		if id = strings.TrimSpace(id); id != "" {
 			f.UserIDs = append(f.UserIDs, id)
 		}
 	}
 	if sb := c.QueryParam("sort_by"); sb != "" {
-		if !slicesContainsStr(store.UserSortColumns, sb) {
-			return detailErr(http.StatusBadRequest, "Invalid sort column. Must be one of: %s", strings.Join(store.UserSortColumns, ", "))
+		if !slicesContainsStr(mgmt.UserSortColumns, sb) {
+			return detailErr(http.StatusBadRequest, "Invalid sort column. Must be one of: %s", strings.Join(mgmt.UserSortColumns, ", "))
 		}
 		f.SortBy = sb
 		switch strings.ToLower(c.QueryParam("sort_order")) {
@@ -462,13 +461,13 @@ func (s *Server) userList(c echo.Context) error {
 }
 
 // getAccount reads one account row for an info route: 400 without the id, 404 when unknown.
-func (s *Server) getAccount(c echo.Context, k accountKind) (store.Row, error) {
+func (s *Server) getAccount(c echo.Context, k accountKind) (mgmt.Row, error) {
 	if err := s.requireDB(k.Type, k.What+"s"); err != nil {
-		return store.Row{}, err
+		return mgmt.Row{}, err
 	}
 	id := c.QueryParam(k.infoParam)
 	if id == "" {
-		return store.Row{}, detailErr(http.StatusBadRequest, "%s query parameter is required", k.infoParam)
+		return mgmt.Row{}, detailErr(http.StatusBadRequest, "%s query parameter is required", k.infoParam)
 	}
 	return s.mgmt.Account(c.Request().Context(), k.AccountKind, id)
 }
@@ -510,7 +509,7 @@ func (s *Server) keysOf(ctx context.Context, column, id string) ([]map[string]an
 // teamInfo: GET /team/info?team_id= → {"team_id", "team_info", "keys", "team_memberships"
 // (teamMemberships)}.
 func (s *Server) teamInfo(c echo.Context) error {
-	if err := s.requireDB(store.Team, "teams"); err != nil {
+	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
 	row, err := s.mgmt.TeamAs(c.Request().Context(), mgmtCaller(caller(c)), c.QueryParam("team_id"))
@@ -536,7 +535,7 @@ func (s *Server) teamInfo(c echo.Context) error {
 // userInfo: GET /user/info?user_id= → {"user_id", "user_info", "keys", "teams"} (the teams
 // the user is a member of, each with the user's "team_memberships" in it, as LiteLLM answers).
 func (s *Server) userInfo(c echo.Context) error {
-	if err := s.requireDB(store.User, "users"); err != nil {
+	if err := s.requireDB(mgmt.TypeUser, "users"); err != nil {
 		return err
 	}
 	row, err := s.mgmt.UserAs(c.Request().Context(), mgmtCaller(caller(c)), c.QueryParam("user_id"))
@@ -638,7 +637,7 @@ func userNewTeams(body map[string]json.RawMessage) []string {
 
 // keyAliasesValue is the litellm_fields value of /user/new's auto-created key: the body's
 // aliases (nil: none given).
-func keyAliasesValue(body map[string]json.RawMessage) store.Values {
+func keyAliasesValue(body map[string]json.RawMessage) mgmt.Values {
 	a, ok := body["aliases"]
 	if !ok || isNull(a) {
 		return nil

@@ -8,14 +8,14 @@ import (
 	"lockstep/pkg/registry"
 )
 
-// newAdmin builds the management use-cases over the database (none: Store nil) and the one
+// newAdmin builds the management use-cases over the database (none: DB nil) and the one
 // list of registries, Deps.Registries, that a write is applied to.
 func newAdmin(d Deps) *mgmt.Admin {
 	sinks := make([]mgmt.Sink, 0, len(d.Registries))
 	for _, r := range d.Registries {
 		sinks = append(sinks, r)
 	}
-	return mgmt.New(mgmt.Deps{Store: mgmt.PG(d.Store), Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Supported: d.Supported, Registries: sinks, Deployments: d.Deployments})
+	return mgmt.New(mgmt.Deps{Store: d.DB, Router: d.Router, Guardrails: d.Guardrails, Agents: d.Agents, Supported: d.Supported, Registries: sinks, Deployments: d.Deployments})
 }
 
 var _ mgmt.Sink = registry.Info(nil)

@@ -3,31 +3,60 @@ package api
 import (
 	"errors"
 	"net/http"
-	"strconv"
 
 	pipeline "lockstep/pkg/call"
+)
+
+// Admitter, Ticket, CallInfo and Outcome are the limits step's contract (pkg/call).
+type (
+	Admitter = pipeline.Admitter
+	Ticket   = pipeline.Ticket
+	CallInfo = pipeline.CallInfo
+	Outcome  = pipeline.Outcome
 )
 
 // governance is the Admitter New installs when the server has a Limiter or a Spend tracker
 // (pipeline.Governance).
 func (s *Server) governance() *pipeline.Governance {
 	return &pipeline.Governance{Limiter: s.Limiter, Spend: s.Spend, MasterToken: s.masterToken, ReplicaID: s.ReplicaID,
-		NewID: s.nextSpendID, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog}
+		NewID: s.ids.Next, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog}
 }
 
 // callError is the API error of the call pipeline's typed errors (pkg/call): a model access
 // denial 401 <scope>_model_access_denied (param "model"); an unknown model 400
-// invalid_request_error (param "model"); the limits step's refusals
+// invalid_request_error (param "model"); a client input error 400 invalid_request_error; an
+// unknown guardrail 404 not_found_error; a key blocked or expired during the access
+// re-check 401 authentication_error; a missing enforced param 401 auth_error (param
+// "None"); a blocked end user 403 permission_error; a cache control the key may not set 403; the limits step's refusals
 // (pipeline.Admitter) 429 rate_limit_error (Retry-After was set by Admit), 400
-// budget_exceeded, 503 service_unavailable; nil for any other error.
+// budget_exceeded, 503 service_unavailable; nil for any other error. Every message is the
+// error's own text.
 func callError(err error) *Error {
 	var ad *pipeline.AccessDenied
 	var um *pipeline.UnknownModel
+	var in *pipeline.Invalid
+	var ug *pipeline.UnknownGuardrail
+	var ku *pipeline.KeyUnusable
+	var mp *pipeline.MissingParam
+	var eb *pipeline.EndUserBlocked
+	var cc *pipeline.CacheControlRefused
 	switch {
 	case errors.As(err, &ad):
 		return &Error{Status: http.StatusUnauthorized, Type: ad.Type(), Param: "model", Message: ad.Error()}
 	case errors.As(err, &um):
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model", Message: um.Error()}
+	case errors.As(err, &in):
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: in.Error()}
+	case errors.As(err, &ug):
+		return &Error{Status: http.StatusNotFound, Type: "not_found_error", Message: ug.Error()}
+	case errors.As(err, &ku):
+		return &Error{Status: http.StatusUnauthorized, Type: statusType(http.StatusUnauthorized), Message: ku.Error()}
+	case errors.As(err, &mp):
+		return &Error{Status: http.StatusUnauthorized, Type: "auth_error", Param: "None", Message: mp.Error()}
+	case errors.As(err, &eb):
+		return &Error{Status: http.StatusForbidden, Type: "permission_error", Message: eb.Error()}
+	case errors.As(err, &cc):
+		return &Error{Status: http.StatusForbidden, Type: statusType(http.StatusForbidden), Message: cc.Error()}
 	}
 	return admitError(err)
 }
@@ -47,10 +76,4 @@ func admitError(err error) *Error {
 		return &Error{Status: http.StatusServiceUnavailable, Type: "service_unavailable", Message: un.Error()}
 	}
 	return nil
-}
-
-// nextSpendID is a spend log's request_id: unique across replicas and restarts.
-func (s *Server) nextSpendID() string {
-	n := s.spendSeq.Add(1)
-	return s.spendPrefix + strconv.FormatInt(n, 36)
 }

@@ -6,26 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"lockstep/pkg/format"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/tidwall/sjson"
 
 	"lockstep/pkg/a2a"
 	mgmt "lockstep/pkg/admin"
 	pipeline "lockstep/pkg/call"
-	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
-	"lockstep/pkg/router"
-	"lockstep/pkg/store"
 )
 
 // agentRoutes: the agents management API (admin) and the A2A endpoints (any key), API.md
-// "Agents and A2A". The JSON-RPC and card handling is pkg/a2a's; this file supplies the
-// agent lookup (agentResolver) and the completion bridge to the router (agentCompleter).
+// "Agents and A2A". The JSON-RPC and card handling is pkg/a2a's; the agent lookup is
+// pkg/call's (pipeline.Pipeline.ResolveAgent); this file supplies the completion bridge
+// (agentCompleter): the A2A call → the pipeline → the answer, its errors in JSON-RPC codes.
 func (s *Server) agentRoutes() {
 	e := s.e
 	e.POST("/v1/agents", s.agentNew, s.auth(admin))
@@ -93,7 +89,7 @@ func agentEntryResponse(e *registry.Entry[*a2a.Agent]) (map[string]any, error) {
 // agentNew: POST /v1/agents {"agent_name", "agent_card_params", "litellm_params"} → the stored
 // agent with a new agent_id (uuid). Duplicate name or invalid definition: 400, nothing stored.
 func (s *Server) agentNew(c echo.Context) error {
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
+	if err := s.requireDB(mgmt.TypeAgent, "agents"); err != nil {
 		return err
 	}
 	var req agentRequest
@@ -116,7 +112,7 @@ func agentRowOK(c echo.Context, data []byte) error {
 }
 
 // agentDB reports whether agents are read from Postgres here.
-func (s *Server) agentDB() bool { return s.mgmt.Stored(store.Agent) }
+func (s *Server) agentDB() bool { return s.mgmt.Stored(mgmt.TypeAgent) }
 
 // agentList: GET /v1/agents → bare JSON array: config-file agents (by name), then the rows of
 // gateway.agents (by created_at). While Postgres is unreachable the DB agents this replica
@@ -172,7 +168,7 @@ func (s *Server) agentPatch(c echo.Context) error {
 	return s.agentEdit(c, s.mgmt.PatchAgent)
 }
 
-func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mgmt.AgentRequest) (store.Row, error)) error {
+func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mgmt.AgentRequest) (mgmt.Row, error)) error {
 	id := c.Param("id")
 	var req agentRequest
 	if err := decodeStrict(c, &req); err != nil {
@@ -181,7 +177,7 @@ func (s *Server) agentEdit(c echo.Context, edit func(context.Context, string, mg
 	if err := s.mgmt.EditableAgent(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
+	if err := s.requireDB(mgmt.TypeAgent, "agents"); err != nil {
 		return err
 	}
 	row, err := edit(c.Request().Context(), id, req)
@@ -198,7 +194,7 @@ func (s *Server) agentDelete(c echo.Context) error {
 	if err := s.mgmt.DeletableAgent(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Agent, "agents"); err != nil {
+	if err := s.requireDB(mgmt.TypeAgent, "agents"); err != nil {
 		return err
 	}
 	if err := s.mgmt.DeleteAgent(c.Request().Context(), id); err != nil {
@@ -236,20 +232,20 @@ func (s *Server) agentRPC(c echo.Context) error {
 		return err
 	}
 	h := c.Response().Header()
-	if k := who.key; k != nil && k.Limits.Any() && s.Limiter != nil {
+	if k := who.Key; k != nil && k.Limits.Any() && s.Limiter != nil {
 		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
 	ctx := a2a.WithOwner(req.Context(), taskOwner(who))
-	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c), a2a.Call{Caller: who, Header: req.Header, RespHeader: h})
+	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c), a2a.Call{Caller: who.Caller, Header: req.Header, RespHeader: h})
 	return nil
 }
 
 // taskOwner is who creates or asks for an A2A task (API.md: tasks answer only their
 // creator's key, or team): the key's hash and team_id, or the master key (every task).
 func taskOwner(who principal) a2a.Owner {
-	o := a2a.Owner{Admin: who.admin}
-	if who.key != nil {
-		o.Key, o.Team = who.key.Token, who.key.TeamID
+	o := a2a.Owner{Admin: who.Admin}
+	if who.Key != nil {
+		o.Key, o.Team = who.Key.Token, who.Key.TeamID
 	}
 	return o
 }
@@ -286,44 +282,9 @@ func validHost(h string) bool {
 	return h != "" && !strings.ContainsAny(h, "/\\@?# \t")
 }
 
-// agentResolver finds agents by agent_id, then agent_name, with a read-through (the AGENTS
-// budget: store.LoadByName matches either column) on a miss. It never touches the models
-// registry, so an unknown agent cannot spend a models read-through.
-type agentResolver struct{ s *Server }
-
-var _ a2a.Resolver = agentResolver{}
-
-func (r agentResolver) ResolveAgent(ctx context.Context, idOrName string) (*a2a.Agent, error) {
-	reg := r.s.Agents
-	if reg == nil || idOrName == "" {
-		return nil, a2a.ErrAgentNotFound
-	}
-	if a := lookupAgent(reg.Load(), idOrName); a != nil {
-		return a, nil
-	}
-	// Resolve fails closed: an exhausted budget or a DB error leaves the miss standing.
-	if reg.Resolve(ctx, idOrName) != nil {
-		return nil, a2a.ErrAgentNotFound
-	}
-	if a := lookupAgent(reg.Load(), idOrName); a != nil {
-		return a, nil
-	}
-	return nil, a2a.ErrAgentNotFound
-}
-
-func lookupAgent(snap *registry.Snapshot[*a2a.Agent], idOrName string) *a2a.Agent {
-	if e, ok := snap.ByID(idOrName); ok {
-		return e.Value
-	}
-	if es := snap.ByName(idOrName); len(es) > 0 {
-		return es[0].Value
-	}
-	return nil
-}
-
 // --- completion bridge ---------------------------------------------------------------------------
 
-// agentCompleter runs an agent's model through the call pipeline (pipeline.go), exactly as the
+// agentCompleter runs an agent's model through the call pipeline (pipeline.Pipeline.StartAgent), exactly as the
 // LLM routes run a chat completion: the message's text becomes the user message of an OpenAI
 // chat request to the agent's model.
 //
@@ -347,11 +308,11 @@ type agentCompleter struct{ s *Server }
 var _ a2a.Completer = agentCompleter{}
 
 func (c agentCompleter) Complete(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string) (string, error) {
-	ctx, call, err := c.s.agentCall(ctx, ac, agent, text, false)
+	ctx, call, err := c.start(ctx, ac, agent, text, false)
 	if err != nil {
 		return "", a2aError(err, agent)
 	}
-	res, err := call.do(ctx)
+	res, err := call.Do(ctx)
 	if err != nil {
 		return "", a2aError(err, agent)
 	}
@@ -359,11 +320,11 @@ func (c agentCompleter) Complete(ctx context.Context, ac a2a.Call, agent *a2a.Ag
 }
 
 func (c agentCompleter) Stream(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, onDelta func(string) error) error {
-	ctx, call, err := c.s.agentCall(ctx, ac, agent, text, true)
+	ctx, call, err := c.start(ctx, ac, agent, text, true)
 	if err != nil {
 		return a2aError(err, agent)
 	}
-	st, err := call.stream(ctx)
+	st, err := call.Stream(ctx)
 	if err != nil {
 		return a2aError(err, agent)
 	}
@@ -385,41 +346,21 @@ func (c agentCompleter) Stream(ctx context.Context, ac a2a.Call, agent *a2a.Agen
 	}
 }
 
-// agentCall starts the pipeline for one agent message of the A2A request ac (its caller and
-// headers).
-func (s *Server) agentCall(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, stream bool) (context.Context, *call, error) {
-	who, ok := ac.Caller.(principal)
+// start starts the pipeline for one agent message of the A2A request ac (its caller, a
+// pipeline.Caller, and headers).
+func (c agentCompleter) start(ctx context.Context, ac a2a.Call, agent *a2a.Agent, text string, stream bool) (context.Context, *pipeline.Call, error) {
+	who, ok := ac.Caller.(pipeline.Caller)
 	if !ok {
 		return ctx, nil, errors.New("agent call without a caller") // every A2A route sets one
 	}
-	body := format.ChatRequest(agent.Model, text)
-	if stream {
-		// the usage chunk tells the limits step what the call cost
-		body, _ = sjson.SetRawBytes(body, "stream_options", []byte(`{"include_usage":true}`))
-		body, _ = sjson.SetBytes(body, "stream", true)
-	}
-	// message/send answers after the call: the limits step sets the response's rate-limit
-	// headers; a stream's header went out with its first event already
-	respHeader := ac.RespHeader
-	if stream {
-		respHeader = nil
-	}
-	return s.startCall(ctx, callSpec{
-		format: format.FormatChat, route: "a2a", who: who, model: agent.Model, body: body, stream: stream,
-		header: respHeader, reqHeader: ac.Header,
-		resolve: func(ctx context.Context) (target, error) { return s.agentTarget(ctx, agent) },
-		guardrails: func(ctx context.Context, body []byte) ([]*guardrail.Guardrail, []byte, error) {
-			gs, err := s.agentGuardrails(ctx, agent)
-			return gs, body, err
-		},
-	})
+	return c.s.pipe.StartAgent(ctx, who, ac.Header, ac.RespHeader, agent, text, stream)
 }
 
 // a2aError maps a pipeline error to what the A2A caller sees (see agentCompleter).
 func a2aError(err error, agent *a2a.Agent) error {
 	var ae *Error
 	var ad *pipeline.AccessDenied
-	var gb *guardrailBlock
+	var gb *pipeline.Blocked
 	switch {
 	case errors.As(err, &gb):
 		code := a2a.CodeInvalidParams
@@ -433,61 +374,18 @@ func a2aError(err error, agent *a2a.Agent) error {
 			code = a2a.CodeUnauthenticated
 		}
 		return &a2a.Error{Code: code, Message: ad.Error(), Data: map[string]any{"type": ad.Type(), "model": agent.Model}}
-	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized: // the key blocked or expired meanwhile
-		return &a2a.Error{Code: a2a.CodeUnauthenticated, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
 	case admitError(err) != nil:
 		// the limits step refused the call: its message, and the status the LLM routes answer
 		ae = admitError(err)
 		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
 	}
+	if ce := callError(err); ce != nil {
+		ae = ce
+	} else if !errors.As(err, &ae) {
+		ae = nil
+	}
+	if ae != nil && ae.Status == http.StatusUnauthorized { // the key blocked or expired meanwhile
+		return &a2a.Error{Code: a2a.CodeUnauthenticated, Message: ae.Message, Data: map[string]any{"type": ae.Type, "model": agent.Model}}
+	}
 	return err
-}
-
-// agentTarget is the resolve step for an agent: where its model is served.
-//   - an agent with its own upstream (litellm_params api_base, api_key, custom_llm_provider or
-//     mock_response; see hasOwnUpstream) is called directly, as LiteLLM calls a model from its
-//     litellm_params, without spending a models read-through;
-//   - otherwise litellm_params.model is a model group of this gateway (read-through on a miss),
-//     served by the router with its retries and cooldowns;
-//   - failing that, a "provider/model" is called at the provider's default endpoint with its
-//     environment key (OPENAI_API_KEY, ...), as LiteLLM would.
-func (s *Server) agentTarget(ctx context.Context, agent *a2a.Agent) (target, error) {
-	newDeployment := s.Deployments.NewDeployment // a database agent: the secrets policy applies
-	if agent.FromConfig {
-		newDeployment = s.Deployments.NewConfigDeployment
-	}
-	direct := func() (target, error) {
-		d, err := newDeployment(agentDeploymentID(agent), agent.Name, agent.LitellmParams)
-		if err != nil {
-			return target{}, fmt.Errorf("agent %q: %w", agent.Name, err)
-		}
-		return target{direct: &router.Deployment{Deployment: d, LitellmParams: agent.LitellmParams, ModelInfo: json.RawMessage("{}")}}, nil
-	}
-	if hasOwnUpstream(agent) {
-		return direct()
-	}
-	group, err := s.Router.Group(ctx, agent.Model)
-	if err == nil {
-		return target{group: group}, nil
-	}
-	if !errors.Is(err, router.ErrUnknownModel) {
-		return target{}, err
-	}
-	if t, derr := direct(); derr == nil && t.direct.APIKey != "" {
-		return t, nil
-	}
-	return target{}, fmt.Errorf("agent %q: model %q is not served by this gateway (not a model group; no api_base or api_key in the agent's litellm_params)", agent.Name, agent.Model)
-}
-
-// hasOwnUpstream reports whether the agent's litellm_params name an upstream of their own
-// rather than a model group of the gateway.
-func hasOwnUpstream(agent *a2a.Agent) bool { return agent.OwnUpstream() }
-
-// agentDeploymentID names the ad-hoc deployment of an agent with its own upstream.
-func agentDeploymentID(agent *a2a.Agent) string { return agent.DeploymentID() }
-
-// agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the agent's
-// (namedGuardrails, the resolver of every call).
-func (s *Server) agentGuardrails(ctx context.Context, agent *a2a.Agent) ([]*guardrail.Guardrail, error) {
-	return s.namedGuardrails(ctx, agent.Guardrails)
 }

@@ -39,6 +39,16 @@ func TestCallErrorTable(t *testing.T) {
 		{&pipeline.RateLimited{Subject: "api_key", ID: "tok", Kind: limits.KindRequests, Limit: 3, ResetAt: reset}, 429, "rate_limit_error", "",
 			"Rate limit exceeded for api_key: tok. Limit type: requests. Current limit: 3, Remaining: 0. Limit resets at: 2026-01-02 03:04:05 UTC"},
 		{&pipeline.BudgetExceeded{Spend: 2, Max: 1}, 400, "budget_exceeded", "", "Budget has been exceeded! Current cost: 2.0, Max budget: 1.0"},
+		{&pipeline.Invalid{Field: "fallbacks", Msg: "fallbacks[0]: the model name is empty"}, 400, "invalid_request_error", "",
+			"fallbacks[0]: the model name is empty"},
+		{&pipeline.UnknownGuardrail{Name: "g9"}, 404, "not_found_error", "",
+			"Guardrail 'g9' not found. Please ensure the guardrail is configured in your LiteLLM proxy."},
+		{&pipeline.KeyUnusable{Why: "key blocked"}, 401, "authentication_error", "", "Authentication Error, key blocked."},
+		{&pipeline.MissingParam{Name: "[metadata][generation_name]"}, 401, "auth_error", "None",
+			"Authentication Error, BadRequest please pass param=[metadata][generation_name] in request body. This is a required param"},
+		{&pipeline.EndUserBlocked{ID: "eu1"}, 403, "permission_error", "", "End user eu1 is blocked."},
+		{&pipeline.CacheControlRefused{Control: "no-cache"}, 403, "permission_error", "",
+			"Not allowed to set no-cache as a cache control. Contact admin to change permissions."},
 		{fmt.Errorf("wrapped: %w", &pipeline.Unavailable{Err: &spend.UnavailableError{Err: errors.New("down")}}), 503, "service_unavailable", "",
 			"database unavailable: the budget of this key is held in Postgres, which is unreachable, and this replica has not read its spend yet: down"},
 	} {
@@ -62,7 +72,10 @@ func TestCallErrorA2A(t *testing.T) {
 	require.ErrorAs(t, a2aError(&pipeline.BudgetExceeded{Spend: 2, Max: 1}, agent), &ae)
 	require.Equal(t, a2a.CodeInternalError, ae.Code)
 	require.Equal(t, map[string]any{"type": "budget_exceeded", "status": 400}, ae.Data)
-	require.ErrorAs(t, a2aError(&guardrailBlock{BlockedError: &guardrail.BlockedError{Guardrail: "g", Message: "Content blocked: x"}, Input: true}, agent), &ae)
+	require.ErrorAs(t, a2aError(&pipeline.KeyUnusable{Why: "key expired"}, agent), &ae)
+	require.Equal(t, a2a.CodeUnauthenticated, ae.Code)
+	require.Equal(t, map[string]any{"type": "authentication_error", "model": "m"}, ae.Data)
+	require.ErrorAs(t, a2aError(&pipeline.Blocked{BlockedError: &guardrail.BlockedError{Guardrail: "g", Message: "Content blocked: x"}, Input: true}, agent), &ae)
 	require.Equal(t, a2a.CodeInvalidParams, ae.Code)
 	require.Equal(t, map[string]any{"guardrail": "g"}, ae.Data)
 }

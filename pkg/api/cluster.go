@@ -8,7 +8,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"lockstep/pkg/cluster"
-	"lockstep/pkg/store"
 )
 
 // syncCluster: GET /sync/cluster (viewer: the master key or a proxy_admin / proxy_admin_viewer
@@ -89,16 +88,17 @@ func (s *Server) clusterLocal() cluster.Local {
 		l.Registries[reg.Type().Plural()] = reg.Len()
 		l.ApplyErrors += reg.ApplyErrors()
 	}
-	l.Requests = s.requestCounts()
+	s.countRequests(&l)
 	return l
 }
 
-// requestCounts sums the request counters by outcome, status routes excluded (statusRoutes).
-func (s *Server) requestCounts() store.RequestCounts {
-	var out store.RequestCounts
+// countRequests sums the request counters by outcome into l.Requests, status routes
+// excluded (statusRoutes).
+func (s *Server) countRequests(l *cluster.Local) {
+	out := &l.Requests
 	m := s.metrics.series.counters.Load()
 	if m == nil {
-		return out
+		return
 	}
 	var pb dto.Metric
 	for k, c := range *m {
@@ -120,5 +120,4 @@ func (s *Server) requestCounts() store.RequestCounts {
 			out.ClientErrors += n
 		}
 	}
-	return out
 }

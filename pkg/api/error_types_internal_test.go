@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"lockstep/pkg/format"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -11,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	mgmt "lockstep/pkg/admin"
+	pipeline "lockstep/pkg/call"
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/store"
 )
 
 // render runs the error handler for err on a request matched to route pattern path.
@@ -59,7 +60,7 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 		{&format.UpstreamError{Status: 504, Type: "timeout_error"}, "timeout_error", "timeout_error"},
 		{&format.UpstreamError{Status: 402, Type: "billing_error"}, "billing_error", "billing_error"},
 		{&format.UpstreamError{Status: 401, Type: "authentication_error"}, "authentication_error", "authentication_error"},
-		{fmt.Errorf("wrapped: %w", store.ErrUnavailable), "api_error", "service_unavailable"},
+		{fmt.Errorf("wrapped: %w", mgmt.ErrUnavailable), "api_error", "service_unavailable"},
 	} {
 		for _, p := range []string{"/v1/messages", "/messages"} {
 			_, body := render(t, s, p, tc.err)
@@ -76,7 +77,7 @@ func TestAnthropicErrorTypeByStatus(t *testing.T) {
 func TestDetailRouteOutageMessage(t *testing.T) {
 	t.Parallel()
 	s := New(Deps{Log: zerolog.Nop()})
-	err := fmt.Errorf("insert: %w", store.ErrUnavailable)
+	err := fmt.Errorf("insert: %w", mgmt.ErrUnavailable)
 	for path, what := range map[string]string{"/guardrails/:id": "guardrails", "/access_group/new": "access groups"} {
 		st, body := render(t, s, path, err)
 		require.Equal(t, 503, st)
@@ -102,7 +103,7 @@ func TestStreamErrorTypesMatchPlainErrors(t *testing.T) {
 		&format.UpstreamError{Status: 503, Message: "down"},
 		&format.UpstreamError{Status: 504, Message: "slow"},
 		&format.UpstreamError{Status: 529, Type: "overloaded_error", Message: "busy"},
-		&guardrailBlock{BlockedError: &guardrail.BlockedError{Message: "Content blocked: keyword 'x' detected"}},
+		&pipeline.Blocked{BlockedError: &guardrail.BlockedError{Message: "Content blocked: keyword 'x' detected"}},
 	} {
 		for path, f := range map[string]format.Format{"/v1/chat/completions": format.FormatChat, "/v1/messages": format.FormatMessages} {
 			status, plain := render(t, s, path, err)

@@ -11,8 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/accounts"
+	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/keys"
-	"lockstep/pkg/store"
 )
 
 // fieldKind is the JSON type a management field takes, checked before anything is written.
@@ -193,8 +193,8 @@ func parseMembers(name string, raw json.RawMessage) ([]accounts.Member, error) {
 
 // columnValues turns the checked body fields that are columns (every field of cols present in
 // body) into store values: null clears a column (text[] and jsonb columns to their empty value).
-func columnValues(body map[string]json.RawMessage, cols fields) (store.Values, error) {
-	v := store.Values{}
+func columnValues(body map[string]json.RawMessage, cols fields) (mgmt.Values, error) {
+	v := mgmt.Values{}
 	for name, kind := range cols {
 		raw, ok := body[name]
 		if !ok {

@@ -14,7 +14,6 @@ import (
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
-	"lockstep/pkg/store"
 )
 
 // Guardrail management (LiteLLM proxy litellm/proxy/guardrails/guardrail_endpoints.py):
@@ -67,7 +66,7 @@ type guardrailOut struct {
 	Location string `json:"guardrail_definition_location"` // "db" | "config"
 }
 
-func parseGuardrailRow(r store.Row) (guardrailRowJSON, error) { return mgmt.ParseGuardrailRow(r) }
+func parseGuardrailRow(r mgmt.Row) (guardrailRowJSON, error) { return mgmt.ParseGuardrailRow(r) }
 
 func maskGuardrailParams(params json.RawMessage) json.RawMessage {
 	if isNull(params) {
@@ -124,7 +123,7 @@ func jsonKindOf(b []byte) byte {
 type guardrailWrite = mgmt.GuardrailWrite
 
 // guardrailRowOK answers with a written row (applied by the write path).
-func guardrailRowOK(c echo.Context, row store.Row) error {
+func guardrailRowOK(c echo.Context, row mgmt.Row) error {
 	g, err := parseGuardrailRow(row)
 	if err != nil {
 		return err
@@ -160,7 +159,7 @@ func statusOf(p *string) string {
 
 // guardrailCreate: POST /guardrails.
 func (s *Server) guardrailCreate(c echo.Context) error {
-	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+	if err := s.requireDB(mgmt.TypeGuardrail, "guardrails"); err != nil {
 		return err
 	}
 	w, err := decodeGuardrailWrite(c)
@@ -178,7 +177,7 @@ func (s *Server) guardrailCreate(c echo.Context) error {
 // then config-file guardrails by name.
 func (s *Server) guardrailList(c echo.Context) error {
 	out := []guardrailOut{}
-	if s.mgmt.Stored(store.Guardrail) {
+	if s.mgmt.Stored(mgmt.TypeGuardrail) {
 		rows, err := s.mgmt.GuardrailRows(c.Request().Context())
 		if err != nil {
 			return err
@@ -211,7 +210,7 @@ func (s *Server) guardrailGet(c echo.Context) error {
 	if e, ok := s.mgmt.ConfigGuardrail(id); ok {
 		return c.JSON(http.StatusOK, configGuardrailOut(e))
 	}
-	if !s.mgmt.Stored(store.Guardrail) {
+	if !s.mgmt.Stored(mgmt.TypeGuardrail) {
 		return mgmt.GuardrailNotFound(id)
 	}
 	row, err := s.mgmt.GuardrailRow(c.Request().Context(), id)
@@ -233,7 +232,7 @@ func (s *Server) guardrailPut(c echo.Context) error {
 	if err := s.mgmt.EditableGuardrail(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+	if err := s.requireDB(mgmt.TypeGuardrail, "guardrails"); err != nil {
 		return err
 	}
 	w, err := decodeGuardrailWrite(c)
@@ -256,7 +255,7 @@ func (s *Server) guardrailPatch(c echo.Context) error {
 	if err := s.mgmt.EditableGuardrail(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+	if err := s.requireDB(mgmt.TypeGuardrail, "guardrails"); err != nil {
 		return err
 	}
 	var req struct {
@@ -284,7 +283,7 @@ func (s *Server) guardrailDelete(c echo.Context) error {
 	if err := s.mgmt.DeletableGuardrail(id); err != nil {
 		return err
 	}
-	if err := s.requireDB(store.Guardrail, "guardrails"); err != nil {
+	if err := s.requireDB(mgmt.TypeGuardrail, "guardrails"); err != nil {
 		return err
 	}
 	if err := s.mgmt.DeleteGuardrail(c.Request().Context(), id); err != nil {
@@ -311,7 +310,7 @@ func (s *Server) applyGuardrail(c echo.Context) error {
 	if req.Text == nil {
 		return badRequest("text is required")
 	}
-	g, err := s.guardrailByName(c.Request().Context(), *req.Name)
+	g, err := s.pipe.Guardrail(c.Request().Context(), *req.Name)
 	if err != nil {
 		return err
 	}

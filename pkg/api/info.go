@@ -39,7 +39,7 @@ func (s *Server) accessGroupsFor(p principal, snap *registry.Snapshot[*router.De
 	})
 	names := make([]string, 0, len(groups))
 	for g := range groups {
-		if p.canUse(g, nil) || p.canUseGroup(g) {
+		if p.CanUse(g, nil) || p.canUseGroup(g) {
 			names = append(names, g)
 		}
 	}
@@ -54,17 +54,17 @@ func (s *Server) accessGroupsFor(p principal, snap *registry.Snapshot[*router.De
 // canUseGroup reports whether the caller's lists grant access group g.
 func (p principal) canUseGroup(g string) bool {
 	yield := func(f func(string) bool) { f(g) }
-	if p.key == nil {
+	if p.Key == nil {
 		return true
 	}
-	if !p.key.CanUse("\x00", yield) {
+	if !p.Key.CanUse("\x00", yield) {
 		return false
 	}
-	if p.team != nil {
-		return p.team.CanUse("\x00", yield)
+	if p.Team != nil {
+		return p.Team.CanUse("\x00", yield)
 	}
-	if p.user != nil {
-		return p.user.CanUse("\x00", yield)
+	if p.User != nil {
+		return p.User.CanUse("\x00", yield)
 	}
 	return true
 }
@@ -85,7 +85,7 @@ func (s *Server) modelGroupInfo(c echo.Context) error {
 	data := make([]map[string]any, 0, len(names))
 	for _, n := range names {
 		group := snap.ByName(n)
-		if len(group) == 0 || !p.canUse(n, group) {
+		if len(group) == 0 || !p.CanUse(n, group) {
 			continue
 		}
 		data = append(data, groupInfo(n, group))

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/labstack/echo/v4"
-	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/access"
 	"lockstep/pkg/catalogue"
@@ -140,41 +139,18 @@ func routeAllowed(k *keys.Key, path string) error {
 // A2A handler's own not-found answer.
 func (s *Server) agentAllowed(c echo.Context, who principal) error {
 	var teamAgents []string
-	if who.team != nil && who.team.Fields.ObjectPermission != nil {
-		teamAgents = who.team.Fields.ObjectPermission.Agents
+	if who.Team != nil && who.Team.Fields.ObjectPermission != nil {
+		teamAgents = who.Team.Fields.ObjectPermission.Agents
 	}
-	if who.key == nil || (len(who.key.Agents) == 0 && len(teamAgents) == 0) {
+	if who.Key == nil || (len(who.Key.Agents) == 0 && len(teamAgents) == 0) {
 		return nil
 	}
-	ag, err := agentResolver{s}.ResolveAgent(c.Request().Context(), agentParam(c))
+	ag, err := s.pipe.ResolveAgent(c.Request().Context(), agentParam(c))
 	if err != nil || ag == nil {
 		return nil
 	}
-	if access.AgentAllowed(who.key.Agents, teamAgents, ag.ID, ag.Name) {
+	if access.AgentAllowed(who.Key.Agents, teamAgents, ag.ID, ag.Name) {
 		return nil
 	}
 	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))
-}
-
-// checkCacheControls refuses a call whose body's "cache" object sets a control the key's
-// allowed_cache_controls does not list, with LiteLLM's 403 (hooks/cache_control_check.py):
-//
-//	Not allowed to set no-cache as a cache control. Contact admin to change permissions.
-func checkCacheControls(allowed []string, body []byte) error {
-	cache := gjson.GetBytes(body, "cache")
-	if !cache.IsObject() {
-		return nil
-	}
-	var refused error
-	cache.ForEach(func(k, _ gjson.Result) bool {
-		for _, a := range allowed {
-			if a == k.String() {
-				return true
-			}
-		}
-		refused = &Error{Status: http.StatusForbidden, Type: statusType(http.StatusForbidden),
-			Message: "Not allowed to set " + k.String() + " as a cache control. Contact admin to change permissions."}
-		return false
-	})
-	return refused
 }

@@ -11,7 +11,6 @@ import (
 
 	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/catalogue"
-	"lockstep/pkg/store"
 )
 
 func (s *Server) keyRoutes() {
@@ -52,7 +51,7 @@ type keyRowJSON struct {
 
 // keyResponse renders a key row with its spend and next budget reset (ks nil: spend 0, no
 // reset known).
-func (s *Server) keyResponse(r store.Row, ks *store.KeySpend) (map[string]any, error) {
+func (s *Server) keyResponse(r mgmt.Row, ks *mgmt.KeySpend) (map[string]any, error) {
 	var k keyRowJSON
 	if err := json.Unmarshal(r.Data, &k); err != nil {
 		return nil, err
@@ -79,7 +78,7 @@ func (s *Server) keyResponse(r store.Row, ks *store.KeySpend) (map[string]any, e
 
 // keyGenerate: POST /key/generate — returns the key once; only its sha256 is stored.
 func (s *Server) keyGenerate(c echo.Context) error {
-	if err := s.requireDB(store.Key, "keys"); err != nil {
+	if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 		return err
 	}
 	var req keyRequest
@@ -108,7 +107,7 @@ func (s *Server) keyOK(c echo.Context, res mgmt.KeyResult) error {
 
 // keyUpdate: POST /key/update {"key", ...fields}.
 func (s *Server) keyUpdate(c echo.Context) error {
-	if err := s.requireDB(store.Key, "keys"); err != nil {
+	if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 		return err
 	}
 	var req keyRequest
@@ -128,7 +127,7 @@ func (s *Server) keyUpdate(c echo.Context) error {
 // every replica as soon as the change is applied there.
 func (s *Server) keyBlock(blocked bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := s.requireDB(store.Key, "keys"); err != nil {
+		if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 			return err
 		}
 		var req struct {
@@ -149,7 +148,7 @@ func (s *Server) keyBlock(blocked bool) echo.HandlerFunc {
 // key gets a new value (new_key when given, which must start with sk-; else a random one); its
 // settings and spend move with it and the old value is refused on every replica.
 func (s *Server) keyRegenerate(c echo.Context) error {
-	if err := s.requireDB(store.Key, "keys"); err != nil {
+	if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 		return err
 	}
 	var req struct {
@@ -174,7 +173,7 @@ func (s *Server) keyRegenerate(c echo.Context) error {
 // keyDelete: POST /key/delete {"keys": [...]} → {"deleted_keys": [...]}. All or nothing:
 // an unknown key fails the call before anything is deleted.
 func (s *Server) keyDelete(c echo.Context) error {
-	if err := s.requireDB(store.Key, "keys"); err != nil {
+	if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 		return err
 	}
 	var req struct {
@@ -194,13 +193,13 @@ func (s *Server) keyDelete(c echo.Context) error {
 // key it may not see (admin.KeyAs) is 404 "Key not found", as an absent one.
 func (s *Server) keyInfo(c echo.Context) error {
 	k := c.QueryParam("key")
-	if p := caller(c); p.key != nil && k == "" {
+	if p := caller(c); p.Key != nil && k == "" {
 		k = bearer(c) // LiteLLM: /key/info without ?key= is the caller's own
 	}
 	if k == "" {
 		return badRequest("key query parameter is required")
 	}
-	if err := s.requireDB(store.Key, "keys"); err != nil {
+	if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 		return err
 	}
 	row, ks, err := s.mgmt.KeyAs(c.Request().Context(), mgmtCaller(caller(c)), k)
@@ -218,7 +217,7 @@ func (s *Server) keyInfo(c echo.Context) error {
 // "total_count", "current_page", "total_pages"}. Keys are listed by token (the sha256 of the
 // key) and alias; a raw key is never stored, so never listed.
 func (s *Server) keyList(c echo.Context) error {
-	if err := s.requireDB(store.Key, "keys"); err != nil {
+	if err := s.requireDB(mgmt.TypeKey, "keys"); err != nil {
 		return err
 	}
 	page, err := queryInt(c, "page", 1, 1, math.MaxInt32)
@@ -235,7 +234,7 @@ func (s *Server) keyList(c echo.Context) error {
 	}
 	out := make([]map[string]any, 0, len(rows))
 	for _, r := range rows {
-		var ks *store.KeySpend
+		var ks *mgmt.KeySpend
 		if v, ok := spends[r.ID]; ok {
 			ks = &v
 		}
@@ -264,7 +263,7 @@ func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
 // spendLogs: GET /spend/logs?api_key=<token or key>&start_date=&end_date= → the spend logs
 // (LiteLLM SpendLogs rows), newest first. Dates are YYYY-MM-DD (end_date inclusive) or RFC 3339.
 func (s *Server) spendLogs(c echo.Context) error {
-	if s.Store == nil {
+	if s.DB == nil {
 		return errf(http.StatusServiceUnavailable, "service_unavailable", "no database configured: spend logs are stored in Postgres; set --database-url or general_settings.database_url")
 	}
 	token := ""
@@ -283,7 +282,7 @@ func (s *Server) spendLogs(c echo.Context) error {
 		// this replica's own calls are visible at once
 		_ = s.Spend.Flush(c.Request().Context())
 	}
-	logs, err := s.Store.SpendLogs(c.Request().Context(), token, start, end, 10000)
+	logs, err := s.DB.SpendLogs(c.Request().Context(), token, start, end, 10000)
 	if err != nil {
 		return err
 	}

@@ -37,3 +37,32 @@ func TestNoHandWrittenApplyOrTransaction(t *testing.T) {
 		})
 	}
 }
+
+// pkg/api is HTTP only (issue 18): it imports neither pkg/store nor pgx (the use-cases and
+// the call pipeline reach the database; their types come through pkg/admin), nor does the
+// call pipeline's core live here (pkg/call, no echo).
+func TestAPIImportsNoStoreAndCallNoEcho(t *testing.T) {
+	check := func(glob string, banned ...string) {
+		files, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fset := token.NewFileSet()
+		for _, name := range files {
+			f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				for _, b := range banned {
+					if p == b || strings.HasPrefix(p, b+"/") {
+						t.Errorf("%s imports %s", name, p)
+					}
+				}
+			}
+		}
+	}
+	check("*.go", "lockstep/pkg/store", "github.com/jackc/pgx", "github.com/jackc/pgx/v5")
+	check("../call/*.go", "github.com/labstack/echo", "github.com/labstack/echo/v4", "lockstep/pkg/api")
+}

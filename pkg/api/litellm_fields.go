@@ -3,11 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	mgmt "lockstep/pkg/admin"
 
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/catalogue"
-	"lockstep/pkg/store"
 )
 
 // LiteLLM request fields without a lockstep column (pkg/catalogue; API.md "Compatibility
@@ -110,12 +110,12 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 
 // litellmFieldsValue is the litellm_fields value of a write: the fields merged into the
 // stored object (nil: none given).
-func litellmFieldsValue(extra map[string]json.RawMessage) store.Values {
+func litellmFieldsValue(extra map[string]json.RawMessage) mgmt.Values {
 	if len(extra) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(extra)
-	return store.Values{"litellm_fields": store.JSONMerge(b)}
+	return mgmt.Values{"litellm_fields": mgmt.JSONMerge(b)}
 }
 
 // decodeFieldsModel is decodeFields for a route serving LiteLLM request model m: the body's

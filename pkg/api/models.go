@@ -13,7 +13,6 @@ import (
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
-	"lockstep/pkg/store"
 )
 
 // decodeJSON reads the request body into v with a clear 400 on malformed JSON.
@@ -92,7 +91,7 @@ func objectOf(b json.RawMessage, field string) (map[string]any, error) {
 }
 
 // modelResponse renders a model row the way /model/new answers (secrets masked).
-func modelResponse(r store.Row) (map[string]any, error) {
+func modelResponse(r mgmt.Row) (map[string]any, error) {
 	var m modelRowJSON
 	if err := json.Unmarshal(r.Data, &m); err != nil {
 		return nil, err
@@ -109,7 +108,7 @@ func modelResponse(r store.Row) (map[string]any, error) {
 
 // modelNew: POST /model/new (LiteLLM proxy).
 func (s *Server) modelNew(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	req, err := decodeModelRequest(c)
@@ -127,7 +126,7 @@ func (s *Server) modelNew(c echo.Context) error {
 // replace the stored ones, litellm_params keys are merged over the stored ones (LiteLLM
 // keeps unspecified params, e.g. the api_key, on update). See mgmt.EditModel.
 func (s *Server) modelUpdate(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	req, err := decodeModelRequest(c)
@@ -151,7 +150,7 @@ func (s *Server) applyModelEdit(c echo.Context, id string, req modelRequest) err
 
 // modelPatch: PATCH /model/{id}/update — merge the given fields into the stored model.
 func (s *Server) modelPatch(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	req, err := decodeModelRequest(c)
@@ -163,7 +162,7 @@ func (s *Server) modelPatch(c echo.Context) error {
 
 // modelDelete: POST /model/delete {"id"}.
 func (s *Server) modelDelete(c echo.Context) error {
-	if err := s.requireDB(store.Model, "models"); err != nil {
+	if err := s.requireDB(mgmt.TypeModel, "models"); err != nil {
 		return err
 	}
 	var req struct {
@@ -227,7 +226,7 @@ func (s *Server) modelInfo(c echo.Context) error {
 	})
 	data := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
-		if !p.canUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
+		if !p.CanUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
 			continue
 		}
 		data = append(data, s.modelInfoEntry(e))
@@ -247,7 +246,7 @@ func (s *Server) listModels(c echo.Context) error {
 	sort.Strings(names)
 	data := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		if !p.canUse(n, snap.ByName(n)) {
+		if !p.CanUse(n, snap.ByName(n)) {
 			continue
 		}
 		data = append(data, map[string]any{"id": n, "object": "model", "created": 1677610602, "owned_by": "openai"})
@@ -255,21 +254,8 @@ func (s *Server) listModels(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
-// groupAccess iterates the access groups of a model group's deployments.
-func groupAccess(group []*registry.Entry[*router.Deployment]) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for _, e := range group {
-			for _, g := range e.Value.AccessGroups {
-				if !yield(g) {
-					return
-				}
-			}
-		}
-	}
-}
-
 // modelOK answers with a model row the use-case wrote (and applied), secrets masked.
-func modelOK(c echo.Context, row store.Row) error {
+func modelOK(c echo.Context, row mgmt.Row) error {
 	out, err := modelResponse(row)
 	if err != nil {
 		return err

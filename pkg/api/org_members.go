@@ -15,7 +15,6 @@ import (
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/catalogue"
-	"lockstep/pkg/store"
 )
 
 func (s *Server) orgMemberRoutes() {
@@ -29,7 +28,7 @@ func (s *Server) orgMemberRoutes() {
 // orgJSON renders an organization as LiteLLM's LiteLLM_OrganizationTableWithMembers: the row,
 // its "members" (membership rows, [] when none) and its "litellm_budget_table" ({"max_budget",
 // "budget_duration", "tpm_limit", "rpm_limit", "max_parallel_requests"}).
-func (s *Server) orgJSON(r store.Row) (map[string]any, error) {
+func (s *Server) orgJSON(r mgmt.Row) (map[string]any, error) {
 	out, err := s.accountJSON(r)
 	if err != nil {
 		return nil, err
@@ -47,7 +46,7 @@ func (s *Server) orgJSON(r store.Row) (map[string]any, error) {
 // orgList: GET /organization/list → every organization, oldest first, as a bare array of
 // orgJSON rows (LiteLLM list_organization includes members and the budget table).
 func (s *Server) orgList(c echo.Context) error {
-	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+	if err := s.requireDB(mgmt.TypeOrganization, "organizations"); err != nil {
 		return err
 	}
 	rows, err := s.mgmt.Accounts(c.Request().Context(), mgmt.OrgKind)
@@ -116,7 +115,7 @@ func parseOrgMembers(raw json.RawMessage) ([]mgmt.OrgMember, error) {
 // [membership rows]} (LiteLLM OrganizationAddMemberResponse). Unknown organization: 404; a
 // member already in it: 400.
 func (s *Server) orgMemberAdd(c echo.Context) error {
-	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+	if err := s.requireDB(mgmt.TypeOrganization, "organizations"); err != nil {
 		return err
 	}
 	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "member": fAny}, catalogue.OrgMemberAdd)
@@ -146,7 +145,7 @@ func (s *Server) orgMemberAdd(c echo.Context) error {
 // orgMemberUpdate: PATCH /organization/member_update {"organization_id", "user_id" |
 // "user_email", "role"?} → the membership row (LiteLLM LiteLLM_OrganizationMembershipTable).
 func (s *Server) orgMemberUpdate(c echo.Context) error {
-	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+	if err := s.requireDB(mgmt.TypeOrganization, "organizations"); err != nil {
 		return err
 	}
 	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString}, catalogue.OrgMemberUpdate)
@@ -164,7 +163,7 @@ func (s *Server) orgMemberUpdate(c echo.Context) error {
 // orgMemberDelete: DELETE /organization/member_delete {"organization_id", "user_id" |
 // "user_email"} → the deleted membership row.
 func (s *Server) orgMemberDelete(c echo.Context) error {
-	if err := s.requireDB(store.Organization, "organizations"); err != nil {
+	if err := s.requireDB(mgmt.TypeOrganization, "organizations"); err != nil {
 		return err
 	}
 	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "user_id": fString, "user_email": fString}, catalogue.OrgMemberDelete)

@@ -2,19 +2,18 @@ package api
 
 import (
 	"context"
-
-	"lockstep/pkg/store"
+	mgmt "lockstep/pkg/admin"
 )
 
 // accountSpend is an account's spend (USD) in its current budget period: this replica's view
 // when it has one (cluster total plus unflushed), else the cluster total in gateway.key_spend;
 // 0 when nothing was spent or spend is not tracked here.
-func (s *Server) accountSpend(ctx context.Context, typ store.ObjectType, id string) float64 {
-	kind := map[store.ObjectType]string{store.User: "user", store.Team: "team", store.Organization: "organization", store.EndUser: "end_user"}[typ]
+func (s *Server) accountSpend(ctx context.Context, typ mgmt.ObjectType, id string) float64 {
+	kind := map[mgmt.ObjectType]string{mgmt.TypeUser: "user", mgmt.TypeTeam: "team", mgmt.TypeOrganization: "organization", mgmt.TypeEndUser: "end_user"}[typ]
 	if kind == "" || s.Spend == nil {
 		return 0
 	}
-	return s.ownerSpend(ctx, store.OwnerToken(kind, id))
+	return s.ownerSpend(ctx, mgmt.OwnerToken(kind, id))
 }
 
 // ownerSpend is the spend (USD, current budget period) under a key_spend token: this
@@ -26,10 +25,10 @@ func (s *Server) ownerSpend(ctx context.Context, tok string) float64 {
 	if v, _, ok := s.Spend.Spend(tok); ok {
 		return v
 	}
-	if s.Store == nil {
+	if s.DB == nil {
 		return 0
 	}
-	got, err := s.Store.GetKeySpend(ctx, []string{tok})
+	got, err := s.DB.GetKeySpend(ctx, []string{tok})
 	if err != nil {
 		return 0
 	}

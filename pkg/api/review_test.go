@@ -20,13 +20,14 @@ import (
 
 	"lockstep/itest/fakeupstream"
 	"lockstep/pkg/a2a"
+	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/api"
+	"lockstep/pkg/call"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
-	"lockstep/pkg/store"
 )
 
 // bundle is a config-only server (no database) and what it serves from.
@@ -65,10 +66,10 @@ func setup(t testing.TB) *bundle {
 func setupWith(t testing.TB, edit func(*api.Deps)) *bundle {
 	t.Helper()
 	b := &bundle{
-		models:     registry.New(registry.Options[*router.Deployment]{Type: store.Model, Build: router.BuildRow, Names: router.Names}),
-		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: store.Guardrail, Build: guardrail.BuildRow, Names: api.GuardrailNames}),
-		agents:     registry.New(registry.Options[*a2a.Agent]{Type: store.Agent, Build: a2a.BuildRow, Names: api.AgentNames}),
-		keys:       registry.New(registry.Options[*keys.Key]{Type: store.Key, Build: keys.BuildRow}),
+		models:     registry.New(registry.Options[*router.Deployment]{Type: mgmt.TypeModel, Build: router.BuildRow, Names: router.Names}),
+		guardrails: registry.New(registry.Options[*guardrail.Guardrail]{Type: mgmt.TypeGuardrail, Build: guardrail.BuildRow, Names: call.GuardrailNames}),
+		agents:     registry.New(registry.Options[*a2a.Agent]{Type: mgmt.TypeAgent, Build: a2a.BuildRow, Names: api.AgentNames}),
+		keys:       registry.New(registry.Options[*keys.Key]{Type: mgmt.TypeKey, Build: keys.BuildRow}),
 		log:        &syncBuffer{},
 	}
 	client := provider.NewClient()
@@ -140,13 +141,13 @@ func TestErrorHandlerHidesInternalErrors(t *testing.T) {
 	b.srv.Echo().GET("/test/boom", func(echo.Context) error { return fmt.Errorf("load: %w", cause) })
 	b.srv.Echo().GET("/test/panic", func(echo.Context) error { panic(cause) })
 	b.srv.Echo().GET("/test/invalid", func(echo.Context) error {
-		return fmt.Errorf("insert model %q: %w", "m", fmt.Errorf("%w: %s", store.ErrInvalid, `invalid byte sequence for encoding "UTF8": 0x00`))
+		return fmt.Errorf("insert model %q: %w", "m", fmt.Errorf("%w: %s", mgmt.ErrInvalid, `invalid byte sequence for encoding "UTF8": 0x00`))
 	})
-	b.srv.Echo().GET("/test/invalid-bare", func(echo.Context) error { return store.ErrInvalid })
+	b.srv.Echo().GET("/test/invalid-bare", func(echo.Context) error { return mgmt.ErrInvalid })
 	b.srv.Echo().GET("/test/conflict", func(echo.Context) error {
-		return fmt.Errorf("%w: Key (agent_name)=(x) already exists.", store.ErrConflict)
+		return fmt.Errorf("%w: Key (agent_name)=(x) already exists.", mgmt.ErrConflict)
 	})
-	b.srv.Echo().GET("/test/notfound", func(echo.Context) error { return store.ErrNotFound })
+	b.srv.Echo().GET("/test/notfound", func(echo.Context) error { return mgmt.ErrNotFound })
 
 	for _, path := range []string{"/test/boom", "/test/panic"} {
 		w := b.do(t, "sk-master", "GET", path, "")

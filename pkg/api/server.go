@@ -10,14 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"lockstep/pkg/format"
 	"net"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -27,7 +25,9 @@ import (
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/cluster"
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
@@ -36,19 +36,22 @@ import (
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
-	"lockstep/pkg/store"
 )
 
-// Deps is everything a Server serves from. Store and Syncer are nil when no database is
+// Deps is everything a Server serves from. DB, Tasks and Syncer are nil when no database is
 // configured (config-file only): management writes then answer 503.
 type Deps struct {
 	ReplicaID string
 	MasterKey string // empty: no auth (every caller is admin), as LiteLLM without a master key
-	Store     *store.Store
-	Syncer    *notify.Syncer
-	Cluster   *cluster.Reporter // nil without a database
-	Router    *router.Router
-	Client    *provider.Client
+	// DB is the database behind the management use-cases and the spend reads (mgmt.PG).
+	DB mgmt.Database
+	// Tasks is the shared A2A task table (a2a.PGTasks): tasks/get and tasks/cancel on every
+	// replica.
+	Tasks   a2a.SharedTasks
+	Syncer  *notify.Syncer
+	Cluster *cluster.Reporter // nil without a database
+	Router  *router.Router
+	Client  *provider.Client
 	// Deployments builds deployments under the configured secrets policy and salt key
 	// (provider.Policy; nil: the default policy).
 	Deployments *provider.Builder
@@ -63,7 +66,7 @@ type Deps struct {
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
-	Supported    map[store.ObjectType]bool
+	Supported    map[mgmt.ObjectType]bool
 	Log          zerolog.Logger
 	MaxBodyBytes int64 // default 32 MiB
 	// Timeouts of the HTTP server (zero fields: the defaults, see Timeouts).
@@ -100,9 +103,10 @@ type Server struct {
 	longRunning map[string]bool
 	// masterToken is the sha256 of the master key: the api_key of the admin's spend logs.
 	masterToken string
-	// spendPrefix + spendSeq make spend log request ids unique across replicas and restarts.
-	spendPrefix string
-	spendSeq    atomic.Int64
+	// ids make call ids and spend log request ids unique across replicas and restarts.
+	ids *pipeline.IDs
+	// pipe is the call pipeline every LLM route and A2A call runs through.
+	pipe *pipeline.Pipeline
 }
 
 // New builds the server and its routes.
@@ -111,7 +115,7 @@ func New(d Deps) *Server {
 		d.MaxBodyBytes = 32 << 20
 	}
 	if d.Supported == nil {
-		d.Supported = map[store.ObjectType]bool{}
+		d.Supported = map[mgmt.ObjectType]bool{}
 	}
 	if d.Registries == nil {
 		var models registry.Info
@@ -129,14 +133,16 @@ func New(d Deps) *Server {
 		s.masterToken = keys.Hash(d.MasterKey)
 	}
 	s.mgmt = newAdmin(d)
+	s.ids = pipeline.NewIDs(d.ReplicaID)
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = s.governance()
 	}
-	s.spendPrefix = fmt.Sprintf("%s-%s-", d.ReplicaID, strconv.FormatInt(time.Now().UnixNano(), 36))
+	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails,
+		Agents: d.Agents, Keys: d.Keys, Teams: d.Teams, Users: d.Users, EndUsers: d.EndUsers, Limits: s.Limits, IDs: s.ids}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.metrics = newMetrics(s)
-	s.a2a = a2a.NewHandler(agentResolver{s}, agentCompleter{s}, d.Log)
+	s.a2a = a2a.NewHandler(s.pipe, agentCompleter{s}, d.Log)
 
 	s.e.Use(s.front) // request id, access log, metrics, recovery, body limit, path parameters, sync token
 	s.routes()
@@ -251,8 +257,8 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 
 // Serve is Start on a listener of the caller's (closed on return).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	if s.Store != nil { // tasks/get and tasks/cancel on every replica
-		s.a2a.ShareTasks(ctx, sharedTasks{st: s.Store, replica: s.ReplicaID})
+	if s.Tasks != nil { // tasks/get and tasks/cancel on every replica
+		s.a2a.ShareTasks(ctx, s.Tasks)
 	}
 	srv := s.httpServer()
 	errc := make(chan error, 1)
@@ -319,7 +325,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	var ae *Error
 	var he *echo.HTTPError
 	var ue *format.UpstreamError
-	var gb *guardrailBlock
+	var gb *pipeline.Blocked
 	var nd *router.NoDeploymentsError
 	switch {
 	case bodyTooLarge(err):
@@ -340,18 +346,18 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, mgmt.ErrUnavailable):
 		ae = errf(http.StatusServiceUnavailable, "service_unavailable", "database unavailable: the change was not saved; retry when the database is back")
 		if what, ok := s.detail[c.Path()]; ok {
 			ae.Message = fmt.Sprintf("database unavailable: %s are stored in Postgres and nothing was changed; retry when the database is back", what)
 		}
 	case errors.As(err, &he):
 		ae = &Error{Status: he.Code, Message: fmt.Sprint(he.Message)}
-	case errors.Is(err, store.ErrInvalid):
-		ae = badRequest("invalid value: %s", sentinelReason(err, store.ErrInvalid, "the database refused the value"))
-	case errors.Is(err, store.ErrConflict):
-		ae = errf(http.StatusConflict, "conflict_error", "conflict: %s", sentinelReason(err, store.ErrConflict, "the object already exists"))
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, mgmt.ErrInvalid):
+		ae = badRequest("invalid value: %s", sentinelReason(err, mgmt.ErrInvalid, "the database refused the value"))
+	case errors.Is(err, mgmt.ErrConflict):
+		ae = errf(http.StatusConflict, "conflict_error", "conflict: %s", sentinelReason(err, mgmt.ErrConflict, "the object already exists"))
+	case errors.Is(err, mgmt.ErrNotFound):
 		ae = errf(http.StatusNotFound, "not_found_error", "not found")
 	default:
 		// The cause may name hosts, connection strings or SQL: it goes to the log, keyed by
@@ -450,15 +456,11 @@ func (s *Server) detailRoute(method, path, what string, h echo.HandlerFunc) {
 
 // --- auth --------------------------------------------------------------------------------------
 
+// principal is the authenticated caller: who makes the call (call.Caller, the value the
+// pipeline takes) and the roles table's decision on a management route (mgmt.Authorize;
+// ScopeAll for the admin, ScopeNone on other routes).
 type principal struct {
-	admin bool
-	key   *keys.Key
-	// the key's team, internal user and organization (nil: none, or not found for the user)
-	team *accounts.Team
-	user *accounts.User
-	org  *accounts.Organization
-	// scope is the roles table's decision on a management route (mgmt.Authorize; ScopeAll for
-	// the admin, ScopeNone on other routes).
+	pipeline.Caller
 	scope mgmt.Scope
 	// teamKeys: the team's team_member_permissions let this member act on the team's keys on
 	// the management route called (mgmt.Caller.TeamKeys).
@@ -467,9 +469,9 @@ type principal struct {
 
 // mgmtCaller is the caller as the management use-cases take it (admin.Caller).
 func mgmtCaller(p principal) mgmt.Caller {
-	c := mgmt.Caller{Master: p.admin, User: p.user, Team: p.team, Scope: p.scope, TeamKeys: p.teamKeys}
-	if p.key != nil {
-		c.Token, c.SpendRoutes = p.key.Token, p.key.GetSpendRoutes
+	c := mgmt.Caller{Master: p.Admin, User: p.User, Team: p.Team, Scope: p.scope, TeamKeys: p.teamKeys}
+	if p.Key != nil {
+		c.Token, c.SpendRoutes = p.Key.Token, p.Key.GetSpendRoutes
 	}
 	return c
 }
@@ -515,7 +517,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			startAuthSpan(c)
 			if s.MasterKey == "" {
-				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
+				setCaller(c, principal{Caller: pipeline.Caller{Admin: true}, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			k := bearer(c)
@@ -523,14 +525,14 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return authErr(http.StatusUnauthorized, "Authentication Error, No api key passed in.")
 			}
 			if s.isMasterKey(k) {
-				setCaller(c, principal{admin: true, scope: mgmt.ScopeAll})
+				setCaller(c, principal{Caller: pipeline.Caller{Admin: true}, scope: mgmt.ScopeAll})
 				return next(c)
 			}
 			vk, err := s.lookupKey(c.Request().Context(), k)
 			if err != nil {
 				return err
 			}
-			p := principal{key: vk}
+			p := principal{Caller: pipeline.Caller{Key: vk}}
 			if vk.TeamID != "" || vk.UserID != "" || vk.OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
@@ -610,6 +612,6 @@ func caller(c echo.Context) principal {
 }
 
 // requireDB refuses a management call on typ unless it is stored in Postgres here (admin.RequireDB).
-func (s *Server) requireDB(typ store.ObjectType, what string) error {
+func (s *Server) requireDB(typ mgmt.ObjectType, what string) error {
 	return s.mgmt.RequireDB(typ, what)
 }

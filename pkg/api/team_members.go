@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/accounts"
-	"lockstep/pkg/store"
+	mgmt "lockstep/pkg/admin"
 )
 
 // teamMemberAdd: POST /team/member_add {"team_id", "member": {...} | [...],
@@ -19,7 +19,7 @@ import (
 // (LiteLLM creates a team membership with that budget; members named only by user_email get
 // none). A member already in the team: 400.
 func (s *Server) teamMemberAdd(c echo.Context) error {
-	if err := s.requireDB(store.Team, "teams"); err != nil {
+	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
 	body, err := decodeFields(c, fields{"team_id": fString, "member": fMembers, "max_budget_in_team": fNumber})
@@ -75,7 +75,7 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 // teamMemberDelete: POST /team/member_delete {"team_id", "user_id" | "user_email"} → the team
 // row. Not a member: 400.
 func (s *Server) teamMemberDelete(c echo.Context) error {
-	if err := s.requireDB(store.Team, "teams"); err != nil {
+	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
 	body, err := decodeFields(c, fields{"team_id": fString, "user_id": fString, "user_email": fString})
@@ -97,7 +97,7 @@ func (s *Server) teamMemberDelete(c echo.Context) error {
 // field replaces the old value, null clears it, an absent one keeps it. Not a member: 400; a
 // budget for a member known only by user_email: 400.
 func (s *Server) teamMemberUpdate(c echo.Context) error {
-	if err := s.requireDB(store.Team, "teams"); err != nil {
+	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
 	body, err := decodeFields(c, fields{"team_id": fString, "user_id": fString, "user_email": fString, "role": fString,

@@ -2,51 +2,18 @@ package api
 
 import (
 	"context"
-	"lockstep/pkg/format"
+	mgmt "lockstep/pkg/admin"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 
-	"lockstep/pkg/router"
-	"lockstep/pkg/spend"
-	"lockstep/pkg/store"
 	"lockstep/pkg/telemetry"
 )
 
 // Tracing of the call pipeline and the request log export (pkg/telemetry; docs/operations.md
 // "Tracing"). Every hook is a nil check when tracing is off: no allocation on the hot path.
-
-// startScannedCall is startCall with the members of sp.body it reads already scanned (rf; nil:
-// scanned here). rf is a parameter, not a callSpec field, so that it can stay on the caller's
-// stack. It starts the call's span (telemetry.StartCall; ended by done, or here when a step
-// refused the call) around the steps (startSteps, pipeline.go).
-func (s *Server) startScannedCall(ctx context.Context, sp callSpec, rf *requestFields) (context.Context, *call, error) {
-	ctx, span := telemetry.StartCall(ctx, sp.route, sp.model, sp.stream)
-	ctx, c, err := s.startSteps(ctx, sp, rf, span)
-	if err != nil {
-		span.EndCall(telemetry.CallResult{Err: err})
-		return ctx, c, err
-	}
-	c.span = span
-	return ctx, c, nil
-}
-
-// endSpan ends the call's span (once) with the GenAI outcome: the deployment's provider and
-// upstream model, the tokens, the cost the spend log records (spend.Cost over model_info).
-func (c *call) endSpan(d *router.Deployment, u format.Usage, err error) {
-	if c.span == nil {
-		return
-	}
-	r := telemetry.CallResult{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, Err: err}
-	if d != nil && d.Deployment != nil {
-		r.Provider, r.ResponseModel, r.ModelID = d.Provider, d.Model, d.ModelID
-		r.Cost = spend.Cost(d.ModelInfo, u.PromptTokens, u.CompletionTokens)
-	}
-	c.span.EndCall(r)
-	c.span = nil
-}
 
 // untraced are the routes without a server span: probes and scrapes, polled every few
 // seconds by every orchestrator and Prometheus, would drown the traces an operator looks for.
@@ -95,7 +62,7 @@ func (rc *requestContext) endAuthSpan(err error) {
 // line (general_settings.spend_log_lines: message "spend_log" at info, the row's columns as
 // fields) and an OTLP log record (event name lockstep.spend_log, the columns as attributes,
 // when OTLP logs are on; telemetry.Setup).
-func (s *Server) exportSpendLog(l *store.SpendLog) {
+func (s *Server) exportSpendLog(l *mgmt.SpendLog) {
 	if s.SpendLogLines {
 		s.Log.Info().Str("request_id", l.RequestID).Str("call_type", l.CallType).Str("model", l.Model).
 			Str("model_group", l.ModelGroup).Str("model_id", l.ModelID).Str("api_key", l.APIKey).
@@ -121,7 +88,7 @@ func (s *Server) exportSpendLog(l *store.SpendLog) {
 }
 
 // spendStatus is the row's status as stored: "success" or "failure" ("" is stored as success).
-func spendStatus(l *store.SpendLog) string {
+func spendStatus(l *mgmt.SpendLog) string {
 	if l.Status == "" {
 		return "success"
 	}

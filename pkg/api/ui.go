@@ -34,8 +34,8 @@ func viewerOK(p principal) bool {
 }
 
 func callerRole(p principal) string {
-	if p.user != nil && p.user.Role != nil && *p.user.Role != "" {
-		return *p.user.Role
+	if p.User != nil && p.User.Role != nil && *p.User.Role != "" {
+		return *p.User.Role
 	}
 	return roleInternalUser
 }

@@ -117,3 +117,64 @@ func pyList(items []string) string {
 	b.WriteByte(']')
 	return b.String()
 }
+
+// Invalid is a client's request the pipeline refuses before any upstream work (HTTP 400
+// invalid_request_error): a request hook that is not the documented type, a malformed
+// "guardrails" or "fallbacks" member, a body a guardrail cannot read. Field names the
+// member ("" when it is the whole body); Error is Msg, the text pkg/api answers word for
+// word (API.md "Request bodies", "Compatibility policy").
+type Invalid struct {
+	Field string
+	Msg   string
+}
+
+func (e *Invalid) Error() string { return e.Msg }
+
+// invalid is an *Invalid of field with a formatted message.
+func invalid(field, format string, args ...any) *Invalid {
+	return &Invalid{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// UnknownGuardrail is a call naming a guardrail that does not exist (after read-through): in
+// the request, the caller's key or team, or the agent's litellm_params (HTTP 404
+// not_found_error). Error is LiteLLM's text: `Guardrail '<Name>' not found. Please ensure the
+// guardrail is configured in your LiteLLM proxy.`
+type UnknownGuardrail struct{ Name string }
+
+func (e *UnknownGuardrail) Error() string {
+	return fmt.Sprintf("Guardrail '%s' not found. Please ensure the guardrail is configured in your LiteLLM proxy.", e.Name)
+}
+
+// KeyUnusable is a call whose virtual key was blocked or expired while its model access was
+// re-checked (HTTP 401 authentication_error; A2A -31401). Why is keys.Key.Usable's reason;
+// Error is `Authentication Error, <Why>.`
+type KeyUnusable struct{ Why string }
+
+func (e *KeyUnusable) Error() string { return "Authentication Error, " + e.Why + "." }
+
+// MissingParam is a call whose body lacks one of its key's enforced_params (LiteLLM
+// auth_checks _enforced_params_check, raised inside user_api_key_auth: HTTP 401 auth_error,
+// param "None"). Name is "user" or "[metadata][generation_name]" for a nested one; Error is
+// `Authentication Error, BadRequest please pass param=<Name> in request body. This is a
+// required param`.
+type MissingParam struct{ Name string }
+
+func (e *MissingParam) Error() string {
+	return "Authentication Error, BadRequest please pass param=" + e.Name + " in request body. This is a required param"
+}
+
+// EndUserBlocked is a call made for a blocked end user (HTTP 403 permission_error). Error is
+// `End user <ID> is blocked.`
+type EndUserBlocked struct{ ID string }
+
+func (e *EndUserBlocked) Error() string { return "End user " + e.ID + " is blocked." }
+
+// CacheControlRefused is a call whose body's "cache" object sets a control its key's
+// allowed_cache_controls does not list (LiteLLM hooks/cache_control_check.py: HTTP 403
+// permission_error). Error is `Not allowed to set <Control> as a cache control. Contact admin
+// to change permissions.`
+type CacheControlRefused struct{ Control string }
+
+func (e *CacheControlRefused) Error() string {
+	return "Not allowed to set " + e.Control + " as a cache control. Contact admin to change permissions."
+}

@@ -1,4 +1,4 @@
-package api
+package call
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -28,73 +27,69 @@ import (
 // sent (once the stream has started its failures end it, as without fallbacks). The answer
 // carries x-litellm-attempted-fallbacks: how many fallback groups were called (0 without).
 // A fallback's own fallbacks are not followed.
-func (s *Server) callWithFallbacks(ctx context.Context, c echo.Context, spec callSpec, rf *requestFields) error {
+//
+// Serve runs sp (its members scanned into rf, which it may overwrite) through the pipeline
+// with the hooks (hooks.go) and fallbacks: answer is called with each started call and
+// writes its answer (Do or Stream, then the response); its error, when the call failed in
+// the router, starts the next fallback. Serve returns nil once an answer succeeded; else the
+// error to answer and the call whose LiteLLM headers the error answer carries (SetHeaders
+// with a nil Response, unless the answer has started), nil when a step refused the call.
+func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(ctx context.Context, c *Call) error) (*Call, error) {
 	var hk hooks
-	if rf.anyHook || len(spec.reqHeader[timeoutHeader]) > 0 {
+	if rf.anyHook || len(sp.ReqHeader[timeoutHeader]) > 0 {
 		var err error
-		if hk, spec.body, err = s.readHooks(ctx, spec, rf); err != nil {
-			return err
+		if hk, sp.Body, err = p.readHooks(ctx, sp, rf); err != nil {
+			return nil, err
 		}
 		if hk.timeout > 0 {
 			ctx = provider.WithCallTimeout(ctx, hk.timeout)
 		}
 	}
 	var first error
-	var firstCall *call
+	var firstCall *Call
 	var groups []string
 	called := 0 // fallback runs started (x-litellm-attempted-fallbacks)
 	for tried := 0; ; {
-		cctx, call, err := s.startScannedCall(ctx, spec, rf)
+		cctx, call, err := p.Start(ctx, sp, rf)
 		if err != nil {
-			return err // a refusal stands, also on a fallback's path
+			return nil, err // a refusal stands, also on a fallback's path
 		}
 		call.fallbacks = called
 		call.timeout = hk.timeoutHdr
-		call.mock = hk.mock(spec.model, called)
-		if spec.stream {
-			err = s.stream(cctx, c, spec.format, call)
-		} else {
-			err = s.answer(cctx, c, call)
-		}
-		if err == nil {
-			return nil
+		call.mock = hk.mock(sp.Model, called)
+		if err = answer(cctx, call); err == nil {
+			return nil, nil
 		}
 		class, ok := routerClass(err)
 		if !ok {
-			call.failed(c)
-			return err
+			return call, err
 		}
 		if first == nil {
 			first, firstCall = err, call
-			groups = s.Router.Settings().FallbackGroups(spec.model, class, hk.fallbacks)
+			groups = p.Router.Settings().FallbackGroups(sp.Model, class, hk.fallbacks)
 		}
 		for {
 			if tried >= len(groups) {
-				firstCall.failed(c)
-				return first
+				return firstCall, first
 			}
 			next := groups[tried]
 			tried++
 			agent := strings.HasPrefix(next, AgentModelPrefix)
-			if _, err := s.Router.Group(ctx, next); !agent && errors.Is(err, router.ErrUnknownModel) {
+			if _, err := p.Router.Group(ctx, next); !agent && errors.Is(err, router.ErrUnknownModel) {
 				continue
 			}
-			body, err := sjson.SetBytes(spec.body, "model", next)
+			body, err := sjson.SetBytes(sp.Body, "model", next)
 			if err != nil {
-				firstCall.failed(c)
-				return first
+				return firstCall, first
 			}
-			// the fallback is called as a request naming it would be (llm)
-			spec.model, spec.body, spec.resolve = next, body, nil
-			if !spec.format.Multipart() {
-				spec.guardrails = nil
-			}
+			// the fallback is called as a request naming it would be
+			sp.Model, sp.Body, sp.resolve, sp.guardrails = next, body, nil, nil
 			if agent {
-				if err := s.agentModelSpec(ctx, spec.format, &spec); err != nil {
+				if err := p.AgentModel(ctx, &sp); err != nil {
 					continue // an unknown agent: skipped like an unknown group
 				}
 			}
-			*rf = scanRequest(body)
+			*rf = Scan(body)
 			called++
 			break
 		}
@@ -115,13 +110,13 @@ func routerClass(err error) (router.Class, bool) {
 // of {"model": "<name>"} objects) — nil when absent or null — and checks that the caller may
 // use each one, before any call is made, as LiteLLM's auth does (user_api_key_auth: every
 // fallback model goes through can_key_call_model): a model the key (or its team) may not
-// call is refused with the same 401 as asking for it directly.
-func (s *Server) requestFallbacks(ctx context.Context, who principal, r gjson.Result) ([]string, error) {
+// call is refused with the same *AccessDenied (401) as asking for it directly.
+func (p *Pipeline) requestFallbacks(ctx context.Context, who Caller, r gjson.Result) ([]string, error) {
 	if !r.Exists() || r.Type == gjson.Null {
 		return nil, nil
 	}
 	if !r.IsArray() {
-		return nil, badRequest("fallbacks: must be a list of model names, got %s", r.Raw)
+		return nil, invalid("fallbacks", "fallbacks: must be a list of model names, got %s", r.Raw)
 	}
 	var out []string
 	for i, v := range r.Array() {
@@ -138,28 +133,28 @@ func (s *Server) requestFallbacks(ctx context.Context, who principal, r gjson.Re
 				return true
 			})
 			if bad != "" {
-				return nil, badRequest("fallbacks[%d].%s: not supported (a fallback is a model name or {\"model\": \"<name>\"})", i, bad)
+				return nil, invalid("fallbacks", "fallbacks[%d].%s: not supported (a fallback is a model name or {\"model\": \"<name>\"})", i, bad)
 			}
 			m := v.Get("model")
 			if m.Type != gjson.String {
-				return nil, badRequest("fallbacks[%d].model: must be a model name, got %s", i, orNone(m.Raw))
+				return nil, invalid("fallbacks", "fallbacks[%d].model: must be a model name, got %s", i, orNone(m.Raw))
 			}
 			name = m.Str
 		default:
-			return nil, badRequest("fallbacks[%d]: must be a model name or {\"model\": \"<name>\"}, got %s", i, v.Raw)
+			return nil, invalid("fallbacks", "fallbacks[%d]: must be a model name or {\"model\": \"<name>\"}, got %s", i, v.Raw)
 		}
 		if name == "" {
-			return nil, badRequest("fallbacks[%d]: the model name is empty", i)
+			return nil, invalid("fallbacks", "fallbacks[%d]: the model name is empty", i)
 		}
 		out = append(out, name)
 	}
-	if who.key != nil {
+	if who.Key != nil {
 		for _, m := range out {
-			group, err := s.Router.Group(ctx, m)
+			group, err := p.Router.Group(ctx, m)
 			if err != nil && !errors.Is(err, router.ErrUnknownModel) {
 				return nil, err
 			}
-			if _, err := s.checkAccess(ctx, who, m, target{group: group}); err != nil {
+			if _, err := p.checkAccess(ctx, who, m, target{group: group}); err != nil {
 				return nil, err
 			}
 		}

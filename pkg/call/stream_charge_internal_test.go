@@ -1,16 +1,16 @@
-package api
+package call
 
 import (
 	"context"
 	"errors"
 	"io"
-	"lockstep/pkg/format"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 )
 
@@ -70,7 +70,7 @@ func textEvents(n int, text string) []provider.Event {
 	return evs
 }
 
-// chargedStream starts a charged stream on st, as call.stream does.
+// chargedStream starts a charged stream on st, as Call.Stream does.
 func chargedStream(st provider.Stream, body string) (*guardedStream, *recTicket) {
 	g, rec, _ := chargedStreamOn(context.Background(), st, body)
 	return g, rec
@@ -78,7 +78,7 @@ func chargedStream(st provider.Stream, body string) (*guardedStream, *recTicket)
 
 func chargedStreamOn(client context.Context, st provider.Stream, body string) (*guardedStream, *recTicket, *upstreamCtx) {
 	rec := &recTicket{}
-	c := &call{s: &Server{}, f: format.FormatChat, body: []byte(body), ticket: rec}
+	c := &Call{p: &Pipeline{}, f: format.FormatChat, body: []byte(body), ticket: rec}
 	up := detachUpstream(client)
 	if f, ok := st.(*fakeStream); ok {
 		f.ctx = up.ctx
@@ -158,7 +158,7 @@ func TestStreamChargeDrainTimeBound(t *testing.T) {
 	drainTime = 50 * time.Millisecond
 	defer func() { drainTime = old }()
 	rec := &recTicket{}
-	c := &call{s: &Server{}, f: format.FormatChat, body: []byte("12345678"), ticket: rec}
+	c := &Call{p: &Pipeline{}, f: format.FormatChat, body: []byte("12345678"), ticket: rec}
 	client, hangUp := context.WithCancel(context.Background())
 	up := detachUpstream(client)
 	up.started.Store(true)
@@ -184,7 +184,7 @@ func TestStreamChargeDrainTimeBound(t *testing.T) {
 func BenchmarkChargedStreamOverhead(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := &call{s: &Server{}, f: format.FormatChat, body: []byte(`{}`), ticket: &recTicket{}}
+	c := &Call{p: &Pipeline{}, f: format.FormatChat, body: []byte(`{}`), ticket: &recTicket{}}
 	st := &fakeStream{}
 	b.ReportAllocs()
 	for b.Loop() {

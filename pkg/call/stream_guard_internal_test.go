@@ -1,10 +1,9 @@
-package api
+package call
 
 import (
 	"encoding/json"
 	"errors"
 	"io"
-	"lockstep/pkg/format"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/provider"
 )
@@ -76,7 +76,7 @@ func streamMaskGuard(t testing.TB) *guardrail.Guardrail {
 // runGuarded streams frames (grouped into events as sizes says) through a guardedStream and
 // returns the frames the client receives and the concatenated content.
 func runGuarded(t testing.TB, g *guardrail.Guardrail, events [][]byte) ([]string, string) {
-	c := &call{f: format.FormatChat, gs: []*guardrail.Guardrail{g}, post: true}
+	c := &Call{f: format.FormatChat, gs: []*guardrail.Guardrail{g}, post: true}
 	st := &sliceStream{events: events}
 	gs := newGuardedStream(c, st, nil)
 	var out []byte

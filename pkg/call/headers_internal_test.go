@@ -1,4 +1,4 @@
-package api
+package call
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestPyFloat(t *testing.T) {
 
 // The call id and its header slice share one allocation; ids are distinct.
 func TestNewCallID(t *testing.T) {
-	s := &Server{spendPrefix: "r1-abc-"}
+	s := &IDs{prefix: "r1-abc-"}
 	id, h := s.newCallID()
 	require.Equal(t, []string{id}, h)
 	id2, _ := s.newCallID()

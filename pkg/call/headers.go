@@ -1,13 +1,14 @@
-package api
+package call
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unsafe"
-
-	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/provider"
 	"lockstep/pkg/spend"
@@ -28,16 +29,16 @@ import (
 //   - x-litellm-timeout: the request's x-litellm-timeout, else the deployment's timeout, in
 //     seconds;
 //   - x-litellm-attempted-fallbacks: how many fallback model groups were called before the
-//     one answering (fallbacks.go).
+//     one answering (Serve, fallbacks.go).
 //
-// The same headers but the cost go on an error answer of a call that was admitted (see
-// failed). Values are assigned under their canonical keys; all but the call id and the cost are shared
+// The same headers but the cost go on an error answer of a call that was admitted (res nil;
+// Serve returns that call). Values are assigned under their canonical keys; all but the call id and the cost are shared
 // one-value slices built once (router.Headers, smallInts), so no canonicalisation and few
 // allocations per call.
-func (c *call) setHeaders(h http.Header, res *provider.Response) {
+func (c *Call) SetHeaders(h http.Header, res *provider.Response) {
 	h["X-Litellm-Call-Id"] = c.idHeader
 	h["X-Litellm-Attempted-Retries"] = smallInt(c.attempts - 1)
-	h["X-Litellm-Max-Retries"] = smallInt(c.s.Router.Settings().NumRetries)
+	h["X-Litellm-Max-Retries"] = smallInt(c.p.Router.Settings().NumRetries)
 	h["X-Litellm-Attempted-Fallbacks"] = smallInt(c.fallbacks)
 	if c.timeout != nil {
 		h["X-Litellm-Timeout"] = c.timeout
@@ -65,30 +66,39 @@ func (c *call) setHeaders(h http.Header, res *provider.Response) {
 // zeroCost is the x-litellm-response-cost of an unpriced call (shared, cap 1).
 var zeroCost = []string{"0.0"}
 
-// newCallID returns a call id (nextSpendID's form: unique across replicas and restarts) and
-// its one-value header slice, in one allocation.
-func (s *Server) newCallID() (string, []string) {
+// IDs makes call ids: unique across replicas and restarts (a prefix naming the replica and
+// its start, then a sequence number in base 36). Make it with NewIDs; safe for concurrent use.
+type IDs struct {
+	prefix string
+	seq    atomic.Int64
+}
+
+// NewIDs returns the id maker of replica (its start time makes ids unique across restarts).
+func NewIDs(replica string) *IDs {
+	return &IDs{prefix: fmt.Sprintf("%s-%s-", replica, strconv.FormatInt(time.Now().UnixNano(), 36))}
+}
+
+// Next returns a new id (a spend log's request_id).
+func (ids *IDs) Next() string {
+	n := ids.seq.Add(1)
+	return ids.prefix + strconv.FormatInt(n, 36)
+}
+
+// newCallID returns a call id (Next's form) and its one-value header slice, in one
+// allocation.
+func (ids *IDs) newCallID() (string, []string) {
 	b := &struct {
 		v   [1]string
 		buf [64]byte
 	}{}
-	out := append(b.buf[:0], s.spendPrefix...)
-	out = strconv.AppendInt(out, s.spendSeq.Add(1), 36)
+	out := append(b.buf[:0], ids.prefix...)
+	out = strconv.AppendInt(out, ids.seq.Add(1), 36)
 	if len(out) > len(b.buf) { // a prefix longer than the buffer: append moved it
 		id := string(out)
 		return id, []string{id}
 	}
 	b.v[0] = unsafe.String(&b.buf[0], len(out))
 	return b.v[0], b.v[:]
-}
-
-// failed sets the headers of a call answered with an error (LiteLLM's proxy adds them to its
-// error answers too), unless the answer has started (a stream ends with an error event): no
-// x-litellm-response-cost.
-func (c *call) failed(ec echo.Context) {
-	if w := ec.Response(); !w.Committed {
-		c.setHeaders(w.Header(), nil)
-	}
 }
 
 // smallInts are the one-value header slices of 0…31 (cap 1, shared).

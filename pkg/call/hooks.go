@@ -1,4 +1,4 @@
-package api
+package call
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // members of the request body LiteLLM reads and removes before the call, and the
 // x-litellm-timeout request header.
 //
-//   - fallbacks: the request's fallback model groups (fallbacks.go);
+//   - fallbacks: the request's fallback model groups (Serve, fallbacks.go);
 //   - mock_testing_fallbacks: true: the call to the requested model group fails with a 500
 //     "litellm.InternalServerError: This is a mock exception for model=<m>, to trigger a
 //     fallback. Fallbacks=<fallbacks>", after access, limits and guardrails, so its fallbacks
@@ -37,10 +37,10 @@ import (
 //     answered back as x-litellm-timeout.
 //
 // Each mock flag must be a boolean, the header (and "timeout" with mock_timeout) a number of
-// seconds > 0: else 400 naming it. Mock failures are recorded like any failed call (spend log, limits).
+// seconds > 0: else an *Invalid (400) naming it. Mock failures are recorded like any failed call (spend log, limits).
 var hookFields = [...]string{"fallbacks", "mock_testing_fallbacks", "mock_testing_rate_limit_error", "mock_timeout", "timeout"}
 
-// the hooks' positions in hookFields and requestFields.hooks
+// the hooks' positions in hookFields and Fields.hooks
 const (
 	hookFallbacks = iota
 	hookMockFallbacks
@@ -64,13 +64,13 @@ type hooks struct {
 
 // readHooks reads the hooks of a request and returns the body without the members LiteLLM
 // removes (fallbacks and the mock flags; "timeout" stays, as before).
-func (s *Server) readHooks(ctx context.Context, spec callSpec, rf *requestFields) (hooks, []byte, error) {
+func (p *Pipeline) readHooks(ctx context.Context, spec Spec, rf *Fields) (hooks, []byte, error) {
 	var hk hooks
-	body := spec.body
-	if v := spec.reqHeader[timeoutHeader]; len(v) > 0 {
+	body := spec.Body
+	if v := spec.ReqHeader[timeoutHeader]; len(v) > 0 {
 		t, err := positiveSeconds(v[0])
 		if err != nil {
-			return hk, nil, badRequest("x-litellm-timeout: must be a number of seconds > 0, got %q", v[0])
+			return hk, nil, invalid("x-litellm-timeout", "x-litellm-timeout: must be a number of seconds > 0, got %q", v[0])
 		}
 		hk.timeout, hk.timeoutHdr = t, []string{router.Seconds(t)}
 	}
@@ -88,7 +88,7 @@ func (s *Server) readHooks(ctx context.Context, spec callSpec, rf *requestFields
 		if !r.Exists() {
 			return false, nil
 		}
-		return false, badRequest("%s: must be a boolean, got %s", hookFields[i], r.Raw)
+		return false, invalid(hookFields[i], "%s: must be a boolean, got %s", hookFields[i], r.Raw)
 	}
 	var err error
 	if hk.mockFallbacks, err = flag(hookMockFallbacks); err != nil {
@@ -103,18 +103,18 @@ func (s *Server) readHooks(ctx context.Context, spec callSpec, rf *requestFields
 	if r := rf.hooks[hookTimeout]; hk.mockWait && r.Exists() && r.Type != gjson.Null { // read for mock_timeout only
 		t, err := positiveSeconds(r.Raw)
 		if r.Type != gjson.Number || err != nil {
-			return hk, nil, badRequest("timeout: must be a number of seconds > 0, got %s", r.Raw)
+			return hk, nil, invalid("timeout", "timeout: must be a number of seconds > 0, got %s", r.Raw)
 		}
 		hk.bodyTimeout = t
 	}
-	if hk.fallbacks, err = s.requestFallbacks(ctx, spec.who, rf.hooks[hookFallbacks]); err != nil {
+	if hk.fallbacks, err = p.requestFallbacks(ctx, spec.Caller, rf.hooks[hookFallbacks]); err != nil {
 		return hk, nil, err
 	}
-	hk.fallbackList = pyRepr(hk.fallbacks, s.Router.Settings().Fallbacks)
+	hk.fallbackList = pyRepr(hk.fallbacks, p.Router.Settings().Fallbacks)
 	for i := hookFallbacks; i <= hookMockTimeout; i++ {
 		if rf.hooks[i].Exists() {
 			if body, err = sjson.DeleteBytes(body, hookFields[i]); err != nil {
-				return hk, nil, badRequest("%s: %v", hookFields[i], err)
+				return hk, nil, invalid(hookFields[i], "%s: %v", hookFields[i], err)
 			}
 		}
 	}
@@ -132,16 +132,16 @@ func positiveSeconds(v string) (time.Duration, error) {
 
 // mock returns the failure the hooks raise instead of routing the call to model (tried: the
 // fallbacks called before it); nil when none applies.
-func (hk hooks) mock(model string, tried int) func(ctx context.Context, c *call) error {
+func (hk hooks) mock(model string, tried int) func(ctx context.Context, c *Call) error {
 	switch {
 	case hk.mockRateLimit:
-		return func(context.Context, *call) error {
+		return func(context.Context, *Call) error {
 			return mockError(router.ClassRateLimit, 429, "rate_limit_error",
 				"litellm.RateLimitError: This is a mock exception for model="+model+", to trigger a rate limit error.")
 		}
 	case hk.mockFallbacks && tried == 0:
 		list := hk.fallbackList
-		return func(context.Context, *call) error {
+		return func(context.Context, *Call) error {
 			return mockError(router.ClassInternalServer, 500, "internal_server_error",
 				"litellm.InternalServerError: This is a mock exception for model="+model+", to trigger a fallback. Fallbacks="+list)
 		}
@@ -150,7 +150,7 @@ func (hk hooks) mock(model string, tried int) func(ctx context.Context, c *call)
 		if wait == 0 {
 			wait = hk.bodyTimeout
 		}
-		return func(ctx context.Context, c *call) error {
+		return func(ctx context.Context, c *Call) error {
 			w := wait
 			if w == 0 {
 				w = provider.DefaultTimeout

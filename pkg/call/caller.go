@@ -1,0 +1,118 @@
+package call
+
+import (
+	"lockstep/pkg/accounts"
+	"lockstep/pkg/keys"
+	"lockstep/pkg/registry"
+	"lockstep/pkg/router"
+)
+
+// Caller is who makes a call, as authentication found it (pkg/api's auth): the master key
+// (Admin, every other field nil) or a virtual key with its team, internal user and
+// organization (nil: none, or not found for the user). It is a value: passed to Start in
+// Spec.Caller and to the A2A completer in a2a.Call.Caller, never through a context.
+type Caller struct {
+	Admin bool
+	Key   *keys.Key
+	Team  *accounts.Team
+	User  *accounts.User
+	Org   *accounts.Organization
+}
+
+// roleProxyAdmin is LiteLLM's user_role of an admin user (may use team-scoped models).
+const roleProxyAdmin = "proxy_admin"
+
+// Aliased maps the model name a call sends to the model group that serves it: the caller's
+// team's model_aliases first, then its key's aliases, each applied once when the name is in
+// it (LiteLLM litellm_pre_call_utils: _update_model_if_team_alias_exists, then
+// _update_model_if_key_alias_exists, which rewrite data["model"] before routing, so access,
+// limits, spend and the route all see the real group). The master key and a key without
+// aliases keep the name; no allocation either way.
+func (p Caller) Aliased(model string) string {
+	if p.Key == nil {
+		return model
+	}
+	if p.Team != nil {
+		if m, ok := p.Team.Fields.ModelAliases[model]; ok && m != "" {
+			model = m
+		}
+	}
+	if m, ok := p.Key.Aliases[model]; ok && m != "" {
+		model = m
+	}
+	return model
+}
+
+// CanUse reports whether the caller may call model group name (whose deployments are group):
+// the admin may use every model; a virtual key only what its own models list allows and, for
+// a team key, what its team's list allows too (the intersection, LiteLLM can_key_call_model
+// then can_team_access_model); a personal key (no team) of an internal user is also bound by
+// the user's models list. A group holding a team-scoped deployment (model_info.team_id) is
+// usable only by keys of that team and proxy_admin users (teamModelsOK).
+func (p Caller) CanUse(name string, group []*registry.Entry[*router.Deployment]) bool {
+	if p.Key == nil {
+		return true
+	}
+	if !p.teamModelsOK(group) {
+		return false
+	}
+	ag := GroupAccess(group)
+	if !p.Key.CanUse(name, ag) {
+		return false
+	}
+	if p.Team != nil {
+		return p.Team.CanUse(name, ag)
+	}
+	if p.User != nil {
+		return p.User.CanUse(name, ag)
+	}
+	return true
+}
+
+// teamModelsOK reports whether every team-scoped deployment of group (router.Deployment.TeamID,
+// LiteLLM's model_info.team_id) belongs to the caller's key's team, or the caller is a
+// proxy_admin user (the master key never gets here). LiteLLM serves a team model only to its
+// team's keys; others get the usual access denial. One string comparison per deployment when
+// no team models exist.
+func (p Caller) teamModelsOK(group []*registry.Entry[*router.Deployment]) bool {
+	for _, e := range group {
+		if tid := e.Value.TeamID; tid != "" && tid != p.Key.TeamID {
+			return p.User != nil && p.User.Role != nil && *p.User.Role == roleProxyAdmin
+		}
+	}
+	return true
+}
+
+// accessDenied is the refusal of a model the caller may not use, naming the list that refused
+// it (AccessDenied: LiteLLM's "key not allowed to access model. ..." with type
+// key_model_access_denied, "team not allowed to access model. ..." with type
+// team_model_access_denied; answered 401).
+func (p Caller) accessDenied(model string, group []*registry.Entry[*router.Deployment]) error {
+	ag := GroupAccess(group)
+	if p.Key != nil && p.teamModelsOK(group) && p.Key.CanUse(model, ag) {
+		if p.Team != nil {
+			return &AccessDenied{Scope: "team", Allowed: p.Team.Models, Model: model}
+		}
+		if p.User != nil {
+			return &AccessDenied{Scope: "user", Allowed: p.User.Models, Model: model}
+		}
+	}
+	var models []string
+	if p.Key != nil {
+		models = p.Key.Models
+	}
+	return &AccessDenied{Scope: "key", Allowed: models, Model: model}
+}
+
+// GroupAccess iterates the access groups of a model group's deployments.
+func GroupAccess(group []*registry.Entry[*router.Deployment]) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for _, e := range group {
+			for _, g := range e.Value.AccessGroups {
+				if !yield(g) {
+					return
+				}
+			}
+		}
+	}
+}
