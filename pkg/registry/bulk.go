@@ -56,7 +56,7 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(entries)/parallelBuild))
 	idShard := make([]uint8, len(entries))
 	names := make([][]string, len(entries)) // each entry's names, for this fill only
-	per := make([][shards]int, workers)     // per worker: entries per id shard, then names per name shard
+	per := make([][shards]int, workers)     // per worker: its entries per id shard
 	var wg sync.WaitGroup
 	chunk := (len(entries) + workers - 1) / workers
 	for w := range workers {
