@@ -25,18 +25,18 @@ const AllProxyModels = "all-proxy-models"
 
 // Key is a virtual key as served. Immutable.
 type Key struct {
-	Token    string // sha256 hex of the key
-	Alias    string
-	Models   []string // model group names, access group names, or AllProxyModels; empty = all
-	Blocked  bool
+	Token   string // sha256 hex of the key
+	Alias   string
+	Models  []string // model group names, access group names, or AllProxyModels; empty = all
+	Blocked bool
 	// GetSpendRoutes: LiteLLM permissions {"get_spend_routes": true}, the /global/spend routes
 	// for a key that is not the admin's. (Next to Blocked: the two bools share one word, which
 	// keeps a Key at 352 bytes, the allocator's size class below 384.)
 	GetSpendRoutes bool
-	Expires  time.Time // zero: never
-	Metadata json.RawMessage
-	TeamID   string // "": no team (sql/005); the team's models and limits bind the key too
-	UserID   string // "": no internal user
+	Expires        time.Time // zero: never
+	Metadata       json.RawMessage
+	TeamID         string // "": no team (sql/005); the team's models and limits bind the key too
+	UserID         string // "": no internal user
 	// Limits are rpm_limit, tpm_limit and max_parallel_requests (zero value: none).
 	Limits limits.Limits
 	// Budget is max_budget (USD) and budget_duration (zero value: none).
