@@ -82,7 +82,7 @@ func TestGeneralSettingsUnknownKeyRefused(t *testing.T) {
 		Config: "general_settings:\n  disable_spend_logs: true\n  alerting: [slack]\nlitellm_settings: {drop_params: true}\n"})
 	log := g.Log()
 	require.Equal(t, 1, strings.Count(log, "LiteLLM settings lockstep does not implement"), log)
-	for _, k := range []string{"general_settings.disable_spend_logs", "general_settings.alerting", "litellm_settings"} {
+	for _, k := range []string{"general_settings.disable_spend_logs", "general_settings.alerting", "litellm_settings.drop_params"} {
 		require.Contains(t, log, `"`+k+`"`)
 	}
 }

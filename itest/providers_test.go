@@ -492,7 +492,8 @@ func TestBedrockProvider(t *testing.T) {
 	t.Parallel()
 	creds := fakeupstream.Bedrock{Region: "eu-central-1", AccessKeyID: "AKIAFAKEGATEWAY01", SecretAccessKey: "fake/secret+key/abcdef0123456789", SessionToken: "fake-session-token-42"}
 	up := fakeupstream.StartBedrock(t, creds)
-	p := StartPair(t, GatewayOpts{})
+	// AWS_REGION_NAME is read only when a region-less model is called (LiteLLM's order)
+	p := StartPair(t, GatewayOpts{Env: []string{"AWS_REGION=", "AWS_DEFAULT_REGION=", "AWS_REGION_NAME=" + creds.Region}})
 	params := map[string]any{"model": "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0", "api_base": up.URL,
 		"aws_region_name": creds.Region, "aws_access_key_id": creds.AccessKeyID, "aws_secret_access_key": creds.SecretAccessKey, "aws_session_token": creds.SessionToken}
 	createModel(t, p.A, "brock", params)
@@ -514,8 +515,13 @@ func TestBedrockProvider(t *testing.T) {
 	require.Equal(t, 200, st)
 	require.NotContains(t, string(b), creds.SecretAccessKey)
 
-	// A model without a region is refused, the field named.
-	st, b = p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "brock-noregion", "litellm_params": map[string]any{"model": "bedrock/x", "api_base": up.URL}})
-	require.Equal(t, 400, st, "%s", b)
-	require.Contains(t, string(b), "aws_region_name")
+	// Issue 19 item 13: a model without a region loads (LiteLLM resolves it at call time):
+	// the call is signed for the region AWS_REGION_NAME names (the fake verifies the scope)
+	params = map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0", "api_base": up.URL,
+		"aws_access_key_id": creds.AccessKeyID, "aws_secret_access_key": creds.SecretAccessKey, "aws_session_token": creds.SessionToken}
+	createModel(t, p.A, "brock-noregion", params)
+	Eventually(t, "b calls brock-noregion", func() bool {
+		st, _ := p.B.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "brock-noregion", "messages": []any{map[string]any{"role": "user", "content": "x"}}})
+		return st == 200
+	})
 }

@@ -425,6 +425,14 @@ func TestRolesMatrix(t *testing.T) {
 		ghost("PUT /v1/agents/:id", "PUT", "/v1/agents/a-ghost", map[string]any{}, true, 404),
 		ghost("PATCH /v1/agents/:id", "PATCH", "/v1/agents/a-ghost", map[string]any{}, true, 404),
 		ghost("DELETE /v1/agents/:id", "DELETE", "/v1/agents/a-ghost", nil, true, 404),
+		// budgets (issue 19 item 9): admin objects, proxy_admin_viewer reads (/budget/info is
+		// a read sent as POST)
+		ghost("POST /budget/new", "POST", "/budget/new", map[string]any{"budget_id": "b-1", "max_budget": -1}, true, 400),
+		ghost("POST /budget/update", "POST", "/budget/update", map[string]any{"budget_id": "b-ghost", "rpm_limit": 1}, true, 404),
+		ghost("POST /budget/info", "POST", "/budget/info", map[string]any{"budgets": []string{"b-ghost"}}, false, 200),
+		ghost("GET /budget/list", "GET", "/budget/list", nil, false, 200),
+		ghost("GET /budget/settings", "GET", "/budget/settings?budget_id=b-ghost", nil, false, 200),
+		ghost("POST /budget/delete", "POST", "/budget/delete", map[string]any{"id": "b-ghost"}, true, 404),
 	)
 	for _, pre := range []string{"/customer", "/end_user"} {
 		routes = append(routes,

@@ -27,12 +27,12 @@ type FileConfig struct {
 	RouterSettings  RouterSettings    `yaml:"router_settings"`
 	// LiteLLMSettings: of LiteLLM's litellm_settings, lockstep reads callbacks and
 	// success_callback ("otel" turns OpenTelemetry on; docs/configuration.md); the rest is
-	// accepted and ignored.
+	// accepted, logged once and ignored, its os.environ/NAME values left unresolved.
 	LiteLLMSettings LiteLLMSettings `yaml:"litellm_settings"`
 
 	// notImplemented are the keys present that LiteLLM defines and lockstep accepts without
-	// reading (its other top-level sections, general_settings keys), as "section" or
-	// "general_settings.key": serve logs them once at start.
+	// reading (its other top-level sections, general_settings, router_settings and
+	// litellm_settings keys), as "section" or "section.key": serve logs them once at start.
 	notImplemented []string
 }
 
@@ -81,6 +81,9 @@ type GeneralSettings struct {
 	// *_API_BASE; [] allows none. DATABASE_URL, GATEWAY_* and *_MASTER_KEY are never allowed.
 	// Config-file objects may name any variable.
 	AllowedEnvSecrets []string `yaml:"allowed_env_secrets"`
+	// ModerationModel (LiteLLM's moderation_model) is the model every /moderations call uses,
+	// whatever the request names; unset: the request's model, else omni-moderation-latest.
+	ModerationModel string `yaml:"moderation_model"`
 }
 
 // spendRetention returns the spend-log retention period and prune interval (0, 0: none).
@@ -118,7 +121,7 @@ func loadConfig(path string, preset map[string]bool) (*FileConfig, error) {
 		return nil, fmt.Errorf("config %s: %w", path, yamlSyntaxError(raw, err))
 	}
 	var unset []string
-	if err := resolveEnv(&node, "", preset, &unset); err != nil {
+	if err := resolveEnv(&node, "", preset, ignoredPaths(&node), &unset); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if len(unset) > 0 {
@@ -165,8 +168,8 @@ var entryFields = map[string][]string{
 // define (liteLLMGeneralSettings; with a "did you mean" for a near miss), and a value of the
 // wrong type anywhere in the sections lockstep reads (named as section.key, e.g.
 // router_settings.num_retries). Unknown keys inside router_settings are accepted and ignored.
-// It returns the LiteLLM sections and general_settings keys present that lockstep does not
-// read (FileConfig.notImplemented).
+// It returns the LiteLLM sections, general_settings keys, router_settings keys and
+// litellm_settings keys present that lockstep does not read (FileConfig.notImplemented).
 func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -180,6 +183,10 @@ func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i].Value, root.Content[i+1]
 		if _, ok := sections[key]; !ok {
+			if key == "litellm_settings" && val.Kind == yaml.MappingNode {
+				notImplemented = append(notImplemented, unreadKeys(val, key, yamlKeys(reflect.TypeOf(LiteLLMSettings{})))...)
+				continue
+			}
 			if liteLLMSections[key] {
 				notImplemented = append(notImplemented, key)
 				continue
@@ -213,6 +220,9 @@ func checkConfigShape(doc *yaml.Node) (notImplemented []string, err error) {
 			}
 			notImplemented = append(notImplemented, ni...)
 		}
+		if key == "router_settings" {
+			notImplemented = append(notImplemented, unreadKeys(val, key, yamlKeys(reflect.TypeOf(RouterSettings{})))...)
+		}
 		if err := checkPairs(val, key, nil, reflect.TypeOf(sections[key]).Elem()); err != nil {
 			return nil, err
 		}
@@ -242,6 +252,17 @@ func checkGeneralSettingsKeys(m *yaml.Node) ([]string, error) {
 		}
 	}
 	return ignored, nil
+}
+
+// unreadKeys are the keys of mapping m not in read, as "section.key".
+func unreadKeys(m *yaml.Node, section string, read []string) []string {
+	var out []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i].Value; !slices.Contains(read, k) {
+			out = append(out, section+"."+k)
+		}
+	}
+	return out
 }
 
 // yamlKeys are the yaml tag names of struct type t's fields.
@@ -287,10 +308,55 @@ func kindName(n *yaml.Node) string {
 	return "node"
 }
 
+// ignoredPaths are the paths of a config whose values lockstep does not read (LiteLLM's
+// sections other than the five it reads, the general_settings keys only LiteLLM defines, the
+// router_settings keys lockstep does not know, every litellm_settings key but callbacks and
+// success_callback): their os.environ/NAME is left unresolved, so a LiteLLM config naming
+// LANGFUSE_PUBLIC_KEY or REDIS_PASSWORD there starts without them set (API.md "Compatibility
+// policy": os.environ/ in a section lockstep ignores is not resolved).
+func ignoredPaths(doc *yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i].Value, root.Content[i+1]
+		if liteLLMSections[key] && key != "litellm_settings" {
+			out[key] = true
+			continue
+		}
+		var read []string
+		switch key {
+		case "litellm_settings":
+			read = yamlKeys(reflect.TypeOf(LiteLLMSettings{}))
+		case "general_settings":
+			read = yamlKeys(reflect.TypeOf(GeneralSettings{}))
+		case "router_settings":
+			read = yamlKeys(reflect.TypeOf(RouterSettings{}))
+		default:
+			continue
+		}
+		if val.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(val.Content); j += 2 {
+			if k := val.Content[j].Value; !slices.Contains(read, k) {
+				out[key+"."+k] = true
+			}
+		}
+	}
+	return out
+}
+
 // resolveEnv replaces every "os.environ/NAME" scalar with $NAME, except at the paths in preset
-// (set by a flag or env var: the value is dropped, unresolved). Each unset variable is added to
-// *unset as "path: environment variable NAME is not set"; other errors are returned.
-func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]string) error {
+// (set by a flag or env var: the value is dropped, unresolved) and under the paths in skip
+// (ignoredPaths: left as written). Each unset variable is added to *unset as "path:
+// environment variable NAME is not set"; other errors are returned.
+func resolveEnv(n *yaml.Node, path string, preset, skip map[string]bool, unset *[]string) error {
+	if skip[path] {
+		return nil
+	}
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for i, c := range n.Content {
@@ -298,7 +364,7 @@ func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]stri
 			if n.Kind == yaml.SequenceNode {
 				p = fmt.Sprintf("%s[%d]", path, i)
 			}
-			if err := resolveEnv(c, p, preset, unset); err != nil {
+			if err := resolveEnv(c, p, preset, skip, unset); err != nil {
 				return err
 			}
 		}
@@ -318,7 +384,7 @@ func resolveEnv(n *yaml.Node, path string, preset map[string]bool, unset *[]stri
 			default:
 				return fmt.Errorf("%s: a mapping key must be a string (line %d)", strings.TrimSuffix(path, "."), k.Line)
 			}
-			if err := resolveEnv(n.Content[i+1], p, preset, unset); err != nil {
+			if err := resolveEnv(n.Content[i+1], p, preset, skip, unset); err != nil {
 				return err
 			}
 		}

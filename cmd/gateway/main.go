@@ -37,6 +37,7 @@ import (
 	"lockstep/pkg/provider/bedrock"
 	"lockstep/pkg/provider/gemini"
 	"lockstep/pkg/provider/ollama"
+	"lockstep/pkg/provider/textcompletion"
 	"lockstep/pkg/provider/vertex"
 	"lockstep/pkg/readthrough"
 	"lockstep/pkg/registry"
@@ -210,7 +211,7 @@ func newLogger(format string, lvl zerolog.Level) zerolog.Logger {
 
 // vendors are the upstream APIs served beyond the built-in OpenAI-compatible and Anthropic
 // providers (provider.Vendor): registered here, and nowhere else.
-var vendors = []provider.Vendor{ollama.Vendor, gemini.Vendor, vertex.Vendor, bedrock.Vendor}
+var vendors = []provider.Vendor{ollama.Vendor, gemini.Vendor, vertex.Vendor, bedrock.Vendor, bedrock.SageMakerVendor, textcompletion.Vendor}
 
 func serve(ctx context.Context, args []string) error {
 	f, err := parseServe(args)
@@ -372,8 +373,9 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
+		ModerationModel: cfg.GeneralSettings.ModerationModel,
 	})
 	if master == "" {
 		log.Warn().Str("addr", addr).Msg("no master key set: every caller is admin, so only loopback addresses are served (set --master-key or GATEWAY_MASTER_KEY)")
@@ -408,6 +410,7 @@ type registries struct {
 	teams      *registry.Registry[*accounts.Team]
 	users      *registry.Registry[*accounts.User]
 	endUsers   *registry.Registry[*accounts.EndUser]
+	budgets    *registry.Registry[*accounts.Budget]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -455,6 +458,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.teams = add(r, store.Team, accounts.BuildTeamRow, nil)
 	r.users = add(r, store.User, accounts.BuildUserRow, nil)
 	r.endUsers = add(r, store.EndUser, accounts.BuildEndUserRow, nil)
+	r.budgets = add(r, store.Budget, accounts.BuildBudgetRow, nil)
 	return r
 }
 

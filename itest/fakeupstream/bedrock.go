@@ -29,6 +29,8 @@ type Bedrock struct {
 	// AccessKeyID, SecretAccessKey and SessionToken are the only credentials it knows; with a
 	// SessionToken every request must carry it (X-Amz-Security-Token).
 	AccessKeyID, SecretAccessKey, SessionToken string
+	// Service is the SigV4 service the signature must be scoped to; "" is "bedrock".
+	Service string
 }
 
 // StartBedrock starts a fake Amazon Bedrock runtime: POST /model/{modelId}/converse and
@@ -82,8 +84,12 @@ func (b Bedrock) verify(r *http.Request, body []byte) (int, string, string) {
 	if scope[0] != b.AccessKeyID {
 		return http.StatusForbidden, "UnrecognizedClientException", "The security token included in the request is invalid."
 	}
-	if scope[2] != b.Region || scope[3] != "bedrock" {
-		return http.StatusForbidden, "InvalidSignatureException", fmt.Sprintf("Credential should be scoped to a valid region and service 'bedrock', not %s/%s.", scope[2], scope[3])
+	service := b.Service
+	if service == "" {
+		service = "bedrock"
+	}
+	if scope[2] != b.Region || scope[3] != service {
+		return http.StatusForbidden, "InvalidSignatureException", fmt.Sprintf("Credential should be scoped to a valid region and service '%s', not %s/%s.", service, scope[2], scope[3])
 	}
 	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
 	if err != nil || time.Since(at).Abs() > 5*time.Minute {
@@ -103,7 +109,7 @@ func (b Bedrock) verify(r *http.Request, body []byte) (int, string, string) {
 	}
 	sum := sha256.Sum256(body)
 	creds := aws.Credentials{AccessKeyID: b.AccessKeyID, SecretAccessKey: b.SecretAccessKey, SessionToken: b.SessionToken}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), "bedrock", b.Region, at); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), service, b.Region, at); err != nil {
 		return http.StatusInternalServerError, "InternalServerException", err.Error()
 	}
 	if req.Header.Get("Authorization") != auth {

@@ -101,10 +101,14 @@ type config struct {
 	redirect   int
 	redirectTo string
 	deltas     []map[string]any
+	modelIDs   []string
 }
 
 // Option configures a [Server].
 type Option func(*config)
+
+// WithModels sets the model ids GET /models lists (default ["fake-model"]).
+func WithModels(ids ...string) Option { return func(c *config) { c.modelIDs = ids } }
 
 // WithReply sets the function producing the assistant text. Default: "fake reply to: <Text>".
 func WithReply(f func(ReplyInput) string) Option { return func(c *config) { c.reply = f } }
@@ -990,10 +994,21 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	ids := s.cfg.modelIDs
+	if ids == nil {
+		ids = []string{"fake-model"}
+	}
+	data := make([]map[string]any, len(ids))
+	for i, id := range ids {
+		if anthropic {
+			data[i] = map[string]any{"id": id, "type": "model", "display_name": id, "created_at": "2025-01-01T00:00:00Z"}
+		} else {
+			data[i] = map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "fake"}
+		}
+	}
 	if anthropic {
-		writeJSON(w, http.StatusOK, map[string]any{"data": []map[string]any{{"id": "fake-model", "type": "model", "display_name": "Fake", "created_at": "2025-01-01T00:00:00Z"}},
-			"has_more": false, "first_id": "fake-model", "last_id": "fake-model"})
+		writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": false, "first_id": ids[0], "last_id": ids[len(ids)-1]})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{{"id": "fake-model", "object": "model", "created": 1700000000, "owned_by": "fake"}}})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -109,6 +109,11 @@ type Team struct {
 		ModelTPM map[string]int64 `json:"model_tpm_limit"`
 		// Guardrails run on every call of the team's keys (LiteLLM team "guardrails").
 		Guardrails []string `json:"guardrails"`
+		// TeamMemberBudgetID is the budget LiteLLM creates from the team's
+		// team_member_budget / team_member_rpm_limit / team_member_tpm_limit /
+		// team_member_budget_duration (sql/012): it holds for every member without a
+		// budget of its own in the team ("" none).
+		TeamMemberBudgetID string `json:"team_member_budget_id"`
 		// ObjectPermission is LiteLLM's team object_permission: its agents bind every key of
 		// the team (access.AgentAllowed; nil: none).
 		ObjectPermission *access.ObjectPermission `json:"object_permission"`
@@ -145,6 +150,13 @@ type User struct {
 	OrganizationID *string  `json:"organization_id"`
 	Models         []string `json:"models"`
 	Blocked        bool     `json:"blocked"`
+	Fields         struct {
+		// ModelMaxBudget is LiteLLM's user model_max_budget (keys.ParseModelBudgets), held
+		// across all the user's keys; built into ModelBudgets.
+		ModelMaxBudget json.RawMessage `json:"model_max_budget"`
+	} `json:"litellm_fields"`
+	// ModelBudgets are the user's per-model budgets (nil: none).
+	ModelBudgets map[string]spend.Budget `json:"-"`
 	Limits
 }
 
@@ -154,6 +166,8 @@ type Organization struct {
 	Alias   *string  `json:"organization_alias"`
 	Models  []string `json:"models"`
 	Blocked bool     `json:"blocked"`
+	// Links: the organization's budget_id (LiteLLM_OrganizationTable.budget_id; sql/012).
+	Links Links `json:"litellm_fields"`
 	Limits
 }
 
@@ -166,6 +180,8 @@ type EndUser struct {
 	// AllowedModelRegion is "eu", "us" or "": the router considers only the deployments of
 	// that region (router.InRegion; LiteLLM's customer region routing).
 	AllowedModelRegion string `json:"allowed_model_region"`
+	// Links: the end user's budget_id (LiteLLM_EndUserTable.budget_id; sql/012).
+	Links Links `json:"litellm_fields"`
 	Limits
 }
 
@@ -208,7 +224,14 @@ func BuildTeamRow(r store.Row) (*Team, error) {
 
 // BuildUserRow builds a User from a gateway.users row.
 func BuildUserRow(r store.Row) (*User, error) {
-	return build(r, "user", func(u *User) string { return u.ID }, func(u *User) *Limits { return &u.Limits })
+	u, err := build(r, "user", func(u *User) string { return u.ID }, func(u *User) *Limits { return &u.Limits })
+	if err != nil {
+		return nil, err
+	}
+	if u.ModelBudgets, err = keys.ParseModelBudgets(u.Fields.ModelMaxBudget); err != nil {
+		return nil, fmt.Errorf("user %q: %w", u.ID, err)
+	}
+	return u, nil
 }
 
 // BuildOrganizationRow builds an Organization from a gateway.organizations row.

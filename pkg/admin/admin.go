@@ -52,6 +52,9 @@ type Tx interface {
 	// DeleteBy deletes the rows of typ whose column equals value: their ids with their
 	// tombstone versions.
 	DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error)
+	// BudgetLinks names the objects linked to budget id ("end_user <id>", "key <token>",
+	// "organization <id>", "team <id>" for a team's member budget), at most a few.
+	BudgetLinks(ctx context.Context, id string) ([]string, error)
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.

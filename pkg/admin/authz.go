@@ -175,6 +175,8 @@ var Rules = map[string]Rule{
 	"POST /model/update":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	"PATCH /model/:id/update":   {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	"POST /model/delete":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
+	// budgets are admin objects; /budget/info is a read sent as POST (LiteLLM BudgetRequest)
+	"POST /budget/info": {},
 }
 
 // RuleOf is the table's row for a route (method and echo route pattern): Rules' entry, or the

@@ -112,6 +112,9 @@ func (t *fakeTx) row(typ store.ObjectType, r map[string]any) store.Row {
 		if b, ok := v.([]byte); ok {
 			v = json.RawMessage(b)
 		}
+		if b, ok := v.(store.JSONMerge); ok { // as written; the fake does not merge
+			v = json.RawMessage(b)
+		}
 		m[k] = v
 	}
 	data, err := json.Marshal(m)
@@ -336,4 +339,29 @@ func (f *fakeStore) ListUsers(ctx context.Context, fl store.UserFilter, page, si
 		return nil, 0, err
 	}
 	return rows, len(rows), nil
+}
+
+// BudgetLinks: the rows whose litellm_fields (as written: JSONMerge or JSON text) link budget id.
+func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
+	var out []string
+	for _, l := range []struct {
+		typ         store.ObjectType
+		kind, field string
+	}{{store.EndUser, "end_user", "budget_id"}, {store.Key, "key", "budget_id"}, {store.Organization, "organization", "budget_id"}, {store.Team, "team", "team_member_budget_id"}} {
+		for rid, r := range t.tables[l.typ] {
+			var raw []byte
+			switch v := r["litellm_fields"].(type) {
+			case store.JSONMerge:
+				raw = v
+			case []byte:
+				raw = v
+			}
+			var lf map[string]any
+			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
+				out = append(out, l.kind+" "+rid)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -35,6 +35,10 @@ func memberValues(members []accounts.Member, budgets map[string]*accounts.Member
 // yet; they are created (LiteLLM creates the users it is given), and a member named by email
 // gets its user's id. Errors: CreateAccount's, Invalid (a team row the registry would refuse).
 func (a *Admin) CreateTeam(ctx context.Context, id string, vals store.Values) (store.Row, error) {
+	return a.createTeam(ctx, id, vals, TeamMemberBudget{})
+}
+
+func (a *Admin) createTeam(ctx context.Context, id string, vals store.Values, tmb TeamMemberBudget) (store.Row, error) {
 	var resolved *store.Row
 	row, err := a.CreateAccount(ctx, TeamKind, id, vals, func(ctx context.Context, w *Writer, row store.Row) error {
 		t, err := accounts.BuildTeamRow(row)
@@ -47,6 +51,14 @@ func (a *Admin) CreateTeam(ctx context.Context, id string, vals store.Values) (s
 		}
 		if !slices.Equal(members, t.Members) { // members named by email got their user_id
 			r, err := w.Update(ctx, store.Team, t.ID, memberValues(members, t.MemberBudgets))
+			if err != nil {
+				return err
+			}
+			resolved = &r
+			row = r
+		}
+		if tmb.Given() {
+			r, err := setTeamMemberBudget(ctx, w, row, tmb, proxyAdminName)
 			if err != nil {
 				return err
 			}

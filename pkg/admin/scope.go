@@ -169,6 +169,15 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	if req.Blocked != nil && !*req.Blocked && cur != nil && cur.Blocked {
 		return forbiddenf("only the proxy admin can unblock a key")
 	}
+	// a budget link and a temporary budget increase are the proxy admin's (unlinking a budget
+	// or raising max_budget would lift the key's own limits)
+	for _, f := range []string{"budget_id", "temp_budget_increase"} {
+		raw, ok := req.Extra[f]
+		unlink := ok && f == "budget_id" && cur != nil && cur.BudgetID != ""
+		if ok && !isNull(raw) || unlink {
+			return forbiddenf("only the proxy admin can set %s on a key", f)
+		}
+	}
 	if o, ok := req.Extra["organization_id"]; ok && string(o) != "null" && string(o) != `""` {
 		// a key's organization replaces its user's as the one whose limits bind it
 		return forbiddenf("only the proxy admin can set a key's organization_id")

@@ -32,6 +32,7 @@ const (
 	TypeUser         = store.User
 	TypeOrganization = store.Organization
 	TypeEndUser      = store.EndUser
+	TypeBudget       = store.Budget
 )
 
 // The store's sentinels a use-case's error may wrap (errors.Is): no row, an invalid value,

@@ -40,16 +40,18 @@ type accountKind struct {
 	newModel, updateModel catalogue.Model
 	// updateExtra are /update's fields besides the columns (spend: UpdateAccountSpend).
 	updateExtra fields
+	// newExtra are /new's fields besides the columns (spend: CreateAccountSpend).
+	newExtra fields
 }
 
 var (
-	teamKind = accountKind{newModel: catalogue.NewTeam, updateModel: catalogue.UpdateTeam, AccountKind: mgmt.TeamKind, infoParam: "team_id",
+	teamKind = accountKind{updateExtra: teamMemberBudgetFields, newModel: catalogue.NewTeam, updateModel: catalogue.UpdateTeam, AccountKind: mgmt.TeamKind, infoParam: "team_id",
 		cols: limitFields.with(fields{"team_alias": fString, "organization_id": fString, "models": fStrings, "members_with_roles": fMembers})}
 	userKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewUser, updateModel: catalogue.UpdateUser, AccountKind: mgmt.UserKind, infoParam: "user_id",
 		cols: limitFields.with(fields{"user_alias": fString, "user_email": fString, "user_role": fString, "organization_id": fString, "models": fStrings})}
 	orgKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
 		cols: limitFields.with(fields{"organization_alias": fString, "models": fStrings})}
-	endUserKind = accountKind{newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
+	endUserKind = accountKind{newExtra: fields{"spend": fNumber}, newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
 		cols: limitFields.with(fields{"alias": fString, "allowed_model_region": fString, "default_model": fString})}
 )
 
@@ -121,11 +123,17 @@ func (s *Server) accountJSON(r mgmt.Row) (map[string]any, error) {
 // accountNew: POST /<kind>/new → the new row (200). A duplicate id is a 400.
 func (s *Server) accountNew(k accountKind) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		body, vals, err := s.decodeAccountNew(c, k, nil)
+		body, vals, err := s.decodeAccountNew(c, k, k.newExtra)
 		if err != nil {
 			return err
 		}
-		row, err := s.mgmt.CreateAccount(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, nil)
+		var spend *float64
+		if v, ok, err := optNumber(body, "spend"); err != nil {
+			return err
+		} else if ok {
+			spend = &v
+		}
+		row, err := s.mgmt.CreateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, spend)
 		if err != nil {
 			return err
 		}
@@ -155,6 +163,9 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 			delete(lf, "aliases")
 		}
 	}
+	if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
+		return nil, nil, err
+	}
 	for c, v := range litellmFieldsValue(lf) {
 		vals[c] = v
 	}
@@ -176,6 +187,9 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
+			return err
+		}
 		for c, v := range litellmFieldsValue(lf) {
 			vals[c] = v
 		}
@@ -185,7 +199,12 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		} else if ok {
 			spend = &v
 		}
-		row, err := s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
+		var row mgmt.Row
+		if k.Type == mgmt.TypeTeam {
+			row, err = s.mgmt.UpdateTeam(c.Request().Context(), str(body, k.IDField), vals, k.cols.names(), teamMemberBudget(body))
+		} else {
+			row, err = s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
+		}
 		if err != nil {
 			return err
 		}
@@ -269,31 +288,6 @@ func (s *Server) accountDelete(k accountKind, idsField string) echo.HandlerFunc 
 		}
 		return c.JSON(http.StatusOK, map[string]any{"deleted_" + plural: ids})
 	}
-}
-
-// teamMemberships is LiteLLM's team_memberships of a team (LiteLLM_TeamMembership rows with
-// their litellm_budget_table): one per member with a user_id — only userID's when userID is
-// not "" — each {"team_id", "user_id", "budget_id", "spend", "litellm_budget_table"} where
-// spend is the member's spend within the team (USD, current budget period) and
-// litellm_budget_table its {"budget_id", "max_budget", "budget_duration", "tpm_limit",
-// "rpm_limit", "max_parallel_requests"} (null: no budget in the team).
-func (s *Server) teamMemberships(ctx context.Context, t *accounts.Team, userID string) []map[string]any {
-	out := []map[string]any{}
-	for _, m := range t.Members {
-		if m.UserID == "" || (userID != "" && m.UserID != userID) {
-			continue
-		}
-		ms := map[string]any{"team_id": t.ID, "user_id": m.UserID, "budget_id": nil, "litellm_budget_table": nil,
-			"spend": s.ownerSpend(ctx, mgmt.OwnerToken("team_member", mgmt.TeamMemberID(t.ID, m.UserID)))}
-		if b, ok := t.MemberBudget(m.UserID); ok {
-			ms["budget_id"] = b.BudgetID
-			ms["litellm_budget_table"] = map[string]any{"budget_id": b.BudgetID, "max_budget": b.MaxBudget,
-				"budget_duration": b.BudgetDuration, "tpm_limit": b.TPMLimit, "rpm_limit": b.RPMLimit,
-				"max_parallel_requests": b.MaxParallel}
-		}
-		out = append(out, ms)
-	}
-	return out
 }
 
 // accountList: GET /<kind>/list → every row, oldest first, as a bare array (LiteLLM's
@@ -485,6 +479,11 @@ func (s *Server) accountInfo(k accountKind) echo.HandlerFunc {
 		}
 		out["litellm_budget_table"] = map[string]any{"max_budget": out["max_budget"], "budget_duration": out["budget_duration"],
 			"tpm_limit": out["tpm_limit"], "rpm_limit": out["rpm_limit"], "max_parallel_requests": out["max_parallel_requests"]}
+		if bt, err := s.linkedBudgetTable(c.Request().Context(), out["budget_id"]); err != nil {
+			return err
+		} else if bt != nil {
+			out["litellm_budget_table"] = bt // LiteLLM: the linked budget's row
+		}
 		return c.JSON(http.StatusOK, out)
 	}
 }
@@ -611,11 +610,11 @@ func (s *Server) teamsWhere(ctx context.Context, keep func(*accounts.Team) bool,
 // teamNew: POST /team/new → the team row. members_with_roles may name users that do not exist
 // yet; they are created (LiteLLM creates the users it is given).
 func (s *Server) teamNew(c echo.Context) error {
-	body, vals, err := s.decodeAccountNew(c, teamKind, nil)
+	body, vals, err := s.decodeAccountNew(c, teamKind, teamMemberBudgetFields)
 	if err != nil {
 		return err
 	}
-	row, err := s.mgmt.CreateTeam(c.Request().Context(), str(body, teamKind.IDField), vals)
+	row, err := s.mgmt.CreateTeamWith(c.Request().Context(), str(body, teamKind.IDField), vals, teamMemberBudget(body))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"lockstep/pkg/accounts"
 	pipeline "lockstep/pkg/call"
 )
 
@@ -19,7 +20,19 @@ type (
 // (pipeline.Governance).
 func (s *Server) governance() *pipeline.Governance {
 	return &pipeline.Governance{Limiter: s.Limiter, Spend: s.Spend, MasterToken: s.masterToken, ReplicaID: s.ReplicaID,
-		NewID: s.ids.Next, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog}
+		NewID: s.ids.Next, Rejected: func() { s.metrics.budgetRejections.Inc() }, Export: s.exportSpendLog,
+		Budgets: s.budgetByID}
+}
+
+// budgetByID is the budget id as this replica's budgets registry holds it (nil: none).
+func (s *Server) budgetByID(id string) *accounts.Budget {
+	if s.Budgets == nil {
+		return nil
+	}
+	if e, ok := s.Budgets.Load().ByID(id); ok {
+		return e.Value
+	}
+	return nil
 }
 
 // callError is the API error of the call pipeline's typed errors (pkg/call): a model access

@@ -21,11 +21,11 @@ func routeFields() map[catalogue.Model]fields {
 		catalogue.UpdateKey:        keyFields,
 		catalogue.NewUser:          userKind.cols.with(id(userKind)).with(userNewFields),
 		catalogue.UpdateUser:       userKind.cols.with(id(userKind)).with(userKind.updateExtra),
-		catalogue.NewTeam:          teamKind.cols.with(id(teamKind)),
-		catalogue.UpdateTeam:       teamKind.cols.with(id(teamKind)),
+		catalogue.NewTeam:          teamKind.cols.with(id(teamKind)).with(teamMemberBudgetFields),
+		catalogue.UpdateTeam:       teamKind.cols.with(id(teamKind)).with(teamKind.updateExtra),
 		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)),
 		catalogue.UpdateOrg:        orgKind.cols.with(id(orgKind)).with(orgKind.updateExtra),
-		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)),
+		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)).with(endUserKind.newExtra),
 		catalogue.UpdateCustomer:   endUserKind.cols.with(id(endUserKind)),
 		catalogue.OrgMemberAdd:     {"organization_id": fString, "member": fAny},
 		catalogue.OrgMemberUpdate:  {"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString},
@@ -33,6 +33,7 @@ func routeFields() map[catalogue.Model]fields {
 		catalogue.TeamMemberAdd:    {"team_id": fString, "member": fMembers, "max_budget_in_team": fNumber},
 		catalogue.TeamMemberUpdate: {"team_id": fString, "user_id": fString, "user_email": fString, "role": fString, "max_budget_in_team": fNumber, "tpm_limit": fInt, "rpm_limit": fInt},
 		catalogue.TeamMemberDelete: {"team_id": fString, "user_id": fString, "user_email": fString},
+		catalogue.BudgetNew:        budgetCols.with(fields{"budget_id": fString}),
 	}
 }
 
@@ -63,7 +64,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	known := func(n string) bool { return n == "models" }
 	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
-		"model_max_budget": raw(`{}`), "router_settings": raw(` {} `), "rpm_limt": raw(`1`)}
+		"policies": raw(`[]`), "router_settings": raw(` {} `), "rpm_limt": raw(`1`)}
 	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestSplitLiteLLM(t *testing.T) {
 		t.Fatalf("body left = %v", body)
 	}
 	for _, c := range []struct{ field, value, want string }{
-		{"model_max_budget", `{"m": 1}`, `field "model_max_budget" is not supported yet`},
+		{"model_max_budget", `{"m": 1}`, `Invalid model_max_budget: `},
 		{"auto_rotate", `true`, `field "auto_rotate" is not supported yet`},
 		{"tags", `"a"`, `tags must be an array of strings`},
 		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},

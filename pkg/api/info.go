@@ -73,22 +73,47 @@ func (p principal) canUseGroup(g string) bool {
 // "providers", "max_input_tokens", "max_output_tokens", "input_cost_per_token",
 // "output_cost_per_token", "mode", "tpm", "rpm", "access_groups", "supports_*"...}]}: one entry
 // per model group the caller may use, its values taken from its deployments' model_info
-// (LiteLLM's ModelGroupInfo; the largest limits and costs across deployments).
+// (LiteLLM's ModelGroupInfo; the largest limits and costs across deployments), sorted by name.
+// A provider wildcard group (anthropic/*) is listed as the concrete models its provider
+// serves (expandWildcard; an exact group of the same name is listed as itself); ?model_group=
+// a name a wildcard group serves answers that name.
 func (s *Server) modelGroupInfo(c echo.Context) error {
 	p := caller(c)
+	ctx := c.Request().Context()
 	snap := s.Router.Models().Load()
-	names := snap.Names()
-	if want := c.QueryParam("model_group"); want != "" {
-		names = []string{want}
+	type named struct {
+		name  string
+		group []*registry.Entry[*router.Deployment]
 	}
-	sort.Strings(names)
-	data := make([]map[string]any, 0, len(names))
-	for _, n := range names {
-		group := snap.ByName(n)
-		if len(group) == 0 || !p.CanUse(n, group) {
+	var groups []named
+	if want := c.QueryParam("model_group"); want != "" {
+		group := snap.ByName(want)
+		if len(group) == 0 {
+			group = s.Router.Lookup(want) // a concrete name of a wildcard group
+		}
+		groups = append(groups, named{want, group})
+	} else {
+		for _, n := range snap.Names() {
+			group := snap.ByName(n)
+			expanded := s.expandWildcard(ctx, n, group)
+			if expanded == nil {
+				groups = append(groups, named{n, group})
+				continue
+			}
+			for _, e := range expanded {
+				if len(snap.ByName(e)) == 0 {
+					groups = append(groups, named{e, group})
+				}
+			}
+		}
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].name < groups[j].name })
+	data := make([]map[string]any, 0, len(groups))
+	for _, g := range groups {
+		if len(g.group) == 0 || !p.CanUse(g.name, g.group) {
 			continue
 		}
-		data = append(data, groupInfo(n, group))
+		data = append(data, groupInfo(g.name, g.group))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": data})
 }

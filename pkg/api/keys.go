@@ -86,6 +86,9 @@ func (s *Server) keyGenerate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkBudgetLink(c.Request().Context(), extra); err != nil {
+		return err
+	}
 	applyKeyType(extra) // key_type → allowed_routes, as LiteLLM
 	req.Extra = extra
 	res, err := s.mgmt.GenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
@@ -113,6 +116,12 @@ func (s *Server) keyUpdate(c echo.Context) error {
 	var req keyRequest
 	extra, err := decodeStrictModel(c, &req, catalogue.UpdateKey)
 	if err != nil {
+		return err
+	}
+	if err := s.checkBudgetLink(c.Request().Context(), extra); err != nil {
+		return err
+	}
+	if err := mgmt.CheckTempBudget(extra, time.Now()); err != nil {
 		return err
 	}
 	req.Extra = extra

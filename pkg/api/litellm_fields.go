@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/catalogue"
+	"lockstep/pkg/keys"
 )
 
 // LiteLLM request fields without a lockstep column (pkg/catalogue; API.md "Compatibility
@@ -95,6 +96,10 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 			if n < 0 {
 				return badRequest("%s[%q] must be an integer >= 0, got %d", name, mg, n)
 			}
+		}
+	case catalogue.ModelBudgetMap:
+		if _, err := keys.ParseModelBudgets(raw); err != nil {
+			return badRequest("%v", err)
 		}
 	case catalogue.StringMap:
 		if isNull(raw) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/format"
@@ -55,6 +56,12 @@ func (s *Server) llm(f format.Format) echo.HandlerFunc {
 			}
 			model = strings.Clone(rf.Model.String()) // rf aliases the body
 		}
+		if f == format.FormatModerations {
+			if model, body, err = s.moderationModel(model, body); err != nil {
+				return err
+			}
+			rf = pipeline.Scan(body)
+		}
 		if model == "" {
 			return invalidModel(f, "")
 		}
@@ -65,6 +72,9 @@ func (s *Server) llm(f format.Format) echo.HandlerFunc {
 		spec := pipeline.Spec{
 			Format: f, Route: f.String(), Caller: caller(c).Caller, Model: model, Body: body, Stream: stream,
 			Header: c.Response().Header(), ReqHeader: c.Request().Header,
+		}
+		if f == format.FormatChat && strings.IndexByte(model, ',') >= 0 {
+			return s.batchCompletion(ctx, c, spec) // LiteLLM's batch completion across models
 		}
 		if strings.HasPrefix(model, pipeline.AgentModelPrefix) && !f.Multipart() {
 			if err := s.pipe.AgentModel(ctx, &spec); err != nil {
@@ -86,6 +96,33 @@ func (s *Server) llm(f format.Format) echo.HandlerFunc {
 		}
 		return err
 	}
+}
+
+// DefaultModerationModel is the model of a /moderations request naming none, as LiteLLM's
+// moderation() leaves it to OpenAI's default (https://platform.openai.com/docs/api-reference/moderations).
+const DefaultModerationModel = "omni-moderation-latest"
+
+// moderationModel is the model a /moderations call uses and its body naming it: LiteLLM's
+// proxy sets data["model"] = general_settings.moderation_model or the request's model
+// (litellm/proxy/proxy_server.py moderations), and a request naming none gets OpenAI's
+// default model, DefaultModerationModel; it is routed like any model name (a model group of
+// that name, else a wildcard group such as openai/*).
+func (s *Server) moderationModel(model string, body []byte) (string, []byte, error) {
+	want := model
+	switch {
+	case s.ModerationModel != "":
+		want = s.ModerationModel
+	case want == "":
+		want = DefaultModerationModel
+	}
+	if want == model {
+		return model, body, nil
+	}
+	out, err := sjson.SetBytes(body, "model", want)
+	if err != nil {
+		return "", nil, badRequest("%v", err)
+	}
+	return want, out, nil
 }
 
 // answer writes a non-streamed call's answer with LiteLLM's response headers.

@@ -203,9 +203,11 @@ func (s *Server) modelInfoEntry(e *registry.Entry[*router.Deployment]) map[strin
 	}
 }
 
-// modelInfo: GET /model/info[?litellm_model_id=] (also /v1/model/info, /v2/model/info) →
-// {"data": [...]}, sorted by name then id: every deployment for the admin, only those of model
-// groups it may use for a virtual key (LiteLLM filters /model/info by the key's models).
+// modelInfo: GET /model/info[?litellm_model_id=][&model=] (also /v1/model/info,
+// /v2/model/info) → {"data": [...]}, sorted by name then id: every deployment for the admin,
+// only those of model groups it may use for a virtual key (LiteLLM filters /model/info by the
+// key's models). ?model= keeps the deployments of that model group only (LiteLLM's
+// /v2/model/info model parameter: model_name == model).
 func (s *Server) modelInfo(c echo.Context) error {
 	p := caller(c)
 	snap := s.Router.Models().Load()
@@ -214,6 +216,8 @@ func (s *Server) modelInfo(c echo.Context) error {
 		if e, ok := snap.ByID(id); ok {
 			entries = append(entries, e)
 		}
+	} else if m := c.QueryParam("model"); m != "" {
+		entries = append(entries, snap.ByName(m)...) // a wildcard pattern is a name too
 	} else {
 		snap.All(func(e *registry.Entry[*router.Deployment]) bool { entries = append(entries, e); return true })
 	}
@@ -225,8 +229,9 @@ func (s *Server) modelInfo(c echo.Context) error {
 		return a.ModelID < b.ModelID
 	})
 	data := make([]map[string]any, 0, len(entries))
+	m := c.QueryParam("model")
 	for _, e := range entries {
-		if !p.CanUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
+		if (m != "" && e.Value.ModelName != m) || !p.CanUse(e.Value.ModelName, snap.ByName(e.Value.ModelName)) {
 			continue
 		}
 		data = append(data, s.modelInfoEntry(e))

@@ -63,6 +63,9 @@ type Deps struct {
 	Users         *registry.Registry[*accounts.User]
 	Organizations *registry.Registry[*accounts.Organization]
 	EndUsers      *registry.Registry[*accounts.EndUser]
+	// Budgets are LiteLLM's budget objects (sql/012; nil: none): the limits step reads the
+	// budget an end user, key, organization or team member links to from it.
+	Budgets *registry.Registry[*accounts.Budget]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -83,6 +86,9 @@ type Deps struct {
 	// SpendLogLines also writes each spend-log row as a structured log line ("spend_log";
 	// general_settings.spend_log_lines).
 	SpendLogLines bool
+	// ModerationModel is general_settings.moderation_model: the model every /moderations
+	// call uses (moderationModel); "" when unset.
+	ModerationModel string
 }
 
 // Server is one replica's HTTP API.
@@ -103,6 +109,8 @@ type Server struct {
 	longRunning map[string]bool
 	// masterToken is the sha256 of the master key: the api_key of the admin's spend logs.
 	masterToken string
+	// wildcards caches the provider model lists of wildcard deployments (/model_group/info)
+	wildcards wildcardLists
 	// ids make call ids and spend log request ids unique across replicas and restarts.
 	ids *pipeline.IDs
 	// pipe is the call pipeline every LLM route and A2A call runs through.
@@ -122,7 +130,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -242,6 +250,7 @@ func (s *Server) routes() {
 	s.agentRoutes()
 	s.accessGroupRoutes()
 	s.accountRoutes()
+	s.budgetRoutes()
 	s.uiRoutes()
 }
 
@@ -342,7 +351,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		ae = errf(http.StatusTooManyRequests, "rate_limit_error", "%s", nd.Error())
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int((nd.RetryAfter+time.Second-1)/time.Second))))
 	case errors.As(err, &ue):
-		ae = &Error{Status: ue.Status, Message: ue.Message, Type: ue.Type, Code: ue.Code}
+		ae = &Error{Status: ue.Status, Message: liteLLMMessage(err, ue), Type: ue.Type, Code: ue.Code}
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}

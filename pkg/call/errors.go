@@ -37,9 +37,15 @@ type BudgetExceeded struct {
 	// Who names the owner ("Team=<id>", "User=<u> in Team=<t>", ...); "" for the key itself.
 	Who        string
 	Spend, Max float64
+	// Msg, when set, is the whole text: a per-model budget's (LiteLLM model_max_budget_limiter:
+	// `LiteLLM Virtual Key: <token>, key_alias: <alias>, exceeded budget for model=<model>`).
+	Msg string
 }
 
 func (e *BudgetExceeded) Error() string {
+	if e.Msg != "" {
+		return e.Msg
+	}
 	if e.Who == "" {
 		return (&spend.BudgetError{Spend: e.Spend, Max: e.Max}).Error()
 	}

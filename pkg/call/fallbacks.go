@@ -26,7 +26,8 @@ import (
 // that does not exist is skipped. A streamed call falls back only before its first byte was
 // sent (once the stream has started its failures end it, as without fallbacks). The answer
 // carries x-litellm-attempted-fallbacks: how many fallback groups were called (0 without).
-// A fallback's own fallbacks are not followed.
+// A fallback's own fallbacks are not followed. A group none of whose deployments is in the
+// end user's allowed_model_region (preCallMiss) falls back the same way.
 //
 // Serve runs sp (its members scanned into rf, which it may overwrite) through the pipeline
 // with the hooks (hooks.go) and fallbacks: answer is called with each started call and
@@ -51,14 +52,16 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 	called := 0 // fallback runs started (x-litellm-attempted-fallbacks)
 	for tried := 0; ; {
 		cctx, call, err := p.Start(ctx, sp, rf)
-		if err != nil {
+		if err != nil && !preCallMiss(err) {
 			return nil, err // a refusal stands, also on a fallback's path
 		}
-		call.fallbacks = called
-		call.timeout = hk.timeoutHdr
-		call.mock = hk.mock(sp.Model, called)
-		if err = answer(cctx, call); err == nil {
-			return nil, nil
+		if call != nil {
+			call.fallbacks = called
+			call.timeout = hk.timeoutHdr
+			call.mock = hk.mock(sp.Model, called)
+			if err = answer(cctx, call); err == nil {
+				return nil, nil
+			}
 		}
 		class, ok := routerClass(err)
 		if !ok {
@@ -96,14 +99,29 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 	}
 }
 
-// routerClass is the class of a call that failed in the router (a *router.Error); ok false
-// for any other failure (a refusal, a guardrail block, a client gone).
+// routerClass is the class of a call that failed in the router (a *router.Error, or a
+// pre-call check that left no deployment: preCallMiss, a rate-limit class as LiteLLM's
+// RouterRateLimitError); ok false for any other failure (a refusal, a guardrail block, a
+// client gone).
 func routerClass(err error) (router.Class, bool) {
 	var re *router.Error
 	if !errors.As(err, &re) {
+		if preCallMiss(err) {
+			return router.ClassRateLimit, true
+		}
 		return router.ClassOther, false
 	}
 	return re.Class, true
+}
+
+// preCallMiss reports whether err is the "No deployments available" of a pre-call check (an
+// end user's allowed_model_region matching no deployment of the group). LiteLLM raises it
+// inside the router's async_function_with_fallbacks (router._pre_call_checks →
+// RouterRateLimitError), so it starts the group's fallbacks like a failed call; nothing was
+// admitted for it.
+func preCallMiss(err error) bool {
+	var nd *router.NoDeploymentsError
+	return errors.As(err, &nd) && nd.PreCallChecks
 }
 
 // requestFallbacks reads a request's "fallbacks" (LiteLLM: a list of model group names, or

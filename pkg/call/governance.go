@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/spend"
@@ -37,6 +38,18 @@ type Governance struct {
 	// Export is told every spend log after it is recorded (the structured log line and OTLP
 	// log record); nil: none.
 	Export func(*store.SpendLog)
+	// Budgets looks a budget up by budget_id in this replica's budgets registry (sql/012;
+	// nil, or a budget it does not hold: the object's own limits only). Never reads
+	// Postgres: a budget written anywhere reaches the registry by the change feed.
+	Budgets func(id string) *accounts.Budget
+}
+
+// budget is the budget named id ("" or unknown: nil).
+func (g *Governance) budget(id string) *accounts.Budget {
+	if id == "" || g.Budgets == nil {
+		return nil
+	}
+	return g.Budgets(id)
 }
 
 var _ Admitter = (*Governance)(nil)
@@ -56,6 +69,8 @@ type govCall struct {
 	// their rate-limit admissions.
 	owners       []owner
 	ownerTickets []limits.Ticket
+	// modelBudgets are the call's per-model budgets (model_budgets.go).
+	modelBudgets []modelBudget
 }
 
 // Admit runs the budget and limit checks for a call, and sets the rate-limit headers of a
@@ -75,7 +90,7 @@ func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 	case g.MasterToken != "":
 		gc.token = g.MasterToken
 	}
-	gc.owners = callOwners(ci)
+	gc.owners = g.callOwners(ci)
 	if k == nil {
 		if err := g.ownerBudgets(ctx, h, gc.owners); err != nil {
 			return nil, err
@@ -87,22 +102,30 @@ func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 		gc.setOwnerRateHeaders(h, limits.Status{LimitRequests: -1, LimitTokens: -1})
 		return gc, nil
 	}
-	if k.Budget.Has && g.Spend != nil {
-		if err := g.Spend.Check(ctx, k.Token, k.Budget); err != nil {
+	// the key's own limits held together with its budget's (LiteLLM key budget_id)
+	// (max_budget raised by temp_budget_increase until temp_budget_expiry)
+	keyLim, keyBud := accounts.WithBudget(k.Limits, k.MaxBudgetAt(time.Now()), g.budget(k.BudgetID))
+	if keyBud.Has && g.Spend != nil {
+		if err := g.Spend.Check(ctx, k.Token, keyBud); err != nil {
 			return nil, g.refusal(h, k, err)
 		}
 	}
-	// the owners' budgets (user, team, organization, end user) before any lease is taken
+	// the owners' budgets (user, team, organization, end user) before any lease is taken,
+	// then the per-model budgets (model_max_budget)
 	if err := g.ownerBudgets(ctx, h, gc.owners); err != nil {
 		return nil, err
 	}
-	if k.Limits.Any() {
+	gc.modelBudgets = g.callModelBudgets(ci)
+	if err := g.checkModelBudgets(ctx, h, gc.modelBudgets); err != nil {
+		return nil, err
+	}
+	if keyLim.Any() {
 		if g.Limiter == nil {
 			return nil, g.refusal(h, k, &limits.UnavailableError{Kind: limits.KindRequests, Err: errors.New("no database configured")})
 		}
-		t, err := g.Limiter.Admit(ctx, k.Token, k.Limits)
+		t, err := g.Limiter.Admit(ctx, k.Token, keyLim)
 		if err != nil {
-			SetRateHeaders(h, g.Limiter.Status(k.Token, k.Limits))
+			SetRateHeaders(h, g.Limiter.Status(k.Token, keyLim))
 			return nil, g.refusal(h, k, err)
 		}
 		gc.ticket, gc.limited = t, true
@@ -221,7 +244,8 @@ func (gc *govCall) Done(o Outcome) {
 	}
 	l := store.SpendLog{RequestID: id, APIKey: gc.token, CallType: gc.callType, Model: gc.model,
 		PromptTokens: o.Usage.PromptTokens, CompletionTokens: o.Usage.CompletionTokens, TotalTokens: total,
-		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success"}
+		StartTime: gc.start, EndTime: time.Now(), ReplicaID: g.ReplicaID, Status: "success",
+		ExtraTokens: modelBudgetTokens(gc.modelBudgets)}
 	if o.Err != nil {
 		l.Status = "failure"
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
@@ -32,8 +33,9 @@ func (o owner) token() string { return store.OwnerToken(o.kind, o.id) }
 // the same. A team key is not held to its user's personal max_budget: only the team's and
 // the team membership's budgets apply (LiteLLM "Budgets, Rate Limits": "If a key belongs to a
 // team, only the team (and team-member) budgets are enforced"); the user's rate limits and
-// spend tracking still apply.
-func callOwners(ci CallInfo) []owner {
+// spend tracking still apply. An owner linked to a budget (budget_id; a team member through
+// its team's member budget) is held to that budget's limits too (accounts.Effective).
+func (g *Governance) callOwners(ci CallInfo) []owner {
 	var out []owner
 	if u := ci.User; u != nil {
 		uo := owner{kind: "user", label: "User", id: u.ID, lim: u.RateLimits(), bud: u.Budget()}
@@ -51,12 +53,18 @@ func callOwners(ci CallInfo) []owner {
 			mo := owner{kind: "team_member", id: store.TeamMemberID(t.ID, uid), user: uid, team: t.ID}
 			if b, ok := t.MemberBudget(uid); ok {
 				mo.lim, mo.bud = b.RateLimits(), b.Budget()
+			} else if mb := g.budget(t.Fields.TeamMemberBudgetID); mb != nil {
+				// the team's member budget (team_member_budget, ...) for a member without
+				// a budget of its own in the team (LiteLLM's team_member_budget_id)
+				mo.lim, mo.bud = mb.RateLimits(), mb.Budget()
 			}
 			out = append(out, mo)
 		}
 	}
 	if o := ci.Organization; o != nil {
-		out = append(out, owner{kind: "organization", label: "Organization", id: o.ID, lim: o.RateLimits(), bud: o.Budget()})
+		oo := owner{kind: "organization", label: "Organization", id: o.ID}
+		oo.lim, oo.bud = accounts.Effective(&o.Limits, g.budget(o.Links.BudgetID))
+		out = append(out, oo)
 	}
 	// per-model rate limits of the key and of its team (LiteLLM model_rpm_limit /
 	// model_tpm_limit; its v3 limiter's descriptors model_per_key and model_per_team)
@@ -76,7 +84,7 @@ func callOwners(ci CallInfo) []owner {
 	if ci.EndUserID != "" {
 		eo := owner{kind: "end_user", label: "End User", id: ci.EndUserID}
 		if e := ci.EndUser; e != nil {
-			eo.lim, eo.bud = e.RateLimits(), e.Budget()
+			eo.lim, eo.bud = accounts.Effective(&e.Limits, g.budget(e.Links.BudgetID))
 		}
 		out = append(out, eo)
 	}

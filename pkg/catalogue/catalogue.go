@@ -68,6 +68,9 @@ const (
 	Object                // a JSON object
 	StringMap             // an object of string values ({"alias": "model group"})
 	IntMap                // an object of integers >= 0 ({"model group": 10})
+	// ModelBudgetMap is LiteLLM's model_max_budget: {"model group": {"budget_limit": USD,
+	// "time_period": "1d"}} (keys.ParseModelBudgets).
+	ModelBudgetMap
 	// ObjectPermission is LiteLLM's object_permission (access.CheckObjectPermission: agents
 	// honoured, the members gating features lockstep lacks stored, the rest not supported yet).
 	ObjectPermission
@@ -143,14 +146,14 @@ var generateRequestBase = fieldSet{
 	"user_id": col, "team_id": col, "agent_id": notYet, "max_parallel_requests": col,
 	"metadata": col, "tpm_limit": col, "rpm_limit": col, "budget_duration": col,
 	"allowed_cache_controls": notYet, "config": stored(Object), "permissions": notYet,
-	"model_max_budget": notYet, "model_rpm_limit": notYet, "model_tpm_limit": notYet,
+	"model_max_budget": honoured(ModelBudgetMap), "model_rpm_limit": notYet, "model_tpm_limit": notYet,
 	"guardrails": notYet, "policies": notYet, "prompts": notYet, "blocked": col,
 	"aliases": honoured(StringMap), "object_permission": notYet,
 }
 
 // keyRequestBase: LiteLLM's KeyRequestBase (GenerateRequestBase plus these).
 var keyRequestBase = merge(generateRequestBase, fieldSet{
-	"key": col, "budget_id": notYet, "tags": stored(Strings), "enforced_params": honoured(Strings),
+	"key": col, "budget_id": honoured(String), "tags": stored(Strings), "enforced_params": honoured(Strings),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
 	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": notYet,
 	"allowed_vector_store_indexes": notYet, "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
@@ -162,7 +165,7 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 
 // budgetTable: LiteLLM_BudgetTable's user-controllable fields.
 var budgetTable = fieldSet{
-	"budget_id": notYet, "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
+	"budget_id": honoured(String), "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
 	"tpm_limit": col, "rpm_limit": col, "model_max_budget": notYet, "budget_duration": col,
 }
 
@@ -184,15 +187,15 @@ var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
 	"policies": notYet, "prompts": notYet, "object_permission": honoured(ObjectPermission),
 	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
-	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": notYet,
-	"team_member_rpm_limit": notYet, "team_member_tpm_limit": notYet,
-	"team_member_key_duration": honoured(Duration), "team_member_budget_duration": notYet,
+	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": col,
+	"team_member_rpm_limit": col, "team_member_tpm_limit": col,
+	"team_member_key_duration": honoured(Duration), "team_member_budget_duration": col,
 	"allowed_vector_store_indexes": notYet, "enforced_batch_output_expires_after": notYet,
 	"enforced_file_expires_after": notYet,
 }
 
 var customerFields = fieldSet{
-	"user_id": col, "alias": col, "blocked": col, "budget_id": notYet,
+	"user_id": col, "alias": col, "blocked": col, "budget_id": honoured(String),
 	"allowed_model_region": col, "default_model": col, "object_permission": notYet,
 }
 
@@ -201,15 +204,16 @@ var customerFields = fieldSet{
 // UpdateUser /user/update, NewTeam /team/new, UpdateTeam /team/update, NewOrganization
 // /organization/new, UpdateOrg /organization/update, NewCustomer /customer/new and
 // /end_user/new, UpdateCustomer /customer/update and /end_user/update, the member models
-// their /team/member_* and /organization/member_* routes. BudgetNew has no route yet (budgets
-// as objects are issue 19 item 9); it is listed for the docs.
+// their /team/member_* and /organization/member_* routes, BudgetNew /budget/new and
+// /budget/update. A budget_id links the object to a budget (sql/012) whose limits then hold
+// for it too, on every replica.
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": honoured(KeyType),
 		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": honoured(String), "project_id": notYet,
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
-		"spend": col, "temp_budget_increase": notYet, "temp_budget_expiry": notYet, "auto_rotate": notYet,
+		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": notYet,
 		"rotation_interval": notYet, "organization_id": honoured(String),
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
@@ -238,7 +242,7 @@ var Models = map[Model]fieldSet{
 		"models": col, "updated_by": stored(String), "object_permission": notYet,
 		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "blocked": col,
 	}),
-	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": notYet, "budget_reset_at": notYet, "metadata": col}),
+	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": col, "budget_reset_at": notYet, "metadata": col}),
 	UpdateCustomer: merge(customerFields, fieldSet{
 		"max_budget": col, "metadata": col, "budget_duration": col, "tpm_limit": col, "rpm_limit": col,
 		"max_parallel_requests": col,
@@ -250,9 +254,9 @@ var Models = map[Model]fieldSet{
 	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": notYet},
 	OrgMemberDelete:  {"organization_id": col, "user_id": col, "user_email": col},
 	BudgetNew: {
-		"budget_id": notYet, "max_budget": notYet, "soft_budget": notYet, "max_parallel_requests": notYet,
-		"tpm_limit": notYet, "rpm_limit": notYet, "budget_duration": notYet, "model_max_budget": notYet,
-		"budget_reset_at": notYet,
+		"budget_id": col, "max_budget": col, "soft_budget": col, "max_parallel_requests": col,
+		"tpm_limit": col, "rpm_limit": col, "budget_duration": col, "model_max_budget": col,
+		"budget_reset_at": col,
 	},
 }
 

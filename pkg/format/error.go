@@ -28,6 +28,9 @@ type UpstreamError struct {
 	Retryable bool
 	// RetryAfter is the upstream's Retry-After (or retry-after-ms) hint, 0 when absent.
 	RetryAfter time.Duration
+	// Conn: the upstream gave no HTTP answer (the connection failed or broke), Status is 502;
+	// LiteLLM's APIConnectionError.
+	Conn bool
 }
 
 func (e *UpstreamError) Error() string {

@@ -1,11 +1,17 @@
 // Package format holds the client wire formats the gateway serves, around the error and
 // usage types every format shares: the route formats ([Format]: OpenAI Chat Completions,
-// Responses, Anthropic Messages, Embeddings and the passed-through ones), the guardrail text
-// locations of each ([MapRequestText], [MapResponseText], [MapStreamText]), usage extraction
+// Responses, Anthropic Messages, Embeddings and the passed-through ones), the neutral
+// request and result ([Request], [Result]) with their translation — a parser and a renderer
+// per format ([ParseRequest], [RenderChatRequest], [RenderMessagesRequest], [ParseResult],
+// [RenderResult]), the stream renderers and decoders ([NewStreamRenderer], [NewDecoder]),
+// [Replay] — following LiteLLM's translations (litellm/llms/anthropic/chat/transformation.py,
+// litellm/llms/anthropic/experimental_pass_through/,
+// litellm/responses/litellm_completion_transformation/), the guardrail text locations of
+// each format ([MapRequestText], [MapResponseText], [MapStreamText]), usage extraction
 // ([AnswerUsage], [AddStreamUsage]), per-format error bodies and stream error events
 // ([ErrorEvent]), multipart/form-data bodies (transcriptions), and the JSON byte-edit helpers
-// they share. pkg/provider (transport, deployments, translation) imports it; it imports no
-// gateway package but jsonscan.
+// they share. No upstream call is made here: pkg/provider (transport, deployments, vendors)
+// imports it; it imports no gateway package but jsonscan.
 package format
 
 import "strings"

@@ -67,6 +67,27 @@ type Key struct {
 	// key without a team is bound by that organization's limits and budget. A team key's
 	// organization is its team's.
 	OrganizationID string
+	// BudgetID names the budget (gateway.budgets, sql/012) whose limits hold for the key as
+	// well as its own, on the key's own spend and windows (LiteLLM key budget_id, its "budget
+	// tiers"); "" none. From litellm_fields.
+	BudgetID string
+	// TempBudgetIncrease (USD) is added to max_budget until TempBudgetExpiry (LiteLLM key
+	// temp_budget_increase / temp_budget_expiry, its _PROXY_... get_key_max_budget); 0 none.
+	TempBudgetIncrease float64
+	TempBudgetExpiry   time.Time
+	// ModelBudgets are the key's per-model budgets (LiteLLM model_max_budget: model group →
+	// max_budget, budget_duration) on its spend for that model alone (nil: none).
+	ModelBudgets map[string]spend.Budget
+}
+
+// MaxBudgetAt is the key's budget at now: max_budget plus temp_budget_increase while
+// temp_budget_expiry is ahead (LiteLLM).
+func (k *Key) MaxBudgetAt(now time.Time) spend.Budget {
+	b := k.Budget
+	if b.Has && k.TempBudgetIncrease > 0 && now.Before(k.TempBudgetExpiry) {
+		b.Max += k.TempBudgetIncrease
+	}
+	return b
 }
 
 type row struct {
@@ -160,6 +181,10 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
 			EnforcedParams []string          `json:"enforced_params"`
 			Guardrails     []string          `json:"guardrails"`
+			BudgetID       string            `json:"budget_id"`
+			TempIncrease   *float64          `json:"temp_budget_increase"`
+			TempExpiry     *time.Time        `json:"temp_budget_expiry"`
+			ModelMaxBudget json.RawMessage   `json:"model_max_budget"`
 			AllowedRoutes  []string          `json:"allowed_routes"`
 			CacheControls  []string          `json:"allowed_cache_controls"`
 			Permissions    map[string]any    `json:"permissions"`
@@ -184,6 +209,16 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		}
 		if len(lf.Guardrails) > 0 {
 			k.Guardrails = lf.Guardrails
+		}
+		k.BudgetID = lf.BudgetID
+		if k.ModelBudgets, err = ParseModelBudgets(lf.ModelMaxBudget); err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
+		if lf.TempIncrease != nil && lf.TempExpiry != nil {
+			if err := numbers.Check("temp_budget_increase", *lf.TempIncrease); err != nil {
+				return nil, fmt.Errorf("litellm_fields: %w", err)
+			}
+			k.TempBudgetIncrease, k.TempBudgetExpiry = *lf.TempIncrease, *lf.TempExpiry
 		}
 		if len(lf.AllowedRoutes) > 0 {
 			k.AllowedRoutes = lf.AllowedRoutes

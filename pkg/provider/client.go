@@ -44,7 +44,7 @@ type Response struct {
 // routes never ask, so their answers are not parsed for it.
 func (r *Response) Text() string {
 	if r.lazy {
-		return answerText(r.format, r.Body)
+		return format.AnswerText(r.format, r.Body)
 	}
 	return r.text
 }
@@ -73,7 +73,7 @@ type Event struct {
 	Text string
 }
 
-// IsRetryable reports whether err is an [UpstreamError] worth retrying.
+// IsRetryable reports whether err is an [format.UpstreamError] worth retrying.
 func IsRetryable(err error) bool {
 	var ue *format.UpstreamError
 	return errors.As(err, &ue) && ue.Retryable
@@ -105,7 +105,7 @@ func NewClient() *Client {
 // ErrRedirect: an upstream answered a redirect (3xx). Upstream redirects are never followed
 // (API.md "Security rules"): net/http would resend the request to the new host with every
 // header but Authorization and Cookie — x-api-key, api-key, x-goog-api-key and
-// extra_headers included. The call fails with a 502 [UpstreamError] naming the status.
+// extra_headers included. The call fails with a 502 [format.UpstreamError] naming the status.
 var ErrRedirect = errors.New("upstream redirects are not followed")
 
 // redirectError is the error of an upstream 3xx answer: 502, not retryable (the same
@@ -151,7 +151,7 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // of it only anthropic-beta reaches the upstream, and only an Anthropic one (as LiteLLM
 // forwards it on /v1/messages; it turns on beta features such as extended context) — auth and
 // every other client header never do. Out is the answer's header: a translated call sets
-// [DroppedHeader] there naming what it left out. Either may be nil.
+// [format.DroppedHeader] there naming what it left out. Either may be nil.
 type Headers struct {
 	In, Out http.Header
 }
@@ -190,7 +190,7 @@ func unsupported(d *Deployment, in format.Format) *format.UpstreamError {
 }
 
 // upstreamBody builds the body sent upstream.
-func upstreamBody(d *Deployment, in, up format.Format, pass, stream bool, body []byte) ([]byte, *xlate, error) {
+func upstreamBody(d *Deployment, in, up format.Format, pass, stream bool, body []byte) ([]byte, *format.AnswerFixes, error) {
 	if pass {
 		b, err := passBody(d, in, stream, body)
 		return b, nil, err
@@ -198,7 +198,7 @@ func upstreamBody(d *Deployment, in, up format.Format, pass, stream bool, body [
 	if in != format.FormatChat && in != format.FormatResponses && in != format.FormatMessages {
 		return nil, nil, unsupported(d, in)
 	}
-	r, err := ParseRequest(in, body)
+	r, err := format.ParseRequest(in, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,12 +212,12 @@ func upstreamBody(d *Deployment, in, up format.Format, pass, stream bool, body [
 			b, err = d.native.Request(d, r)
 		}
 	case format.FormatMessages:
-		b = renderMessagesRequest(r, d.Model, !d.vertexAnthropic && anthropicNativeJSON(d.Model))
+		b = format.RenderMessagesRequest(r, d.Model, !d.vertexAnthropic && format.AnthropicNativeJSON(d.Model))
 		if d.vertexAnthropic {
 			b, err = vertexAnthropicBody(b)
 		}
 	default:
-		b = renderChatRequest(r, d.Model, d.spec.maxCompletionTokens)
+		b = format.RenderChatRequest(r, d.Model, d.spec.maxCompletionTokens)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -322,7 +322,7 @@ func transportError(parent context.Context, err error, timeout time.Duration, wh
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &format.UpstreamError{Status: 504, Message: "upstream " + what + " timed out: " + err.Error(), Retryable: true}
 	}
-	return &format.UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true}
+	return &format.UpstreamError{Status: 502, Message: "upstream " + what + " failed: " + err.Error(), Retryable: true, Conn: true}
 }
 
 const maxErrorBody = 64 << 10
@@ -405,7 +405,7 @@ func (c *Client) Do(ctx context.Context, d *Deployment, in format.Format, body [
 }
 
 // DoWith is Do with the call's [Headers]: the client headers forwarded upstream, and the
-// answer header that gets [DroppedHeader] when translation left something out.
+// answer header that gets [format.DroppedHeader] when translation left something out.
 func (c *Client) DoWith(ctx context.Context, d *Deployment, in format.Format, body []byte, h Headers) (*Response, error) {
 	ctx, span := startAttempt(ctx, d) // one span per upstream attempt; nil when tracing is off
 	res, err := c.do(ctx, d, in, body, h)
@@ -450,19 +450,19 @@ func (c *Client) do(ctx context.Context, d *Deployment, in format.Format, body [
 		}
 		return out, nil
 	}
-	var res *Result
+	var res *format.Result
 	if up == format.FormatNative {
 		res, err = d.native.Result(raw)
 	} else {
-		res, err = ParseResult(up, raw)
+		res, err = format.ParseResult(up, raw)
 	}
 	if err != nil {
 		return nil, &format.UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
 	res.DefaultModel(d.Model)
-	x.fixResult(res)
-	x.setHeader(h.Out)
-	return &Response{Status: resp.StatusCode, Body: RenderResult(in, res), text: res.text(), Usage: res.Usage()}, nil
+	x.FixResult(res)
+	x.SetHeader(h.Out)
+	return &Response{Status: resp.StatusCode, Body: format.RenderResult(in, res), text: res.Text(), Usage: res.Usage()}, nil
 }
 
 // Stream performs a streaming call. body is the client's request in format in; "stream":
@@ -522,11 +522,11 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in format.Format, bo
 	}
 	s.timer.Stop() // Next restarts it around each read
 	s.body = resp.Body
-	x.setHeader(h.Out)
+	x.SetHeader(h.Out)
 	ct := resp.Header.Get("Content-Type")
 	if up == format.FormatNative {
 		s.rd = d.native.Frames(resp.Body)
-		s.dec = d.native.Decoder(NewStreamRenderer(in, includeUsage(body), x, s), d.Model)
+		s.dec = d.native.Decoder(format.NewStreamRenderer(in, includeUsage(body), x, s), d.Model)
 		return s, nil
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") && strings.Contains(ct, "json") {
@@ -535,7 +535,7 @@ func (c *Client) stream(ctx context.Context, d *Deployment, in format.Format, bo
 	}
 	s.rd = newSSEReader(resp.Body)
 	if !pass {
-		s.dec = NewDecoder(up, NewStreamRenderer(in, includeUsage(body), x, s))
+		s.dec = format.NewDecoder(up, format.NewStreamRenderer(in, includeUsage(body), x, s))
 	}
 	return s, nil
 }

@@ -130,7 +130,7 @@ type Deployment struct {
 	// "litellm.RateLimitError" (429), "litellm.InternalServerError" (500),
 	// "litellm.ServiceUnavailableError" (503), "litellm.Timeout" (504),
 	// "litellm.BadRequestError" and "litellm.ContextWindowExceededError" (400) fail the call
-	// with an [UpstreamError] of that status.
+	// with an [format.UpstreamError] of that status.
 	MockResponse *string
 	// Timeout bounds a non-streaming call, from litellm_params.timeout in seconds (number or
 	// numeric string). Default 600 s.
@@ -464,9 +464,18 @@ func (d *Deployment) paramOrEnv(p gjson.Result, field, env string) (string, erro
 }
 
 // setProvider splits "provider/model" (LiteLLM's get_llm_provider). A custom_llm_provider
-// wins over the prefix. A bare model name is accepted for the two families LiteLLM infers
-// without a prefix: claude-* (anthropic) and OpenAI's own models (gpt-*, o1*, o3*, o4*,
-// chatgpt-*, text-embedding-*).
+// wins over the prefix. A bare model name is accepted for the families LiteLLM infers
+// without a prefix: claude-* (anthropic); OpenAI's text-completion models
+// (gpt-3.5-turbo-instruct*, babbage-002, davinci-002: text-completion-openai when that vendor
+// is registered, litellm.open_ai_text_completion_models); and OpenAI's own models (gpt-*,
+// o1*, o3*, o4*, chatgpt-*, text-embedding-*, the image models dall-e-* and gpt-image-*, the
+// audio models whisper-* and tts-*, the moderation models text-moderation-* and
+// omni-moderation-*: openai, litellm.open_ai_chat_completion_models,
+// openai_image_generation_models, open_ai_embedding_models, …).
+// textCompletionOpenAI is LiteLLM's provider of OpenAI's completions API (the vendor
+// pkg/provider/textcompletion).
+const textCompletionOpenAI = "text-completion-openai"
+
 func (d *Deployment) setProvider(model, custom string) error {
 	if custom != "" {
 		spec, ok := d.builder.providers[custom]
@@ -482,6 +491,14 @@ func (d *Deployment) setProvider(model, custom string) error {
 		switch {
 		case strings.HasPrefix(model, "claude"):
 			prefix, rest = "anthropic", model
+		case strings.HasPrefix(model, "gpt-3.5-turbo-instruct") || model == "babbage-002" || model == "davinci-002":
+			prefix, rest = "openai", model
+			if _, ok := d.builder.providers[textCompletionOpenAI]; ok {
+				prefix = textCompletionOpenAI
+			}
+		case strings.HasPrefix(model, "dall-e-"), strings.HasPrefix(model, "gpt-image-"), strings.HasPrefix(model, "whisper-"),
+			strings.HasPrefix(model, "tts-"), strings.HasPrefix(model, "text-moderation-"), strings.HasPrefix(model, "omni-moderation-"):
+			prefix, rest = "openai", model
 		case strings.HasPrefix(model, "gpt-"), strings.HasPrefix(model, "o1"), strings.HasPrefix(model, "o3"),
 			strings.HasPrefix(model, "o4"), strings.HasPrefix(model, "chatgpt-"), strings.HasPrefix(model, "text-embedding-"):
 			prefix, rest = "openai", model

@@ -31,7 +31,7 @@ type embedRequest struct {
 // parseEmbedRequest reads an OpenAI embeddings body. Token-id inputs have no text to send to
 // a native API: 400 naming the provider.
 func parseEmbedRequest(d *Deployment, body []byte) (*embedRequest, error) {
-	root, err := parseJSONObject(body)
+	root, err := format.ParseJSONObject(body)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 // LiteLLM's mock answers report this usage (litellm/main.py mock_completion: prompt_tokens=10,
 // completion_tokens=20, total_tokens=30).
-var mockUsage = Tokens{In: 10, Out: 20}
+var mockUsage = format.Tokens{In: 10, Out: 20}
 
 // mockStreamChunks is how many text deltas a streamed mock answer is split into, at most.
 const mockStreamChunks = 4
@@ -39,7 +39,7 @@ func mockError(d *Deployment) error {
 	return &format.UpstreamError{Status: status, Message: *d.MockResponse + ": mock_response error for model " + d.ModelName, Retryable: retryableStatus(status)}
 }
 
-func mockResult(d *Deployment, in format.Format) *result {
+func mockResult(d *Deployment, in format.Format) *format.Result {
 	prefix := "chatcmpl-"
 	switch in {
 	case format.FormatCompletions:
@@ -49,7 +49,7 @@ func mockResult(d *Deployment, in format.Format) *result {
 	case format.FormatResponses:
 		prefix = ""
 	}
-	res := NewResult(NewID(prefix), d.Model)
+	res := format.NewResult(format.NewID(prefix), d.Model)
 	res.SetUsage(mockUsage)
 	if *d.MockResponse != "" {
 		res.AddText(*d.MockResponse)
@@ -63,14 +63,14 @@ func mockDo(d *Deployment, in format.Format, body []byte) (*Response, error) {
 	if err := mockError(d); err != nil {
 		return nil, err
 	}
-	if _, err := parseJSONObject(body); err != nil {
+	if _, err := format.ParseJSONObject(body); err != nil {
 		return nil, err
 	}
 	if in == format.FormatEmbeddings {
 		return mockEmbeddings(d, body)
 	}
 	res := mockResult(d, in)
-	return &Response{Status: 200, Body: RenderResult(in, res), text: res.text(), Usage: res.Usage()}, nil
+	return &Response{Status: 200, Body: format.RenderResult(in, res), text: res.Text(), Usage: res.Usage()}, nil
 }
 
 // mockStream streams the mock answer in format in, its text split into a few deltas.
@@ -78,7 +78,7 @@ func mockStream(d *Deployment, in format.Format, body []byte) (Stream, error) {
 	if err := mockError(d); err != nil {
 		return nil, err
 	}
-	if _, err := parseJSONObject(body); err != nil {
+	if _, err := format.ParseJSONObject(body); err != nil {
 		return nil, err
 	}
 	res := mockResult(d, in)

@@ -234,7 +234,7 @@ func (d *Deployment) redactBytes(b []byte) []byte {
 	return b
 }
 
-// redactErr returns err with the deployment's secrets removed from an [UpstreamError]'s
+// redactErr returns err with the deployment's secrets removed from an [format.UpstreamError]'s
 // Message and Body: upstreams echo the key they were sent ("Incorrect API key provided:
 // sk-..."), and those texts reach any caller of the model. Other errors are returned as is
 // (the provider returns only *UpstreamError or the caller's context error).
@@ -256,7 +256,7 @@ func (d *Deployment) redactErr(err error) error {
 }
 
 // redactAny returns err's text with the deployment's secrets redacted, as a new error; an
-// [UpstreamError] keeps its type (redactErr). For texts built from an upstream answer or a
+// [format.UpstreamError] keeps its type (redactErr). For texts built from an upstream answer or a
 // transport error, which may quote a credential (a probe's "upstream answered 401: ...").
 func (d *Deployment) redactAny(err error) error {
 	var ue *format.UpstreamError

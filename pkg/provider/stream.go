@@ -23,7 +23,7 @@ type httpStream struct {
 	d      *Deployment // its secrets are redacted from events and errors
 	body   io.ReadCloser
 	rd     frameReader
-	dec    Decoder
+	dec    format.Decoder
 	out    []byte
 	done   bool
 	closed bool
@@ -89,12 +89,12 @@ func (s *httpStream) next() (Event, error) {
 		}
 		raw, event, data := s.rd.Current()
 		if s.dec == nil {
-			s.done = passthroughDone(s.in, event, data)
+			s.done = format.PassthroughDone(s.in, event, data)
 			out, drop := s.passthroughUsage(raw, event, data)
 			if drop {
 				continue
 			}
-			return Event{Data: out, Text: passthroughText(s.in, event, data)}, nil
+			return Event{Data: out, Text: format.PassthroughText(s.in, event, data)}, nil
 		}
 		out, text, done := s.dec.Frame(s.out[:0], event, data)
 		s.out = out
@@ -144,25 +144,25 @@ func (s *sliceStream) Close() error {
 }
 
 // replayJSON serves an upstream that answered a stream request with a plain JSON body.
-func (s *httpStream) replayJSON(in, up format.Format, includeUsage bool, x *xlate) (Stream, error) {
+func (s *httpStream) replayJSON(in, up format.Format, includeUsage bool, x *format.AnswerFixes) (Stream, error) {
 	defer s.Close()
 	raw, err := io.ReadAll(io.LimitReader(s.body, maxResponseBody))
 	if err != nil {
 		return nil, transportError(s.parent, err, s.idle, "stream")
 	}
-	res, err := ParseResult(up, raw)
+	res, err := format.ParseResult(up, raw)
 	if err != nil {
 		return nil, &format.UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
-	x.fixResult(res)
+	x.FixResult(res)
 	return &sliceStream{events: replayEvents(in, res, includeUsage, 1), usage: res.Usage()}, nil
 }
 
 // replayEvents renders a complete result as a stream in format in, its text split into up to
-// chunks deltas (see [Replay]).
-func replayEvents(in format.Format, res *Result, includeUsage bool, chunks int) []Event {
+// chunks deltas (see [format.Replay]).
+func replayEvents(in format.Format, res *format.Result, includeUsage bool, chunks int) []Event {
 	var events []Event
-	Replay(in, res, includeUsage, chunks, func(data []byte, text string) {
+	format.Replay(in, res, includeUsage, chunks, func(data []byte, text string) {
 		events = append(events, Event{Data: data, Text: text})
 	})
 	return events

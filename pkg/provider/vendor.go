@@ -154,26 +154,26 @@ func (s *Setup) finish() {
 
 // Wire is a vendor's upstream API: the neutral request rendered as its body, its answer and
 // its stream read back. Every inbound format (chat, responses, messages) reaches it through
-// the neutral [Request] and [Result], as for the built-in families.
+// the neutral [format.Request] and [format.Result], as for the built-in families.
 type Wire interface {
 	// Request renders r as the upstream's body (r.Stream() tells which endpoint it is for).
 	// Errors are *UpstreamError (400: the request cannot be sent to this provider; see
-	// [BadRequest]).
-	Request(d *Deployment, r *Request) ([]byte, error)
+	// [format.BadRequest]).
+	Request(d *Deployment, r *format.Request) ([]byte, error)
 	// Result parses a non-streaming answer.
-	Result(raw []byte) (*Result, error)
+	Result(raw []byte) (*format.Result, error)
 	// Frames splits a streamed answer into frames (SSE, NDJSON lines, …; see
 	// [NewSSEReader]).
 	Frames(body io.Reader) FrameReader
 	// Decoder translates the frames into calls of r; model names the answer when the
 	// upstream does not.
-	Decoder(r Renderer, model string) Decoder
+	Decoder(r format.Renderer, model string) format.Decoder
 }
 
 // OutputFormatWire is a [Wire] that renders the request's structured output
-// ([Request.OutputFormat]) in its own form; for a Wire without it the client's member
+// ([format.Request.OutputFormat]) in its own form; for a Wire without it the client's member
 // (response_format, text.format, output_config.format) is dropped and named in
-// [DroppedHeader].
+// [format.DroppedHeader].
 type OutputFormatWire interface {
 	Wire
 	RendersOutputFormat()
@@ -237,6 +237,3 @@ type EmbedCall struct {
 // VectorOf returns the raw JSON array of numbers v, or an error naming what (e.g.
 // "embeddings[]") is not one.
 func VectorOf(v gjson.Result, what string) (string, error) { return vectorOf(v, what) }
-
-// ErrBadUpstreamJSON is an answer that is not a JSON object.
-var ErrBadUpstreamJSON = errBadUpstreamJSON

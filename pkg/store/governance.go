@@ -127,6 +127,10 @@ type SpendLog struct {
 	// Status is "success" or "failure" (LiteLLM SpendLogs.status; sql/010); "" is stored as
 	// "success".
 	Status string `json:"status"`
+	// ExtraTokens are further key_spend tokens the call's spend counts toward: its per-model
+	// budgets' (model_max_budget, "model_budget:<kind>:<id>:<model>"), only for a call that
+	// has one. Not a spend_logs column.
+	ExtraTokens []string `json:"-"`
 }
 
 // OwnerToken is the gateway.key_spend (and rate-limit lease) token under which the spend and
@@ -153,7 +157,7 @@ func (l SpendLog) Tokens() []string {
 	if l.User != "" && l.TeamID != "" {
 		out = append(out, OwnerToken("team_member", TeamMemberID(l.TeamID, l.User)))
 	}
-	return out
+	return append(out, l.ExtraTokens...)
 }
 
 // BudgetReset asks a flush to reset a key's spend to 0 when its budget_reset_at has passed,
@@ -204,6 +208,14 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		col := func(f func(l *SpendLog) string) string {
 			return arrayLiteral(logs, func(b []byte, l *SpendLog) []byte { return appendArrayText(b, f(l)) })
 		}
+		// the per-model budget tokens (ExtraTokens) as (request_id, token) pairs
+		var ids, toks []string
+		for i := range logs {
+			for _, tok := range logs[i].ExtraTokens {
+				ids, toks = append(ids, logs[i].RequestID), append(toks, tok)
+			}
+		}
+		extraIDs, extraToks := textArray(ids), textArray(toks)
 		ts := func(f func(l *SpendLog) time.Time) string {
 			return arrayLiteral(logs, func(b []byte, l *SpendLog) []byte { return appendArrayTime(b, f(l)) })
 		}
@@ -216,14 +228,15 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[],
 				$17::text::text[])
 			ON CONFLICT (request_id) DO NOTHING
-			RETURNING api_key, spend, user_id, team_id, organization_id, end_user),
+			RETURNING request_id, api_key, spend, user_id, team_id, organization_id, end_user),
 			tot AS (
 				SELECT api_key AS token, spend FROM ins WHERE api_key <> ''
 				UNION ALL SELECT 'user:' || user_id, spend FROM ins WHERE user_id <> ''
 				UNION ALL SELECT 'team:' || team_id, spend FROM ins WHERE team_id <> ''
 				UNION ALL SELECT 'organization:' || organization_id, spend FROM ins WHERE organization_id <> ''
 				UNION ALL SELECT 'end_user:' || end_user, spend FROM ins WHERE end_user <> ''
-				UNION ALL SELECT 'team_member:' || team_id || ':' || user_id, spend FROM ins WHERE team_id <> '' AND user_id <> '')
+				UNION ALL SELECT 'team_member:' || team_id || ':' || user_id, spend FROM ins WHERE team_id <> '' AND user_id <> ''
+				UNION ALL SELECT x.token, ins.spend FROM ins JOIN unnest($18::text::text[], $19::text::text[]) AS x(request_id, token) USING (request_id))
 			INSERT INTO gateway.key_spend AS s (token, spend)
 			SELECT token, sum(spend) FROM tot GROUP BY token
 			ON CONFLICT (token) DO UPDATE SET spend = s.spend + EXCLUDED.spend, updated_at = now()`,
@@ -238,7 +251,7 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 					return "success"
 				}
 				return l.Status
-			}))
+			}), extraIDs, extraToks)
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)
@@ -442,4 +455,17 @@ func (s *Store) PruneSpendLogs(ctx context.Context, olderThan time.Duration, bat
 		return 0, false, fmt.Errorf("prune spend logs: %w", mapErr(err))
 	}
 	return deleted, ran, nil
+}
+
+// textArray is ss as a text[] literal (for a $n::text::text[] parameter).
+func textArray(ss []string) string {
+	b := make([]byte, 0, 2+len(ss)*24)
+	b = append(b, '{')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendArrayText(b, s)
+	}
+	return string(append(b, '}'))
 }

@@ -45,6 +45,8 @@ const (
 	User         ObjectType = "user"
 	Organization ObjectType = "organization"
 	EndUser      ObjectType = "end_user"
+	// LiteLLM's budgets (LiteLLM_BudgetTable): sql/012.
+	Budget ObjectType = "budget"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -76,6 +78,7 @@ var Tables = []Table{
 	{Type: Team, Plural: "teams", Table: "gateway.teams", PK: "team_id", Name: "team_id", Filter: "true"},
 	{Type: User, Plural: "users", Table: "gateway.users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
+	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.

@@ -50,8 +50,11 @@ var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setu
 
 // setupBedrock finishes a bedrock/<model-id> deployment (LiteLLM's bedrock provider):
 //
-//   - aws_region_name (env AWS_REGION, else AWS_DEFAULT_REGION; required) picks https://bedrock-runtime.{region}.amazonaws.com; api_base or
-//     aws_bedrock_runtime_endpoint replaces it.
+//   - aws_region_name (env AWS_REGION, else AWS_DEFAULT_REGION) picks
+//     https://bedrock-runtime.{region}.amazonaws.com; api_base or aws_bedrock_runtime_endpoint
+//     replaces it. Without any of them the deployment loads and its region is resolved on its
+//     first call (callRegion: AWS_REGION_NAME, AWS_REGION, AWS_DEFAULT_REGION, the AWS shared
+//     config, else us-west-2, as LiteLLM).
 //   - Credentials: aws_access_key_id + aws_secret_access_key (+ aws_session_token), else the
 //     AWS SDK's default chain (environment, shared config and credentials files with
 //     aws_profile_name, web identity, ECS/EC2 roles), resolved on first use and cached until
@@ -60,61 +63,15 @@ var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setu
 //   - A "converse/" prefix on the model id (LiteLLM's route hint) is dropped.
 func setupBedrock(s *provider.Setup) error {
 	d := s.Deployment()
-	get := s.ParamOrEnv
-	region, err := get("aws_region_name", "AWS_REGION")
+	bs, region, profile, err := awsSigner(s, "bedrock")
 	if err != nil {
 		return err
 	}
-	if region == "" {
-		region = os.Getenv("AWS_DEFAULT_REGION")
-	}
-	keyID, err := get("aws_access_key_id", "")
+	endpoint, err := s.ParamOrEnv("aws_bedrock_runtime_endpoint", "")
 	if err != nil {
 		return err
 	}
-	secret, err := get("aws_secret_access_key", "")
-	if err != nil {
-		return err
-	}
-	session, err := get("aws_session_token", "")
-	if err != nil {
-		return err
-	}
-	profile, err := get("aws_profile_name", "")
-	if err != nil {
-		return err
-	}
-	endpoint, err := get("aws_bedrock_runtime_endpoint", "")
-	if err != nil {
-		return err
-	}
-	if (keyID == "") != (secret == "") {
-		return errors.New("litellm_params.aws_access_key_id and aws_secret_access_key must be given together for provider \"bedrock\"")
-	}
-	bs := &bedrockSigner{signer: v4.NewSigner(), region: region}
-	if keyID != "" {
-		bs.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, session))
-		s.AddSecrets(secret, session)
-	} else {
-		bs.chain = provider.NewLazy(func() (aws.CredentialsProvider, error) {
-			opts := []func(*config.LoadOptions) error{}
-			if profile != "" {
-				opts = append(opts, config.WithSharedConfigProfile(profile))
-			}
-			cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
-			if err != nil {
-				return nil, err
-			}
-			if cfg.Credentials == nil {
-				return nil, errors.New("no credential provider in the AWS configuration")
-			}
-			return cfg.Credentials, nil
-		})
-	}
-	if region == "" {
-		if d.MockResponse == nil {
-			return errors.New("litellm_params.aws_region_name (or AWS_REGION, AWS_DEFAULT_REGION) is required for provider \"bedrock\"")
-		}
+	if region == "" && d.MockResponse != nil {
 		return nil
 	}
 	if bs.chain != nil && d.MockResponse == nil {
@@ -125,6 +82,15 @@ func setupBedrock(s *provider.Setup) error {
 	base := endpoint
 	if base == "" {
 		base = d.APIBase
+	}
+	if region == "" {
+		// LiteLLM resolves the region when it calls (BaseAWSLLM._get_aws_region_name): so does
+		// the signer, which then sends to that region's endpoint unless one is given
+		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
+		if base == "" {
+			bs.regionHost = true
+			base = "https://bedrock-runtime.amazonaws.com"
+		}
 	}
 	if base == "" {
 		base = "https://bedrock-runtime." + region + ".amazonaws.com"
@@ -145,12 +111,94 @@ func setupBedrock(s *provider.Setup) error {
 	return nil
 }
 
+// awsSigner reads the AWS litellm_params LiteLLM's bedrock and sagemaker providers share
+// (BaseAWSLLM): aws_region_name (env AWS_REGION, else AWS_DEFAULT_REGION; "" when none),
+// aws_access_key_id + aws_secret_access_key (+ aws_session_token), else the AWS SDK's default
+// chain (aws_profile_name), and returns the SigV4 signer. Errors name the field and provider.
+func awsSigner(s *provider.Setup, name string) (bs *bedrockSigner, region, profile string, err error) {
+	get := s.ParamOrEnv
+	if region, err = get("aws_region_name", "AWS_REGION"); err != nil {
+		return nil, "", "", err
+	}
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	keyID, err := get("aws_access_key_id", "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	secret, err := get("aws_secret_access_key", "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	session, err := get("aws_session_token", "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	if profile, err = get("aws_profile_name", ""); err != nil {
+		return nil, "", "", err
+	}
+	if (keyID == "") != (secret == "") {
+		return nil, "", "", fmt.Errorf("litellm_params.aws_access_key_id and aws_secret_access_key must be given together for provider %q", name)
+	}
+	bs = &bedrockSigner{signer: v4.NewSigner(), region: region}
+	if keyID != "" {
+		bs.creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(keyID, secret, session))
+		s.AddSecrets(secret, session)
+		return bs, region, profile, nil
+	}
+	bs.chain = provider.NewLazy(func() (aws.CredentialsProvider, error) {
+		opts := []func(*config.LoadOptions) error{}
+		if profile != "" {
+			opts = append(opts, config.WithSharedConfigProfile(profile))
+		}
+		cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Credentials == nil {
+			return nil, errors.New("no credential provider in the AWS configuration")
+		}
+		return cfg.Credentials, nil
+	})
+	return bs, region, profile, nil
+}
+
+// callRegion is the AWS region of a deployment configured without one, found when it is first
+// called, in LiteLLM's order (BaseAWSLLM._get_aws_region_name): AWS_REGION_NAME, AWS_REGION,
+// AWS_DEFAULT_REGION, the region of the AWS shared config (profile aws_profile_name, else
+// AWS_PROFILE or default), else us-west-2.
+func callRegion(profile string) string {
+	for _, env := range []string{"AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+	}
+	opts := []func(*config.LoadOptions) error{}
+	if profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(profile))
+	}
+	if cfg, err := config.LoadDefaultConfig(context.Background(), opts...); err == nil && cfg.Region != "" {
+		return cfg.Region
+	}
+	return "us-west-2"
+}
+
 // bedrockSigner signs each request with SigV4 for service "bedrock".
 type bedrockSigner struct {
 	signer *v4.Signer
 	region string
-	creds  aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
-	chain  *provider.Lazy[aws.CredentialsProvider] // the AWS default chain, loaded on first use
+	// lazyRegion: the deployment names no region (nor an endpoint): it is resolved on the
+	// first call (callRegion) and each request goes to bedrock-runtime.<region>.amazonaws.com
+	// (runtime.sagemaker.<region>.amazonaws.com)
+	lazyRegion *provider.Lazy[string]
+	// regionHost: the endpoint is the region's own (no endpoint or api_base given): the
+	// request's host is set from the resolved region
+	regionHost bool
+	// service is the SigV4 service: "" for bedrock, "sagemaker"
+	service string
+	creds   aws.CredentialsProvider                 // static keys (a CredentialsCache); nil with the chain
+	chain   *provider.Lazy[aws.CredentialsProvider] // the AWS default chain, loaded on first use
 }
 
 // sign signs req. Only successes are cached: the default chain's configuration is loaded
@@ -171,9 +219,24 @@ func (b *bedrockSigner) Sign(ctx context.Context, req *http.Request, body []byte
 		}
 		return &format.UpstreamError{Status: 401, Type: "authentication_error", Message: "bedrock: no AWS credentials: set aws_access_key_id/aws_secret_access_key or configure the AWS credential chain: " + err.Error()}
 	}
+	service, host := b.service, "bedrock-runtime."
+	if service == "" {
+		service = "bedrock"
+	} else {
+		host = "runtime." + service + "."
+	}
+	region := b.region
+	if b.lazyRegion != nil {
+		region, _ = b.lazyRegion.Get() // callRegion never fails
+	}
+	if b.regionHost {
+		u := *req.URL // the endpoint's parsed URL is shared: a copy
+		u.Host = host + region + ".amazonaws.com"
+		req.URL, req.Host = &u, u.Host
+	}
 	sum := sha256.Sum256(body)
-	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "bedrock", b.region, time.Now()); err != nil {
-		return &format.UpstreamError{Status: 500, Message: "bedrock: sign request: " + err.Error()}
+	if err := b.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), service, region, time.Now()); err != nil {
+		return &format.UpstreamError{Status: 500, Message: service + ": sign request: " + err.Error()}
 	}
 	return nil
 }
@@ -223,7 +286,7 @@ type bedrockMessage struct {
 	Content []bedrockBlock `json:"content"`
 }
 
-func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (bedrockAPI) Request(d *provider.Deployment, r *format.Request) ([]byte, error) {
 	type toolSpec struct {
 		Name        string `json:"name"`
 		Description string `json:"description,omitempty"`
@@ -252,23 +315,23 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 		bm := bedrockMessage{Role: m.Role()}
 		for _, p := range m.Parts() {
 			switch p.Kind() {
-			case provider.PartText:
+			case format.PartText:
 				if p.Text() == "" {
 					continue // Bedrock rejects blank text blocks
 				}
 				t := p.Text()
 				bm.Content = append(bm.Content, bedrockBlock{Text: &t})
-			case provider.PartImage:
-				mt, data, ok := provider.Base64Image(p.URL())
+			case format.PartImage:
+				mt, data, ok := format.Base64Image(p.URL())
 				if !ok {
 					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
 				}
 				img := &bedrockImage{Format: strings.TrimPrefix(mt, "image/")}
 				img.Source.Bytes = data
 				bm.Content = append(bm.Content, bedrockBlock{Image: img})
-			case provider.PartToolUse:
-				bm.Content = append(bm.Content, bedrockBlock{ToolUse: &bedrockToolUse{ToolUseID: p.ID(), Name: p.Name(), Input: provider.ValidObject(p.Args())}})
-			case provider.PartToolResult:
+			case format.PartToolUse:
+				bm.Content = append(bm.Content, bedrockBlock{ToolUse: &bedrockToolUse{ToolUseID: p.ID(), Name: p.Name(), Input: format.ValidObject(p.Args())}})
+			case format.PartToolResult:
 				tr := &bedrockToolResult{ToolUseID: p.ID(), Content: []map[string]string{{"text": p.Text()}}}
 				if p.IsError() {
 					tr.Status = "error"
@@ -304,7 +367,7 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 		tc := &toolConfig{}
 		for _, t := range r.Tools() {
 			ts := toolSpec{Name: t.Name(), Description: t.Description()}
-			ts.InputSchema.JSON = json.RawMessage(provider.SchemaOrEmpty(t.Schema()))
+			ts.InputSchema.JSON = json.RawMessage(format.SchemaOrEmpty(t.Schema()))
 			tc.Tools = append(tc.Tools, tool{ToolSpec: ts})
 		}
 		mode, name := r.ToolChoice()
@@ -321,55 +384,55 @@ func (bedrockAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, 
 		// forced tool json_tool_call whose inputSchema is the schema (json_object: any
 		// object); its toolUse input is answered as the message text (UseJSONTool).
 		if kind != "" {
-			ts := toolSpec{Name: provider.JSONToolName}
+			ts := toolSpec{Name: format.JSONToolName}
 			ts.InputSchema.JSON = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":true}`)
 			if kind == "json_schema" {
-				ts.InputSchema.JSON = json.RawMessage(provider.SchemaOrEmpty(schema))
+				ts.InputSchema.JSON = json.RawMessage(format.SchemaOrEmpty(schema))
 			}
 			tc.Tools = append(tc.Tools, tool{ToolSpec: ts})
-			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": provider.JSONToolName}}
+			tc.ToolChoice = map[string]any{"tool": map[string]string{"name": format.JSONToolName}}
 			r.UseJSONTool()
 		}
 		body.ToolConfig = tc
 	}
-	return provider.Marshal(body), nil
+	return format.Marshal(body), nil
 }
 
 // bedrockStop maps Converse's stopReason.
-func bedrockStop(s string) provider.Stop {
+func bedrockStop(s string) format.Stop {
 	switch s {
 	case "max_tokens", "model_context_window_exceeded":
-		return provider.StopLength
+		return format.StopLength
 	case "tool_use":
-		return provider.StopTool
+		return format.StopTool
 	case "stop_sequence":
-		return provider.StopSequence
+		return format.StopSequence
 	case "guardrail_intervened", "content_filtered":
-		return provider.StopFilter
+		return format.StopFilter
 	}
-	return provider.StopEnd
+	return format.StopEnd
 }
 
 // bedrockUsage reads Converse's usage: inputTokens excludes cache reads and writes, which
 // are added (OpenAI counts every prompt token).
-func bedrockUsage(u gjson.Result) provider.Tokens {
+func bedrockUsage(u gjson.Result) format.Tokens {
 	cr, cw := u.Get("cacheReadInputTokens").Int(), u.Get("cacheWriteInputTokens").Int()
-	return provider.Tokens{In: u.Get("inputTokens").Int() + cr + cw, Out: u.Get("outputTokens").Int(), CacheRead: cr, CacheWrite: cw}
+	return format.Tokens{In: u.Get("inputTokens").Int() + cr + cw, Out: u.Get("outputTokens").Int(), CacheRead: cr, CacheWrite: cw}
 }
 
-func (bedrockAPI) Result(raw []byte) (*provider.Result, error) {
+func (bedrockAPI) Result(raw []byte) (*format.Result, error) {
 	if !format.ValidJSON(raw) {
-		return nil, provider.ErrBadUpstreamJSON
+		return nil, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
-	r := provider.NewResult(provider.NewID("chatcmpl-"), "")
+	r := format.NewResult(format.NewID("chatcmpl-"), "")
 	j.Get("output.message.content").ForEach(func(_, c gjson.Result) bool {
 		switch {
 		case c.Get("text").Exists():
 			r.AddText(c.Get("text").Str)
 		case c.Get("toolUse").Exists():
 			tu := c.Get("toolUse")
-			r.AddToolCall(tu.Get("toolUseId").Str, tu.Get("name").Str, provider.ArgsText(tu.Get("input")))
+			r.AddToolCall(tu.Get("toolUseId").Str, tu.Get("name").Str, format.ArgsText(tu.Get("input")))
 		}
 		return true
 	})
@@ -428,7 +491,7 @@ func header(m eventstream.Message, name string) string {
 
 func (e *eventStreamReader) Current() (raw, event, data []byte) { return e.data, e.event, e.data }
 
-func (bedrockAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (bedrockAPI) Decoder(r format.Renderer, model string) format.Decoder {
 	return &bedrockDecoder{r: r, model: model}
 }
 
@@ -436,18 +499,18 @@ func (bedrockAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
 // contentBlockDelta (text or tool input JSON), contentBlockStop, messageStop (stopReason),
 // metadata (usage; the last event).
 type bedrockDecoder struct {
-	r       provider.Renderer
+	r       format.Renderer
 	model   string
 	started bool
 	stopped bool
-	stop    provider.Stop
-	usage   provider.Tokens
+	stop    format.Stop
+	usage   format.Tokens
 }
 
 func (d *bedrockDecoder) begin(b []byte) []byte {
 	if !d.started {
 		d.started = true
-		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
+		b = d.r.Start(b, format.NewID("chatcmpl-"), d.model, format.Tokens{})
 	}
 	return b
 }
@@ -553,7 +616,7 @@ func (e bedrockEmbed) Calls(_ *provider.Deployment, r *provider.EmbedRequest) ([
 		for start := 0; start < len(r.Inputs()); start += cohereEmbedBatch {
 			batch := r.Inputs()[start:min(start+cohereEmbedBatch, len(r.Inputs()))]
 			b := []byte(`{"texts":`)
-			b = provider.AppendJSONStrings(b, batch)
+			b = format.AppendJSONStrings(b, batch)
 			b = append(b, `,"input_type":`...)
 			b = format.AppendJSONString(b, inputType)
 			calls = append(calls, provider.EmbedCall{URL: e.url, Body: append(b, '}'), N: len(batch)})

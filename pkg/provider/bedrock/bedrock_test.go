@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/stretchr/testify/require"
 
 	"lockstep/pkg/provider"
@@ -25,7 +27,7 @@ const toolChat = `{"model":"grp","max_tokens":50,"temperature":0.2,"stop":["END"
 
 func TestBedrockRequestAndStream(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(format.FormatChat, []byte(toolChat))
+	r, err := format.ParseRequest(format.FormatChat, []byte(toolChat))
 	require.NoError(t, err)
 	b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
 	require.NoError(t, err)
@@ -90,7 +92,7 @@ func TestBedrockStructuredOutput(t *testing.T) {
 		{`{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"name":{"type":"string"}}}}}`, `{"type":"object","properties":{"name":{"type":"string"}}}`},
 		{`{"type":"json_object"}`, `{"type":"object","properties":{},"additionalProperties":true}`},
 	} {
-		r, err := provider.ParseRequest(format.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
+		r, err := format.ParseRequest(format.FormatChat, []byte(`{"model":"grp","messages":[{"role":"user","content":"city?"}],"response_format":`+c.format+`}`))
 		require.NoError(t, err)
 		b, err := bedrockAPI{}.Request(&provider.Deployment{Provider: "bedrock"}, r)
 		require.NoError(t, err)
@@ -114,5 +116,35 @@ func TestBedrockStructuredOutput(t *testing.T) {
 	require.Contains(t, body, `"content":"{\"name\":\"Oslo\"}"`)
 	require.Contains(t, body, `"finish_reason":"stop"`)
 	require.NotContains(t, body, `tool_calls`)
-	require.Empty(t, out.Get(provider.DroppedHeader))
+	require.Empty(t, out.Get(format.DroppedHeader))
+}
+
+// Issue 19 item 13: a bedrock deployment without a region (LiteLLM's example bedrock/*) loads;
+// its region is resolved when it is called, in LiteLLM's order, and the request goes to that
+// region's endpoint, signed for it.
+func TestBedrockRegionAtCallTime(t *testing.T) {
+	for _, env := range []string{"AWS_REGION_NAME", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+		t.Setenv(env, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	pb, err := provider.NewBuilder(provider.Policy{}, Vendor)
+	require.NoError(t, err)
+	_, err = pb.NewDeployment("id", "bedrock/*", []byte(`{"model":"bedrock/*","aws_access_key_id":"AKIDUNIT","aws_secret_access_key":"unit-secret-0001"}`))
+	require.NoError(t, err)
+	require.Equal(t, "us-west-2", callRegion("")) // LiteLLM's last resort
+	t.Setenv("AWS_REGION", "eu-west-3")
+	require.Equal(t, "eu-west-3", callRegion(""))
+	t.Setenv("AWS_REGION_NAME", "eu-north-1")
+	require.Equal(t, "eu-north-1", callRegion(""))
+
+	bs := &bedrockSigner{signer: v4.NewSigner(), creds: credentials.NewStaticCredentialsProvider("AKIDUNIT", "s", ""),
+		lazyRegion: provider.NewLazy(func() (string, error) { return callRegion(""), nil }), regionHost: true}
+	req, err := http.NewRequest("POST", "https://bedrock-runtime.amazonaws.com/model/m/converse", nil)
+	require.NoError(t, err)
+	shared := req.URL
+	require.NoError(t, bs.Sign(context.Background(), req, []byte(`{}`)))
+	require.Equal(t, "bedrock-runtime.eu-north-1.amazonaws.com", req.URL.Host)
+	require.Equal(t, "bedrock-runtime.amazonaws.com", shared.Host) // the shared URL is not touched
+	require.Contains(t, req.Header.Get("Authorization"), "/eu-north-1/bedrock/aws4_request")
 }

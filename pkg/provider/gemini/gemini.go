@@ -85,7 +85,7 @@ func (API) RendersOutputFormat() {}
 
 var _ provider.OutputFormatWire = API{}
 
-func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (API) Request(d *provider.Deployment, r *format.Request) ([]byte, error) {
 	type funcDecl struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
@@ -123,25 +123,25 @@ func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) 
 		}
 		for _, p := range m.Parts() {
 			switch p.Kind() {
-			case provider.PartText:
+			case format.PartText:
 				c.Parts = append(c.Parts, geminiPart{Text: p.Text()})
-			case provider.PartImage:
-				if mt, data, ok := provider.Base64Image(p.URL()); ok {
+			case format.PartImage:
+				if mt, data, ok := format.Base64Image(p.URL()); ok {
 					c.Parts = append(c.Parts, geminiPart{InlineData: &geminiBlob{MimeType: mt, Data: data}})
 				} else if strings.HasPrefix(p.URL(), "gs://") || strings.HasPrefix(p.URL(), "https://generativelanguage.googleapis.com/") {
 					c.Parts = append(c.Parts, geminiPart{FileData: &geminiFile{FileURI: p.URL()}})
 				} else {
 					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send a base64 data: URL or a gs:// URI", d.Provider)
 				}
-			case provider.PartToolUse:
+			case format.PartToolUse:
 				names[p.ID()] = p.Name()
-				c.Parts = append(c.Parts, geminiPart{FunctionCall: &geminiCall{Name: p.Name(), Args: provider.ValidObject(p.Args())}})
-			case provider.PartToolResult:
+				c.Parts = append(c.Parts, geminiPart{FunctionCall: &geminiCall{Name: p.Name(), Args: format.ValidObject(p.Args())}})
+			case format.PartToolResult:
 				name := names[p.ID()]
 				if name == "" {
 					name = p.ID()
 				}
-				resp := provider.Marshal(map[string]string{"content": p.Text()})
+				resp := format.Marshal(map[string]string{"content": p.Text()})
 				if format.ValidJSONString(p.Text()) && gjson.Parse(p.Text()).IsObject() {
 					resp = []byte(p.Text())
 				}
@@ -201,42 +201,42 @@ func (API) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) 
 	case "tool":
 		body.ToolConfig = &toolConfig{callingConfig{Mode: "ANY", AllowedFunctionNames: []string{name}}}
 	}
-	return provider.Marshal(body), nil
+	return format.Marshal(body), nil
 }
 
 // geminiStop maps a candidate's finishReason
 // (https://ai.google.dev/api/generate-content#FinishReason); a STOP after function calls is a
 // tool-use stop for the client.
-func geminiStop(reason string, tools bool) provider.Stop {
+func geminiStop(reason string, tools bool) format.Stop {
 	switch reason {
 	case "MAX_TOKENS":
-		return provider.StopLength
+		return format.StopLength
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
-		return provider.StopFilter
+		return format.StopFilter
 	}
 	if tools {
-		return provider.StopTool
+		return format.StopTool
 	}
-	return provider.StopEnd
+	return format.StopEnd
 }
 
 // geminiUsage reads usageMetadata: promptTokenCount (cached tokens included, as OpenAI counts
 // them), candidatesTokenCount + thoughtsTokenCount, cachedContentTokenCount.
-func geminiUsage(u gjson.Result) provider.Tokens {
-	return provider.Tokens{In: u.Get("promptTokenCount").Int(), Out: u.Get("candidatesTokenCount").Int() + u.Get("thoughtsTokenCount").Int(),
+func geminiUsage(u gjson.Result) format.Tokens {
+	return format.Tokens{In: u.Get("promptTokenCount").Int(), Out: u.Get("candidatesTokenCount").Int() + u.Get("thoughtsTokenCount").Int(),
 		CacheRead: u.Get("cachedContentTokenCount").Int()}
 }
 
-func (API) Result(raw []byte) (*provider.Result, error) {
+func (API) Result(raw []byte) (*format.Result, error) {
 	if !format.ValidJSON(raw) {
-		return nil, provider.ErrBadUpstreamJSON
+		return nil, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
 	id := "chatcmpl-" + j.Get("responseId").Str
 	if id == "chatcmpl-" {
-		id = provider.NewID("chatcmpl-")
+		id = format.NewID("chatcmpl-")
 	}
-	r := provider.NewResult(id, j.Get("modelVersion").Str)
+	r := format.NewResult(id, j.Get("modelVersion").Str)
 	cand := j.Get("candidates.0")
 	tools := false
 	cand.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
@@ -247,9 +247,9 @@ func (API) Result(raw []byte) (*provider.Result, error) {
 			fc := p.Get("functionCall")
 			id := fc.Get("id").Str
 			if id == "" {
-				id = provider.NewID("call_")
+				id = format.NewID("call_")
 			}
-			r.AddToolCall(id, fc.Get("name").Str, provider.ArgsText(fc.Get("args")))
+			r.AddToolCall(id, fc.Get("name").Str, format.ArgsText(fc.Get("args")))
 		case p.Get("text").Type == gjson.String:
 			r.AppendText(p.Get("text").Str)
 		}
@@ -257,7 +257,7 @@ func (API) Result(raw []byte) (*provider.Result, error) {
 	})
 	r.SetStop(geminiStop(cand.Get("finishReason").Str, tools))
 	if !cand.Exists() && j.Get("promptFeedback.blockReason").Exists() {
-		r.SetStop(provider.StopFilter)
+		r.SetStop(format.StopFilter)
 	}
 	r.SetUsage(geminiUsage(j.Get("usageMetadata")))
 	return r, nil
@@ -265,20 +265,20 @@ func (API) Result(raw []byte) (*provider.Result, error) {
 
 func (API) Frames(body io.Reader) provider.FrameReader { return provider.NewSSEReader(body) }
 
-func (API) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (API) Decoder(r format.Renderer, model string) format.Decoder {
 	return &geminiDecoder{r: r, model: model}
 }
 
 // geminiDecoder reads streamGenerateContent?alt=sse: each frame a GenerateContentResponse
 // with the next parts; the stream ends with the body, after a frame with a finishReason.
 type geminiDecoder struct {
-	r        provider.Renderer
+	r        format.Renderer
 	model    string
 	started  bool
 	finished bool
 	tools    bool
-	stop     provider.Stop
-	usage    provider.Tokens
+	stop     format.Stop
+	usage    format.Tokens
 }
 
 func (d *geminiDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
@@ -297,13 +297,13 @@ func (d *geminiDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 		d.started = true
 		id := "chatcmpl-" + j.Get("responseId").Str
 		if id == "chatcmpl-" {
-			id = provider.NewID("chatcmpl-")
+			id = format.NewID("chatcmpl-")
 		}
 		m := strings.Clone(j.Get("modelVersion").Str)
 		if m == "" {
 			m = d.model
 		}
-		b = d.r.Start(b, strings.Clone(id), m, provider.Tokens{})
+		b = d.r.Start(b, strings.Clone(id), m, format.Tokens{})
 	}
 	var text strings.Builder
 	cand := j.Get("candidates.0")
@@ -315,10 +315,10 @@ func (d *geminiDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 			fc := p.Get("functionCall")
 			id := strings.Clone(fc.Get("id").Str)
 			if id == "" {
-				id = provider.NewID("call_")
+				id = format.NewID("call_")
 			}
 			b = d.r.ToolStart(b, id, strings.Clone(fc.Get("name").Str))
-			b = d.r.ToolArgs(b, strings.Clone(provider.ArgsText(fc.Get("args"))))
+			b = d.r.ToolArgs(b, strings.Clone(format.ArgsText(fc.Get("args"))))
 		case p.Get("text").Str != "":
 			t := strings.Clone(p.Get("text").Str)
 			text.WriteString(t)
@@ -333,7 +333,7 @@ func (d *geminiDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 		d.finished = true
 		d.stop = geminiStop(fr.Str, d.tools)
 	} else if !cand.Exists() && j.Get("promptFeedback.blockReason").Exists() {
-		d.finished, d.stop = true, provider.StopFilter
+		d.finished, d.stop = true, format.StopFilter
 	}
 	return b, text.String(), false
 }
@@ -343,7 +343,7 @@ func (d *geminiDecoder) EOF(b []byte) ([]byte, error) {
 		return b, format.ErrTruncated
 	}
 	if !d.started {
-		b = d.r.Start(b, provider.NewID("chatcmpl-"), d.model, provider.Tokens{})
+		b = d.r.Start(b, format.NewID("chatcmpl-"), d.model, format.Tokens{})
 	}
 	return d.r.Finish(b, d.stop, "", d.usage), nil
 }

@@ -19,7 +19,7 @@ const toolChat = `{"model":"grp","max_tokens":50,"temperature":0.2,"stop":["END"
 
 func TestGeminiRequestAndAnswer(t *testing.T) {
 	t.Parallel()
-	r, err := provider.ParseRequest(format.FormatChat, []byte(toolChat))
+	r, err := format.ParseRequest(format.FormatChat, []byte(toolChat))
 	require.NoError(t, err)
 	d := &provider.Deployment{Provider: "gemini", Model: "gemini-x"}
 	b, err := API{}.Request(d, r)
@@ -35,16 +35,16 @@ func TestGeminiRequestAndAnswer(t *testing.T) {
 	res, err := API{}.Result([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Calling."},{"functionCall":{"name":"get_weather","args":{"city":"Bergen"}}}]},"finishReason":"STOP"}],
 		"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":5,"thoughtsTokenCount":3,"cachedContentTokenCount":4},"modelVersion":"gemini-x","responseId":"abc"}`))
 	require.NoError(t, err)
-	out := provider.RenderResult(format.FormatMessages, res)
+	out := format.RenderResult(format.FormatMessages, res)
 	require.Equal(t, "tool_use", gjson.GetBytes(out, "stop_reason").Str)
 	require.Equal(t, "Calling.", gjson.GetBytes(out, "content.0.text").Str)
 	require.Equal(t, `{"city":"Bergen"}`, gjson.GetBytes(out, "content.1.input").Raw)
-	require.Equal(t, provider.Tokens{In: 12, Out: 8, CacheRead: 4}, res.Tokens())
+	require.Equal(t, format.Tokens{In: 12, Out: 8, CacheRead: 4}, res.Tokens())
 
 	res, err = API{}.Result([]byte(`{"candidates":[{"content":{"parts":[{"text":"cut"}]},"finishReason":"MAX_TOKENS"}]}`))
 	require.NoError(t, err)
-	require.Equal(t, provider.StopLength, res.Stop())
+	require.Equal(t, format.StopLength, res.Stop())
 	res, err = API{}.Result([]byte(`{"promptFeedback":{"blockReason":"SAFETY"}}`))
 	require.NoError(t, err)
-	require.Equal(t, provider.StopFilter, res.Stop())
+	require.Equal(t, format.StopFilter, res.Stop())
 }

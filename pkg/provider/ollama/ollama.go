@@ -70,7 +70,7 @@ func (ollamaAPI) RendersOutputFormat() {}
 
 var _ provider.OutputFormatWire = ollamaAPI{}
 
-func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, error) {
+func (ollamaAPI) Request(d *provider.Deployment, r *format.Request) ([]byte, error) {
 	msgs := make([]ollamaMessage, 0, len(r.Messages())+1)
 	if len(r.System()) > 0 {
 		msgs = append(msgs, ollamaMessage{Role: "system", Content: strings.Join(r.System(), "\n")})
@@ -86,20 +86,20 @@ func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, e
 		}
 		for _, p := range m.Parts() {
 			switch p.Kind() {
-			case provider.PartText:
+			case format.PartText:
 				cur.Content += p.Text()
-			case provider.PartImage:
-				_, data, ok := provider.Base64Image(p.URL())
+			case format.PartImage:
+				_, data, ok := format.Base64Image(p.URL())
 				if !ok {
 					return nil, format.BadRequest("messages: image URLs cannot be sent to provider %s; send the image as a base64 data: URL", d.Provider)
 				}
 				cur.Images = append(cur.Images, data)
-			case provider.PartToolUse:
+			case format.PartToolUse:
 				var tc ollamaToolCall
-				tc.Function.Name, tc.Function.Arguments = p.Name(), provider.ValidObject(p.Args())
+				tc.Function.Name, tc.Function.Arguments = p.Name(), format.ValidObject(p.Args())
 				cur.ToolCalls = append(cur.ToolCalls, tc)
 				names[p.ID()] = p.Name()
-			case provider.PartToolResult:
+			case format.PartToolResult:
 				flush()
 				msgs = append(msgs, ollamaMessage{Role: "tool", Content: p.Text(), ToolName: names[p.ID()]})
 			}
@@ -125,7 +125,7 @@ func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, e
 	}
 	for _, t := range r.Tools() {
 		ot := ollamaTool{Type: "function"}
-		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name(), t.Description(), json.RawMessage(provider.SchemaOrEmpty(t.Schema()))
+		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name(), t.Description(), json.RawMessage(format.SchemaOrEmpty(t.Schema()))
 		body.Tools = append(body.Tools, ot)
 	}
 	opts := map[string]any{}
@@ -143,37 +143,37 @@ func (ollamaAPI) Request(d *provider.Deployment, r *provider.Request) ([]byte, e
 	if len(opts) > 0 {
 		body.Options = opts
 	}
-	return provider.Marshal(body), nil
+	return format.Marshal(body), nil
 }
 
 // ollamaStop maps done_reason ("stop", "length", "load", …); a message with tool calls ends
 // with "stop" in Ollama, which is a tool-use stop for the client.
-func ollamaStop(reason string, tools bool) provider.Stop {
+func ollamaStop(reason string, tools bool) format.Stop {
 	switch {
 	case reason == "length":
-		return provider.StopLength
+		return format.StopLength
 	case tools:
-		return provider.StopTool
+		return format.StopTool
 	}
-	return provider.StopEnd
+	return format.StopEnd
 }
 
-func ollamaUsage(j gjson.Result) provider.Tokens {
-	return provider.Tokens{In: j.Get("prompt_eval_count").Int(), Out: j.Get("eval_count").Int()}
+func ollamaUsage(j gjson.Result) format.Tokens {
+	return format.Tokens{In: j.Get("prompt_eval_count").Int(), Out: j.Get("eval_count").Int()}
 }
 
-func (ollamaAPI) Result(raw []byte) (*provider.Result, error) {
+func (ollamaAPI) Result(raw []byte) (*format.Result, error) {
 	if !format.ValidJSON(raw) {
-		return nil, provider.ErrBadUpstreamJSON
+		return nil, format.ErrBadUpstreamJSON
 	}
 	j := gjson.ParseBytes(raw)
-	r := provider.NewResult(provider.NewID("chatcmpl-"), j.Get("model").Str)
+	r := format.NewResult(format.NewID("chatcmpl-"), j.Get("model").Str)
 	msg := j.Get("message")
 	if t := msg.Get("content").Str; t != "" {
 		r.AddText(t)
 	}
 	msg.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		r.AddToolCall(provider.NewID("call_"), tc.Get("function.name").Str, provider.ArgsText(tc.Get("function.arguments")))
+		r.AddToolCall(format.NewID("call_"), tc.Get("function.name").Str, format.ArgsText(tc.Get("function.arguments")))
 		return true
 	})
 	r.SetStop(ollamaStop(j.Get("done_reason").Str, msg.Get("tool_calls.#").Int() > 0))
@@ -218,14 +218,14 @@ func (n *ndjsonReader) Next() error {
 
 func (n *ndjsonReader) Current() (raw, event, data []byte) { return n.line, nil, n.line }
 
-func (ollamaAPI) Decoder(r provider.Renderer, model string) provider.Decoder {
+func (ollamaAPI) Decoder(r format.Renderer, model string) format.Decoder {
 	return &ollamaDecoder{r: r, model: model}
 }
 
 // ollamaDecoder reads Ollama's NDJSON chat stream: each line carries a message delta; the last
 // one "done": true with done_reason and the token counts; {"error": "..."} reports a failure.
 type ollamaDecoder struct {
-	r       provider.Renderer
+	r       format.Renderer
 	model   string
 	started bool
 	tools   bool
@@ -242,7 +242,7 @@ func (d *ollamaDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 		if m == "" {
 			m = d.model
 		}
-		b = d.r.Start(b, provider.NewID("chatcmpl-"), m, provider.Tokens{})
+		b = d.r.Start(b, format.NewID("chatcmpl-"), m, format.Tokens{})
 	}
 	var text string
 	msg := j.Get("message")
@@ -252,8 +252,8 @@ func (d *ollamaDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	}
 	msg.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
 		d.tools = true
-		b = d.r.ToolStart(b, provider.NewID("call_"), strings.Clone(tc.Get("function.name").Str))
-		b = d.r.ToolArgs(b, provider.ArgsText(tc.Get("function.arguments")))
+		b = d.r.ToolStart(b, format.NewID("call_"), strings.Clone(tc.Get("function.name").Str))
+		b = d.r.ToolArgs(b, format.ArgsText(tc.Get("function.arguments")))
 		return true
 	})
 	if j.Get("done").Bool() {
@@ -274,7 +274,7 @@ func (o ollamaEmbed) Calls(d *provider.Deployment, r *provider.EmbedRequest) ([]
 	b := []byte(`{"model":`)
 	b = format.AppendJSONString(b, d.Model)
 	b = append(b, `,"input":`...)
-	b = provider.AppendJSONStrings(b, r.Inputs())
+	b = format.AppendJSONStrings(b, r.Inputs())
 	if r.Dimensions() > 0 {
 		b = append(b, `,"dimensions":`...)
 		b = strconv.AppendInt(b, r.Dimensions(), 10)

@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -11,13 +9,13 @@ import (
 // passthroughDone reports a verbatim frame that ends the stream: "data: [DONE]" (chat),
 // message_stop (Anthropic), response.completed/failed/incomplete (Responses). Nothing after it
 // is read, so the client's answer ends even if the upstream keeps the connection open.
-func passthroughDone(f format.Format, event, data []byte) bool {
+func passthroughDone(f Format, event, data []byte) bool {
 	switch f {
-	case format.FormatChat, format.FormatCompletions:
+	case FormatChat, FormatCompletions:
 		return string(data) == "[DONE]"
-	case format.FormatMessages:
+	case FormatMessages:
 		return string(event) == "message_stop"
-	case format.FormatResponses:
+	case FormatResponses:
 		switch string(event) {
 		case "response.completed", "response.failed", "response.incomplete":
 			return true
@@ -27,22 +25,22 @@ func passthroughDone(f format.Format, event, data []byte) bool {
 }
 
 // passthroughText extracts the text delta of a verbatim upstream frame.
-func passthroughText(f format.Format, event, data []byte) string {
+func passthroughText(f Format, event, data []byte) string {
 	if len(data) == 0 || data[0] != '{' {
 		return ""
 	}
 	var r gjson.Result
 	switch f {
-	case format.FormatChat:
+	case FormatChat:
 		r = gjson.Get(bytesView(data), "choices.0.delta.content")
-	case format.FormatCompletions:
+	case FormatCompletions:
 		r = gjson.Get(bytesView(data), "choices.0.text")
-	case format.FormatResponses:
+	case FormatResponses:
 		if string(event) != "response.output_text.delta" && !(len(event) == 0 && gjson.Get(bytesView(data), "type").Str == "response.output_text.delta") {
 			return ""
 		}
 		r = gjson.Get(bytesView(data), "delta")
-	case format.FormatMessages:
+	case FormatMessages:
 		if string(event) != "content_block_delta" && len(event) != 0 {
 			return ""
 		}
@@ -62,7 +60,7 @@ func passthroughText(f format.Format, event, data []byte) string {
 // stream_options.include_usage), its text split into up to chunks deltas: emit is called once
 // per event with its frames (a fresh slice each time) and the text delta they carry ("" for
 // none), in order.
-func Replay(in format.Format, res *Result, includeUsage bool, chunks int, emit func(data []byte, text string)) {
+func Replay(in Format, res *Result, includeUsage bool, chunks int, emit func(data []byte, text string)) {
 	r := newRenderer(in, includeUsage)
 	emit(r.start(nil, res.id, res.model, res.usage), "")
 	for _, b := range res.blocks {

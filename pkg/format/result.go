@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -83,8 +81,8 @@ type usage struct {
 	in, out, cacheRead, cacheWrite int64
 }
 
-func (u usage) public() format.Usage {
-	return format.Usage{PromptTokens: u.in, CompletionTokens: u.out}
+func (u usage) public() Usage {
+	return Usage{PromptTokens: u.in, CompletionTokens: u.out}
 }
 
 // anthropicInput is Anthropic's input_tokens: the prompt tokens not read from or written to
@@ -131,7 +129,7 @@ var errBadUpstreamJSON = errors.New("upstream answer is not a JSON object")
 
 // parseChatResult reads an OpenAI chat.completion (first choice).
 func parseChatResult(body []byte) (*result, error) {
-	if !format.ValidJSON(body) {
+	if !ValidJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -165,7 +163,7 @@ func parseChatResult(body []byte) (*result, error) {
 
 // parseMessagesResult reads an Anthropic Message.
 func parseMessagesResult(body []byte) (*result, error) {
-	if !format.ValidJSON(body) {
+	if !ValidJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -237,7 +235,7 @@ func newID(prefix string) string {
 type rawJSON = json.RawMessage
 
 func validObject(s string) rawJSON {
-	if s != "" && format.ValidJSONString(s) && gjson.Parse(s).IsObject() {
+	if s != "" && ValidJSONString(s) && gjson.Parse(s).IsObject() {
 		return rawJSON(s)
 	}
 	return rawJSON("{}")
@@ -487,7 +485,7 @@ func responsesItems(blocks []block, base string, status string) []respItem {
 }
 
 func itemID(prefix, base string, i int) string {
-	return prefix + "_" + base + "_" + string(format.AppendInt(nil, int64(i)))
+	return prefix + "_" + base + "_" + string(AppendInt(nil, int64(i)))
 }
 
 func newRespObject(id, model string, created int64, status string) respObject {
@@ -544,7 +542,7 @@ func now() int64 { return time.Now().Unix() }
 
 // parseResponsesResult reads an OpenAI Responses API response object.
 func parseResponsesResult(body []byte) (*result, error) {
-	if !format.ValidJSON(body) {
+	if !ValidJSON(body) {
 		return nil, errBadUpstreamJSON
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
@@ -574,11 +572,11 @@ func parseResponsesResult(body []byte) (*result, error) {
 
 // ParseResult reads a non-streaming answer of upstream format f: Anthropic Messages, OpenAI
 // Responses, else OpenAI chat. Errors: [ErrBadUpstreamJSON] or what is malformed.
-func ParseResult(f format.Format, body []byte) (*Result, error) {
+func ParseResult(f Format, body []byte) (*Result, error) {
 	switch f {
-	case format.FormatMessages:
+	case FormatMessages:
 		return parseMessagesResult(body)
-	case format.FormatResponses:
+	case FormatResponses:
 		return parseResponsesResult(body)
 	}
 	return parseChatResult(body)
@@ -592,20 +590,20 @@ func (r *result) DefaultModel(model string) {
 }
 
 // Usage is the answer's token usage as the gateway charges it.
-func (r *result) Usage() format.Usage { return r.usage.public() }
+func (r *result) Usage() Usage { return r.usage.public() }
 
 // AnswerText is the assistant text of an answer in format f: the first choice's content
 // (chat), the text blocks (messages), the message items' output_text (responses); "" for
 // embeddings.
-func AnswerText(f format.Format, body []byte) string { return answerText(f, body) }
+func AnswerText(f Format, body []byte) string { return answerText(f, body) }
 
-func render(in format.Format, res *result) []byte {
+func render(in Format, res *result) []byte {
 	switch in {
-	case format.FormatMessages:
+	case FormatMessages:
 		return renderMessages(res)
-	case format.FormatResponses:
+	case FormatResponses:
 		return renderResponses(res, now())
-	case format.FormatCompletions:
+	case FormatCompletions:
 		return renderCompletion(res, now())
 	}
 	return renderChat(res, now())
@@ -613,18 +611,18 @@ func render(in format.Format, res *result) []byte {
 
 // answerText extracts the assistant text of an answer in format f (a copy: it does not alias
 // body).
-func answerText(f format.Format, body []byte) string {
+func answerText(f Format, body []byte) string {
 	return strings.Clone(answerTextView(f, body))
 }
 
-func answerTextView(f format.Format, body []byte) string {
+func answerTextView(f Format, body []byte) string {
 	j := gjson.Parse(bytesView(body))
 	switch f {
-	case format.FormatChat:
+	case FormatChat:
 		return contentText(j.Get("choices.0.message.content"))
-	case format.FormatMessages:
+	case FormatMessages:
 		return contentText(j.Get("content"))
-	case format.FormatResponses:
+	case FormatResponses:
 		var sb strings.Builder
 		j.Get("output").ForEach(func(_, it gjson.Result) bool {
 			if it.Get("type").Str == "message" {
@@ -633,9 +631,9 @@ func answerTextView(f format.Format, body []byte) string {
 			return true
 		})
 		return sb.String()
-	case format.FormatCompletions:
+	case FormatCompletions:
 		return j.Get("choices.0.text").Str
-	case format.FormatTranscriptions:
+	case FormatTranscriptions:
 		if !j.IsObject() { // response_format text, srt, vtt
 			return string(body)
 		}

@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,9 +12,9 @@ import (
 // randRequest is a random request in the canonical form both chat and messages express
 // without loss: alternating turns starting with the user, tool results answering the previous
 // turn's calls first, non-empty texts, and only the fields the table translates both ways.
-func randRequest(rng *rand.Rand) *request {
+func randRequest(rng *rand.Rand) *Request {
 	word := func() string { return fmt.Sprintf("w%d \"q\" ü\n", rng.IntN(1000)) }
-	r := &request{maxTokens: int64(1 + rng.IntN(8000))}
+	r := &Request{maxTokens: int64(1 + rng.IntN(8000))}
 	for range rng.IntN(3) {
 		r.system = append(r.system, word())
 	}
@@ -93,7 +91,7 @@ func randRequest(rng *rand.Rand) *request {
 }
 
 // comparable strips what is not a translated field.
-func comparable(r *request) request {
+func comparable(r *Request) Request {
 	c := *r
 	c.dropped, c.ns, c.jsonTool, c.stream = nil, nil, false, false
 	c.format.name, c.format.strict, c.format.member = "", "", ""
@@ -139,7 +137,7 @@ func TestTranslationRoundTrip(t *testing.T) {
 // randResult is a random answer both chat and messages carry whole: reasoning first (with
 // a signature only Anthropic's own would have — chat carries it in thinking_blocks, so it
 // survives; one reasoning block, as chat joins them), then text, then tool calls.
-func randResult(rng *rand.Rand) *result {
+func randResult(rng *rand.Rand) *Result {
 	r := &result{id: "msg_x", model: "m", usage: usage{in: int64(rng.IntN(100)), out: int64(rng.IntN(100))}}
 	if rng.IntN(2) == 0 {
 		r.blocks = append(r.blocks, block{think: true, text: fmt.Sprintf("think %d", rng.IntN(9)), sig: fmt.Sprintf("sig%d", rng.IntN(9))})
@@ -158,41 +156,9 @@ func randResult(rng *rand.Rand) *result {
 	return r
 }
 
-// Any body, any pair: a translation is a body that parses, or a 400 — never a panic.
-func FuzzTranslateRequest(f *testing.F) {
-	for _, s := range []string{
-		`{"model":"g","messages":[{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JV"}}]}],"thinking":{"type":"enabled","budget_tokens":1}}`,
-		`{"model":"g","input":[{"type":"function_call","namespace":"n","name":"a","arguments":"{}"}],"tools":[{"type":"namespace","name":"n","tools":[{"type":"namespace","name":"m","tools":[]}]},{"type":"web_search","user_location":{"country":1}}],"text":{"format":{"type":"json_object"}}}`,
-		`{"model":"g","messages":[{"role":"assistant","thinking_blocks":[{"type":"thinking","signature":"s"}],"tool_calls":[{"function":{}}]}],"response_format":{"type":"json_schema"},"reasoning_effort":"high","max_tokens":2,"stop":[" "],"user":"a@b"}`,
-	} {
-		f.Add([]byte(s), uint8(0))
-	}
-	models := []string{"anthropic/claude-sonnet-4-5", "anthropic/claude-3-haiku", "groq/m", "gemini/gemini-2.5-pro", "ollama/llama3", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"}
-	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
-		in := []format.Format{format.FormatChat, format.FormatResponses, format.FormatMessages}[int(sel)%3]
-		model := models[int(sel/3)%len(models)]
-		d, err := NewDeployment("id", "g", []byte(`{"model":"`+model+`","api_key":"k","api_base":"http://127.0.0.1:1","aws_region_name":"us-east-1","aws_access_key_id":"AKIDEXAMPLE","aws_secret_access_key":"secret0123456789"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		up, pass, err := plan(d, in)
-		if err != nil || pass {
-			return
-		}
-		b, _, err := upstreamBody(d, in, up, pass, false, body)
-		if err != nil {
-			var ue *format.UpstreamError
-			require.ErrorAs(t, err, &ue)
-			require.Equal(t, 400, ue.Status)
-			return
-		}
-		require.True(t, json.Valid(b), "%s → %s", body, b)
-	})
-}
-
 // renderResponsesRequestForTest writes r as a Responses request (the gateway never sends one:
 // Responses upstreams are passed through), for the responses pairs' round trip.
-func renderResponsesRequestForTest(r *request) []byte {
+func renderResponsesRequestForTest(r *Request) []byte {
 	m := map[string]any{"model": "g"}
 	if len(r.system) == 1 {
 		m["instructions"] = r.system[0]

@@ -1,9 +1,8 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"encoding/json"
+	"net/http"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -17,16 +16,16 @@ type Request = request
 // ParseRequest reads a client request body of format f (chat, responses or messages) into
 // neutral form, as a call translating it does. Errors are 400 *UpstreamError naming what is
 // malformed.
-func ParseRequest(f format.Format, body []byte) (*Request, error) {
+func ParseRequest(f Format, body []byte) (*Request, error) {
 	switch f {
-	case format.FormatChat:
+	case FormatChat:
 		return parseChatRequest(body)
-	case format.FormatResponses:
+	case FormatResponses:
 		return parseResponsesRequest(body)
-	case format.FormatMessages:
+	case FormatMessages:
 		return parseMessagesRequest(body)
 	}
-	return nil, format.BadRequest("%s requests have no neutral form", f.RouteName())
+	return nil, BadRequest("%s requests have no neutral form", f.RouteName())
 }
 
 // Message is one turn of a [Request]: a role and its parts.
@@ -91,7 +90,7 @@ func (r *request) OutputFormat() (kind, schema string) { return r.format.kind, r
 // native form (LiteLLM's RESPONSE_FORMAT_TOOL_NAME, "json_tool_call").
 const JSONToolName = jsonToolName
 
-// UseJSONTool tells the gateway that the [OutputFormatWire] rendered structured output as
+// UseJSONTool tells the gateway that the provider.OutputFormatWire rendered structured output as
 // the forced [JSONToolName] tool: the answer's call of that tool reaches the client as the
 // message text, its tool_use stop reason a natural end (LiteLLM's
 // _transform_response_for_json_mode), plain and streamed.
@@ -187,7 +186,7 @@ func (r *result) Tokens() Tokens {
 
 // RenderResult renders an answer as a non-streaming body of client format f (chat,
 // responses, messages, completions), as a translated call answers.
-func RenderResult(f format.Format, r *Result) []byte { return render(f, r) }
+func RenderResult(f Format, r *Result) []byte { return render(f, r) }
 
 // AddToolCall appends a tool call (args: JSON text).
 func (r *result) AddToolCall(id, name, args string) {
@@ -285,4 +284,63 @@ type Decoder interface {
 	// EOF handles the end of the body before a terminal frame: the frames that end the stream
 	// properly, or an error ([ErrTruncated]).
 	EOF(b []byte) ([]byte, error)
+}
+
+// Entry points for pkg/provider, which calls the translation from outside this package.
+
+// AnswerFixes is what translating a request decided that its answer needs (see
+// [Request.Fixes]): the dropped-fields header, namespace tools to restore, structured output
+// carried as the forced tool's call. A nil *AnswerFixes changes nothing.
+type AnswerFixes = xlate
+
+// ErrBadUpstreamJSON is an upstream answer that is not a JSON object.
+var ErrBadUpstreamJSON = errBadUpstreamJSON
+
+// ParseJSONObject parses body as one JSON object, or returns a [BadRequest] naming what is
+// wrong with it.
+func ParseJSONObject(body []byte) (gjson.Result, error) { return parseJSONObject(body) }
+
+// PassthroughDone reports whether the verbatim upstream SSE frame (event, data) of format f
+// ends the stream: [DONE] (chat, completions), message_stop (Anthropic),
+// response.completed/failed/incomplete (Responses).
+func PassthroughDone(f Format, event, data []byte) bool { return passthroughDone(f, event, data) }
+
+// PassthroughText is the text delta carried by the verbatim upstream SSE frame (event, data)
+// of format f; "" when it carries none.
+func PassthroughText(f Format, event, data []byte) string { return passthroughText(f, event, data) }
+
+// AnthropicNativeJSON reports whether an Anthropic model takes output_config.format
+// (structured outputs, per Anthropic's structured outputs guide) rather than the forced
+// json_tool_call tool.
+func AnthropicNativeJSON(model string) bool { return anthropicNativeJSON(model) }
+
+// RenderChatRequest renders r as a chat completions request body for model;
+// maxCompletionTokens sends max_completion_tokens instead of max_tokens.
+func RenderChatRequest(r *Request, model string, maxCompletionTokens bool) []byte {
+	return renderChatRequest(r, model, maxCompletionTokens)
+}
+
+// RenderMessagesRequest renders r as an Anthropic messages request body for model;
+// nativeJSON sends structured output as output_config.format rather than the forced tool.
+func RenderMessagesRequest(r *Request, model string, nativeJSON bool) []byte {
+	return renderMessagesRequest(r, model, nativeJSON)
+}
+
+// Text is the answer's text: its text blocks joined (tool calls and thinking left out).
+func (r *result) Text() string { return r.text() }
+
+// SetHeader sets the dropped-fields header ([DroppedHeader]) on h when the translation
+// dropped any field; nothing on a nil x or h.
+func (x *xlate) SetHeader(h http.Header) { x.setHeader(h) }
+
+// FixResult rewrites an upstream answer for the client: the forced structured-output tool's
+// call becomes the message text, flattened namespace tool names are split back; nothing on a
+// nil x.
+func (x *xlate) FixResult(res *Result) { x.fixResult(res) }
+
+// NewRenderer returns the renderer of a stream answered in format in (includeUsage: a chat
+// client's stream_options.include_usage) with no fixes and no usage reporting, for a
+// [Decoder] driven directly (the stream benchmarks and fuzz targets of pkg/provider).
+func NewRenderer(in Format, includeUsage bool) Renderer {
+	return Renderer{newRenderer(in, includeUsage)}
 }

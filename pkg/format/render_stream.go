@@ -1,13 +1,11 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"strconv"
 	"strings"
 )
 
-// renderer writes streamed output in an inbound format. Decoders of upstream streams (and the
+// renderer writes streamed output in an inbound  Decoders of upstream streams (and the
 // mock) call start once, then text/toolStart/toolArgs in output order, then finish once, or
 // fail. Each method appends complete SSE frames to b and returns it.
 type renderer interface {
@@ -19,13 +17,13 @@ type renderer interface {
 	fail(b []byte, status int, msg string) []byte
 }
 
-func newRenderer(f format.Format, includeUsage bool) renderer {
+func newRenderer(f Format, includeUsage bool) renderer {
 	switch f {
-	case format.FormatMessages:
+	case FormatMessages:
 		return &messagesRenderer{}
-	case format.FormatResponses:
+	case FormatResponses:
 		return &responsesRenderer{}
-	case format.FormatCompletions:
+	case FormatCompletions:
 		return &completionsRenderer{includeUsage: includeUsage}
 	}
 	return &chatRenderer{includeUsage: includeUsage}
@@ -42,18 +40,18 @@ type completionsRenderer struct {
 
 func (r *completionsRenderer) start(b []byte, id, model string, _ usage) []byte {
 	h := append([]byte(nil), `data: {"id":`...)
-	h = format.AppendJSONString(h, id)
+	h = AppendJSONString(h, id)
 	h = append(h, `,"object":"text_completion","created":`...)
-	h = format.AppendInt(h, now())
+	h = AppendInt(h, now())
 	h = append(h, `,"model":`...)
-	r.head = format.AppendJSONString(h, model)
+	r.head = AppendJSONString(h, model)
 	return b
 }
 
 func (r *completionsRenderer) text(b []byte, delta string) []byte {
 	b = append(b, r.head...)
 	b = append(b, `,"choices":[{"text":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, `,"index":0,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 }
 
@@ -63,7 +61,7 @@ func (r *completionsRenderer) toolArgs(b []byte, _ string) []byte     { return b
 func (r *completionsRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
 	b = append(b, r.head...)
 	b = append(b, `,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":`...)
-	b = format.AppendJSONString(b, stop.chatFinish())
+	b = AppendJSONString(b, stop.chatFinish())
 	b = append(b, `}]`...)
 	if r.includeUsage {
 		b = append(b, `,"usage":`...)
@@ -74,7 +72,7 @@ func (r *completionsRenderer) finish(b []byte, stop stopReason, _ string, u usag
 }
 
 func (r *completionsRenderer) fail(b []byte, status int, msg string) []byte {
-	return format.AppendErrorEvent(b, format.FormatChat, status, "", msg)
+	return AppendErrorEvent(b, FormatChat, status, "", msg)
 }
 
 // ---- OpenAI chat.completion.chunk (https://platform.openai.com/docs/api-reference/chat-streaming) ----
@@ -91,11 +89,11 @@ const chatChunkTail = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
 func (r *chatRenderer) start(b []byte, id, model string, _ usage) []byte {
 	h := make([]byte, 0, 96+len(id)+len(model))
 	h = append(h, `data: {"id":`...)
-	h = format.AppendJSONString(h, id)
+	h = AppendJSONString(h, id)
 	h = append(h, `,"object":"chat.completion.chunk","created":`...)
-	h = format.AppendInt(h, now())
+	h = AppendInt(h, now())
 	h = append(h, `,"model":`...)
-	h = format.AppendJSONString(h, model)
+	h = AppendJSONString(h, model)
 	r.head = h
 	r.prefix = append(h[:len(h):len(h)], `,"choices":[{"index":0,"delta":`...)
 	b = append(b, r.prefix...)
@@ -106,7 +104,7 @@ func (r *chatRenderer) start(b []byte, id, model string, _ usage) []byte {
 func (r *chatRenderer) text(b []byte, delta string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"content":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	b = append(b, '}')
 	return append(b, chatChunkTail...)
 }
@@ -114,11 +112,11 @@ func (r *chatRenderer) text(b []byte, delta string) []byte {
 func (r *chatRenderer) toolStart(b []byte, id, name string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"tool_calls":[{"index":`...)
-	b = format.AppendInt(b, int64(r.tools))
+	b = AppendInt(b, int64(r.tools))
 	b = append(b, `,"id":`...)
-	b = format.AppendJSONString(b, id)
+	b = AppendJSONString(b, id)
 	b = append(b, `,"type":"function","function":{"name":`...)
-	b = format.AppendJSONString(b, name)
+	b = AppendJSONString(b, name)
 	b = append(b, `,"arguments":""}}]}`...)
 	r.tools++
 	return append(b, chatChunkTail...)
@@ -127,9 +125,9 @@ func (r *chatRenderer) toolStart(b []byte, id, name string) []byte {
 func (r *chatRenderer) toolArgs(b []byte, delta string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"tool_calls":[{"index":`...)
-	b = format.AppendInt(b, int64(max(r.tools-1, 0)))
+	b = AppendInt(b, int64(max(r.tools-1, 0)))
 	b = append(b, `,"function":{"arguments":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	b = append(b, `}}]}`...)
 	return append(b, chatChunkTail...)
 }
@@ -138,7 +136,7 @@ func (r *chatRenderer) toolArgs(b []byte, delta string) []byte {
 func (r *chatRenderer) thinking(b []byte, delta string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"reasoning_content":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	b = append(b, '}')
 	return append(b, chatChunkTail...)
 }
@@ -147,7 +145,7 @@ func (r *chatRenderer) thinking(b []byte, delta string) []byte {
 func (r *chatRenderer) signature(b []byte, sig string) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{"thinking_blocks":[{"type":"thinking","thinking":"","signature":`...)
-	b = format.AppendJSONString(b, sig)
+	b = AppendJSONString(b, sig)
 	b = append(b, `}]}`...)
 	return append(b, chatChunkTail...)
 }
@@ -155,7 +153,7 @@ func (r *chatRenderer) signature(b []byte, sig string) []byte {
 func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []byte {
 	b = append(b, r.prefix...)
 	b = append(b, `{},"logprobs":null,"finish_reason":`...)
-	b = format.AppendJSONString(b, stop.chatFinish())
+	b = AppendJSONString(b, stop.chatFinish())
 	b = append(b, "}]}\n\n"...)
 	if r.includeUsage {
 		b = append(b, r.head...)
@@ -167,7 +165,7 @@ func (r *chatRenderer) finish(b []byte, stop stopReason, _ string, u usage) []by
 }
 
 func (r *chatRenderer) fail(b []byte, status int, msg string) []byte {
-	return format.AppendErrorEvent(b, format.FormatChat, status, "", msg)
+	return AppendErrorEvent(b, FormatChat, status, "", msg)
 }
 
 // ---- Anthropic Messages events (https://docs.anthropic.com/en/docs/build-with-claude/streaming) ----
@@ -182,13 +180,13 @@ type messagesRenderer struct {
 
 func (r *messagesRenderer) start(b []byte, id, model string, u usage) []byte {
 	r.started = true
-	b = format.AppendEvent(b, "message_start")
+	b = AppendEvent(b, "message_start")
 	b = append(b, `{"type":"message_start","message":{"id":`...)
-	b = format.AppendJSONString(b, id)
+	b = AppendJSONString(b, id)
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = format.AppendJSONString(b, model)
+	b = AppendJSONString(b, model)
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = format.AppendInt(b, u.anthropicInput())
+	b = AppendInt(b, u.anthropicInput())
 	b = append(b, `,"output_tokens":0}}}`+"\n\n"...)
 	return b
 }
@@ -197,9 +195,9 @@ func (r *messagesRenderer) closeBlock(b []byte) []byte {
 	if !r.open {
 		return b
 	}
-	b = format.AppendEvent(b, "content_block_stop")
+	b = AppendEvent(b, "content_block_stop")
 	b = append(b, `{"type":"content_block_stop","index":`...)
-	b = format.AppendInt(b, int64(r.index))
+	b = AppendInt(b, int64(r.index))
 	b = append(b, "}\n\n"...)
 	r.open = false
 	r.index++
@@ -209,29 +207,29 @@ func (r *messagesRenderer) closeBlock(b []byte) []byte {
 func (r *messagesRenderer) text(b []byte, delta string) []byte {
 	if !r.open || !r.openIsT {
 		b = r.closeBlock(b)
-		b = format.AppendEvent(b, "content_block_start")
+		b = AppendEvent(b, "content_block_start")
 		b = append(b, `{"type":"content_block_start","index":`...)
-		b = format.AppendInt(b, int64(r.index))
+		b = AppendInt(b, int64(r.index))
 		b = append(b, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 		r.open, r.openIsT, r.openTh = true, true, false
 	}
-	b = format.AppendEvent(b, "content_block_delta")
+	b = AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = format.AppendInt(b, int64(r.index))
+	b = AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"text_delta","text":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, "}}\n\n"...)
 }
 
 func (r *messagesRenderer) toolStart(b []byte, id, name string) []byte {
 	b = r.closeBlock(b)
-	b = format.AppendEvent(b, "content_block_start")
+	b = AppendEvent(b, "content_block_start")
 	b = append(b, `{"type":"content_block_start","index":`...)
-	b = format.AppendInt(b, int64(r.index))
+	b = AppendInt(b, int64(r.index))
 	b = append(b, `,"content_block":{"type":"tool_use","id":`...)
-	b = format.AppendJSONString(b, id)
+	b = AppendJSONString(b, id)
 	b = append(b, `,"name":`...)
-	b = format.AppendJSONString(b, name)
+	b = AppendJSONString(b, name)
 	b = append(b, `,"input":{}}}`+"\n\n"...)
 	r.open, r.openIsT, r.openTh = true, false, false
 	return b
@@ -241,17 +239,17 @@ func (r *messagesRenderer) toolStart(b []byte, id, name string) []byte {
 func (r *messagesRenderer) thinking(b []byte, delta string) []byte {
 	if !r.open || !r.openTh {
 		b = r.closeBlock(b)
-		b = format.AppendEvent(b, "content_block_start")
+		b = AppendEvent(b, "content_block_start")
 		b = append(b, `{"type":"content_block_start","index":`...)
-		b = format.AppendInt(b, int64(r.index))
+		b = AppendInt(b, int64(r.index))
 		b = append(b, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`+"\n\n"...)
 		r.open, r.openIsT, r.openTh = true, false, true
 	}
-	b = format.AppendEvent(b, "content_block_delta")
+	b = AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = format.AppendInt(b, int64(r.index))
+	b = AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, "}}\n\n"...)
 }
 
@@ -260,11 +258,11 @@ func (r *messagesRenderer) signature(b []byte, sig string) []byte {
 	if !r.open || !r.openTh {
 		return b
 	}
-	b = format.AppendEvent(b, "content_block_delta")
+	b = AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = format.AppendInt(b, int64(r.index))
+	b = AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
-	b = format.AppendJSONString(b, sig)
+	b = AppendJSONString(b, sig)
 	return append(b, "}}\n\n"...)
 }
 
@@ -272,42 +270,42 @@ func (r *messagesRenderer) toolArgs(b []byte, delta string) []byte {
 	if !r.open || r.openIsT || r.openTh {
 		return b // arguments without a started call: nothing to attach them to
 	}
-	b = format.AppendEvent(b, "content_block_delta")
+	b = AppendEvent(b, "content_block_delta")
 	b = append(b, `{"type":"content_block_delta","index":`...)
-	b = format.AppendInt(b, int64(r.index))
+	b = AppendInt(b, int64(r.index))
 	b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, "}}\n\n"...)
 }
 
 func (r *messagesRenderer) finish(b []byte, stop stopReason, stopSeq string, u usage) []byte {
 	b = r.closeBlock(b)
-	b = format.AppendEvent(b, "message_delta")
+	b = AppendEvent(b, "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":`...)
-	b = format.AppendJSONString(b, stop.anthropicStop())
+	b = AppendJSONString(b, stop.anthropicStop())
 	b = append(b, `,"stop_sequence":`...)
 	if stopSeq != "" {
-		b = format.AppendJSONString(b, stopSeq)
+		b = AppendJSONString(b, stopSeq)
 	} else {
 		b = append(b, "null"...)
 	}
 	b = append(b, `},"usage":{"input_tokens":`...)
-	b = format.AppendInt(b, u.anthropicInput())
+	b = AppendInt(b, u.anthropicInput())
 	b = append(b, `,"output_tokens":`...)
-	b = format.AppendInt(b, u.out)
+	b = AppendInt(b, u.out)
 	if u.cacheRead > 0 || u.cacheWrite > 0 {
 		b = append(b, `,"cache_read_input_tokens":`...)
-		b = format.AppendInt(b, u.cacheRead)
+		b = AppendInt(b, u.cacheRead)
 		b = append(b, `,"cache_creation_input_tokens":`...)
-		b = format.AppendInt(b, u.cacheWrite)
+		b = AppendInt(b, u.cacheWrite)
 	}
 	b = append(b, "}}\n\n"...)
-	b = format.AppendEvent(b, "message_stop")
+	b = AppendEvent(b, "message_stop")
 	return append(b, `{"type":"message_stop"}`+"\n\n"...)
 }
 
 func (r *messagesRenderer) fail(b []byte, status int, msg string) []byte {
-	return format.AppendErrorEvent(b, format.FormatMessages, status, "", msg)
+	return AppendErrorEvent(b, FormatMessages, status, "", msg)
 }
 
 // ---- OpenAI Responses events (https://platform.openai.com/docs/api-reference/responses-streaming) ----
@@ -325,7 +323,7 @@ type responsesRenderer struct {
 // event appends `event: <typ>\ndata: {"type":"<typ>","sequence_number":N` — the caller
 // appends the remaining members and "}\n\n".
 func (r *responsesRenderer) event(b []byte, typ string) []byte {
-	b = format.AppendEvent(b, typ)
+	b = AppendEvent(b, typ)
 	b = append(b, `{"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","sequence_number":`...)
@@ -338,14 +336,14 @@ func (r *responsesRenderer) itemHead(b []byte) []byte {
 	i := len(r.blocks) - 1
 	b = append(b, `,"item_id":`...)
 	if r.blocks[i].think {
-		b = format.AppendJSONString(b, itemID("rs", r.base, i))
+		b = AppendJSONString(b, itemID("rs", r.base, i))
 	} else if r.blocks[i].tool {
-		b = format.AppendJSONString(b, itemID("fc", r.base, i))
+		b = AppendJSONString(b, itemID("fc", r.base, i))
 	} else {
-		b = format.AppendJSONString(b, itemID("msg", r.base, i))
+		b = AppendJSONString(b, itemID("msg", r.base, i))
 	}
 	b = append(b, `,"output_index":`...)
-	return format.AppendInt(b, int64(i))
+	return AppendInt(b, int64(i))
 }
 
 func (r *responsesRenderer) start(b []byte, id, model string, _ usage) []byte {
@@ -379,7 +377,7 @@ func (r *responsesRenderer) addItem(b []byte, blk block) []byte {
 	}
 	b = r.event(b, "response.output_item.added")
 	b = append(b, `,"output_index":`...)
-	b = format.AppendInt(b, int64(i))
+	b = AppendInt(b, int64(i))
 	b = append(b, `,"item":`...)
 	b = append(b, marshal(item)...)
 	b = append(b, "}\n\n"...)
@@ -407,37 +405,37 @@ func (r *responsesRenderer) closeItem(b []byte) []byte {
 		b = r.event(b, "response.reasoning_summary_text.done")
 		b = r.itemHead(b)
 		b = append(b, `,"summary_index":0,"text":`...)
-		b = format.AppendJSONString(b, blk.text)
+		b = AppendJSONString(b, blk.text)
 		b = append(b, "}\n\n"...)
 		b = r.event(b, "response.reasoning_summary_part.done")
 		b = r.itemHead(b)
 		b = append(b, `,"summary_index":0,"part":{"type":"summary_text","text":`...)
-		b = format.AppendJSONString(b, blk.text)
+		b = AppendJSONString(b, blk.text)
 		b = append(b, "}}\n\n"...)
 	} else if blk.tool {
 		blk.args = r.sb.String()
 		b = r.event(b, "response.function_call_arguments.done")
 		b = r.itemHead(b)
 		b = append(b, `,"arguments":`...)
-		b = format.AppendJSONString(b, blk.args)
+		b = AppendJSONString(b, blk.args)
 		b = append(b, "}\n\n"...)
 	} else {
 		blk.text = r.sb.String()
 		b = r.event(b, "response.output_text.done")
 		b = r.itemHead(b)
 		b = append(b, `,"content_index":0,"text":`...)
-		b = format.AppendJSONString(b, blk.text)
+		b = AppendJSONString(b, blk.text)
 		b = append(b, `,"logprobs":[]}`+"\n\n"...)
 		b = r.event(b, "response.content_part.done")
 		b = r.itemHead(b)
 		b = append(b, `,"content_index":0,"part":{"type":"output_text","text":`...)
-		b = format.AppendJSONString(b, blk.text)
+		b = AppendJSONString(b, blk.text)
 		b = append(b, `,"annotations":[],"logprobs":[]}}`+"\n\n"...)
 	}
 	item := responsesItem(*blk, r.base, i, "completed")
 	b = r.event(b, "response.output_item.done")
 	b = append(b, `,"output_index":`...)
-	b = format.AppendInt(b, int64(i))
+	b = AppendInt(b, int64(i))
 	b = append(b, `,"item":`...)
 	b = append(b, marshal(item)...)
 	return append(b, "}\n\n"...)
@@ -452,7 +450,7 @@ func (r *responsesRenderer) thinking(b []byte, delta string) []byte {
 	b = r.event(b, "response.reasoning_summary_text.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"summary_index":0,"delta":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, "}\n\n"...)
 }
 
@@ -472,7 +470,7 @@ func (r *responsesRenderer) text(b []byte, delta string) []byte {
 	b = r.event(b, "response.output_text.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"content_index":0,"delta":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, `,"logprobs":[]}`+"\n\n"...)
 }
 
@@ -488,7 +486,7 @@ func (r *responsesRenderer) toolArgs(b []byte, delta string) []byte {
 	b = r.event(b, "response.function_call_arguments.delta")
 	b = r.itemHead(b)
 	b = append(b, `,"delta":`...)
-	b = format.AppendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	return append(b, "}\n\n"...)
 }
 
@@ -512,8 +510,8 @@ func (r *responsesRenderer) finish(b []byte, stop stopReason, _ string, u usage)
 func (r *responsesRenderer) fail(b []byte, status int, msg string) []byte {
 	b = r.event(b, "error")
 	b = append(b, `,"code":`...)
-	b = format.AppendJSONString(b, strconv.Itoa(status))
+	b = AppendJSONString(b, strconv.Itoa(status))
 	b = append(b, `,"message":`...)
-	b = format.AppendJSONString(b, msg)
+	b = AppendJSONString(b, msg)
 	return append(b, `,"param":null}`+"\n\n"...)
 }

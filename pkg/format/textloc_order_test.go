@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"strings"
 	"testing"
 
@@ -12,11 +10,11 @@ import (
 // Guardrail walkers visit members in their own order: edits out of body order must apply.
 func TestMapRequestTextOutOfOrderMembers(t *testing.T) {
 	t.Parallel()
-	up := func(t format.Text) (string, error) { return strings.ToUpper(t.Value), nil }
-	out, err := format.MapRequestText(format.FormatResponses, []byte(`{"input":"a b","instructions":"c d","model":"m"}`), up)
+	up := func(t Text) (string, error) { return strings.ToUpper(t.Value), nil }
+	out, err := MapRequestText(FormatResponses, []byte(`{"input":"a b","instructions":"c d","model":"m"}`), up)
 	require.NoError(t, err)
 	require.Equal(t, `{"input":"A B","instructions":"C D","model":"m"}`, string(out))
-	out, err = format.MapRequestText(format.FormatMessages, []byte(`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"system":"s"}`), up)
+	out, err = MapRequestText(FormatMessages, []byte(`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"system":"s"}`), up)
 	require.NoError(t, err)
 	require.Equal(t, `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"X"}]}],"system":"S"}`, string(out))
 }

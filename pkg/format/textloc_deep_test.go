@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"strings"
 	"testing"
 
@@ -18,7 +16,7 @@ func TestMapRequestTextDeepArguments(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"` +
 		deep + `"}}]}]}`)
 	var seen []int
-	_, err := format.MapRequestText(format.FormatChat, body, func(tx format.Text) (string, error) {
+	_, err := MapRequestText(FormatChat, body, func(tx Text) (string, error) {
 		seen = append(seen, len(tx.Value))
 		return tx.Value, nil
 	})
@@ -27,7 +25,7 @@ func TestMapRequestTextDeepArguments(t *testing.T) {
 	// duplicate names inside arguments are not members of the body: still walked string by string
 	body = []byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":\"x\",\"a\":\"y\"}"}}]}]}`)
 	var texts []string
-	_, err = format.MapRequestText(format.FormatChat, body, func(tx format.Text) (string, error) {
+	_, err = MapRequestText(FormatChat, body, func(tx Text) (string, error) {
 		texts = append(texts, tx.Value)
 		return tx.Value, nil
 	})

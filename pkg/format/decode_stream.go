@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -92,7 +90,7 @@ func (d *chatDecoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 
 func (d *chatDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.finished {
-		return b, format.ErrTruncated
+		return b, ErrTruncated
 	}
 	return d.r.finish(b, d.stop, "", d.usage), nil
 }
@@ -183,7 +181,7 @@ func (d *messagesDecoder) Frame(b []byte, event, data []byte) ([]byte, string, b
 
 func (d *messagesDecoder) EOF(b []byte) ([]byte, error) {
 	if !d.stopped {
-		return b, format.ErrTruncated
+		return b, ErrTruncated
 	}
 	return d.r.finish(b, d.stop, d.stopSeq, d.usage), nil
 }

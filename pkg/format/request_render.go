@@ -1,7 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
 	"strings"
 )
 
@@ -22,7 +21,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "model")
-	b = format.AppendJSONString(b, model)
+	b = AppendJSONString(b, model)
 	b = appendKey(b, "messages")
 	b = append(b, '[')
 	first := true
@@ -35,7 +34,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	for _, s := range r.system {
 		sep()
 		b = append(b, `{"role":"system","content":`...)
-		b = format.AppendJSONString(b, s)
+		b = AppendJSONString(b, s)
 		b = append(b, '}')
 	}
 	for _, m := range r.messages {
@@ -57,7 +56,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 			if text.Len() == 0 && len(calls) > 0 {
 				b = append(b, "null"...)
 			} else {
-				b = format.AppendJSONString(b, text.String())
+				b = AppendJSONString(b, text.String())
 			}
 			if len(calls) > 0 {
 				b = append(b, `,"tool_calls":[`...)
@@ -66,11 +65,11 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 						b = append(b, ',')
 					}
 					b = append(b, `{"id":`...)
-					b = format.AppendJSONString(b, c.id)
+					b = AppendJSONString(b, c.id)
 					b = append(b, `,"type":"function","function":{"name":`...)
-					b = format.AppendJSONString(b, c.name)
+					b = AppendJSONString(b, c.name)
 					b = append(b, `,"arguments":`...)
-					b = format.AppendJSONString(b, c.args)
+					b = AppendJSONString(b, c.args)
 					b = append(b, `}}`...)
 				}
 				b = append(b, ']')
@@ -88,9 +87,9 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 			}
 			sep()
 			b = append(b, `{"role":"tool","tool_call_id":`...)
-			b = format.AppendJSONString(b, p.id)
+			b = AppendJSONString(b, p.id)
 			b = append(b, `,"content":`...)
-			b = format.AppendJSONString(b, p.text)
+			b = AppendJSONString(b, p.text)
 			b = append(b, '}')
 		}
 		if len(rest) == 0 {
@@ -99,7 +98,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		sep()
 		b = append(b, `{"role":"user","content":`...)
 		if len(rest) == 1 && rest[0].kind == partText {
-			b = format.AppendJSONString(b, rest[0].text)
+			b = AppendJSONString(b, rest[0].text)
 		} else {
 			b = append(b, '[')
 			for i, p := range rest {
@@ -108,7 +107,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 				}
 				if p.kind == partImage {
 					b = append(b, `{"type":"image_url","image_url":{"url":`...)
-					b = format.AppendJSONString(b, p.url)
+					b = AppendJSONString(b, p.url)
 					b = append(b, `}}`...)
 				} else if p.kind == partDocument {
 					var ok bool
@@ -117,7 +116,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 					}
 				} else {
 					b = append(b, `{"type":"text","text":`...)
-					b = format.AppendJSONString(b, p.text)
+					b = AppendJSONString(b, p.text)
 					b = append(b, '}')
 				}
 			}
@@ -132,7 +131,7 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		} else {
 			b = appendKey(b, "max_tokens")
 		}
-		b = format.AppendInt(b, r.maxTokens)
+		b = AppendInt(b, r.maxTokens)
 	}
 	if r.temperature != "" {
 		b = appendKey(b, "temperature")
@@ -170,10 +169,10 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 			}
 			first = false
 			b = append(b, `{"type":"function","function":{"name":`...)
-			b = format.AppendJSONString(b, t.name)
+			b = AppendJSONString(b, t.name)
 			if t.description != "" {
 				b = append(b, `,"description":`...)
-				b = format.AppendJSONString(b, t.description)
+				b = AppendJSONString(b, t.description)
 			}
 			b = append(b, `,"parameters":`...)
 			b = append(b, schemaOrEmpty(t.schema)...)
@@ -188,14 +187,14 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		r.drop("tool_choice." + r.choice.name) // a hosted tool, dropped above
 	case mode == "auto" || mode == "none":
 		b = appendKey(b, "tool_choice")
-		b = format.AppendJSONString(b, r.choice.mode)
+		b = AppendJSONString(b, r.choice.mode)
 	case mode == "any":
 		b = appendKey(b, "tool_choice")
 		b = append(b, `"required"`...)
 	case mode == "tool":
 		b = appendKey(b, "tool_choice")
 		b = append(b, `{"type":"function","function":{"name":`...)
-		b = format.AppendJSONString(b, r.choice.name)
+		b = AppendJSONString(b, r.choice.name)
 		b = append(b, `}}`...)
 	}
 	if r.parallel != "" && nfunc > 0 {
@@ -207,13 +206,13 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 	}
 	if r.effort != "" && reasoningModel(model) {
 		b = appendKey(b, "reasoning_effort")
-		b = format.AppendJSONString(b, r.effort)
+		b = AppendJSONString(b, r.effort)
 	} else if r.effort != "" {
 		r.drop("reasoning_effort") // a model without reasoning refuses the member
 	}
 	if r.user != "" {
 		b = appendKey(b, "user")
-		b = format.AppendJSONString(b, r.user)
+		b = AppendJSONString(b, r.user)
 	}
 	if r.stream {
 		b = appendKey(b, "stream")
@@ -235,7 +234,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = format.AppendJSONString(b, s)
+		b = AppendJSONString(b, s)
 	}
 	return append(b, ']')
 }
@@ -255,20 +254,20 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "model")
-	b = format.AppendJSONString(b, model)
+	b = AppendJSONString(b, model)
 	b = appendKey(b, "max_tokens")
 	switch {
 	case r.maxTokens > 0:
-		b = format.AppendInt(b, r.maxTokens)
+		b = AppendInt(b, r.maxTokens)
 	case r.effort != "":
-		b = format.AppendInt(b, DefaultAnthropicMaxTokens+thinkingBudget(r.effort))
+		b = AppendInt(b, DefaultAnthropicMaxTokens+thinkingBudget(r.effort))
 	default:
-		b = format.AppendInt(b, DefaultAnthropicMaxTokens)
+		b = AppendInt(b, DefaultAnthropicMaxTokens)
 	}
 	if budget := fitBudget(r); budget > 0 {
 		b = appendKey(b, "thinking")
 		b = append(b, `{"type":"enabled","budget_tokens":`...)
-		b = format.AppendInt(b, budget)
+		b = AppendInt(b, budget)
 		b = append(b, '}')
 	}
 	r.jsonTool = r.format.kind == "json_object" || (r.format.kind == "json_schema" && !nativeJSON)
@@ -281,7 +280,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	if len(r.system) > 0 {
 		b = appendKey(b, "system")
 		if len(r.system) == 1 && r.systemCache == nil {
-			b = format.AppendJSONString(b, r.system[0])
+			b = AppendJSONString(b, r.system[0])
 		} else {
 			b = append(b, '[')
 			for i, s := range r.system {
@@ -289,7 +288,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 					b = append(b, ',')
 				}
 				b = append(b, `{"type":"text","text":`...)
-				b = format.AppendJSONString(b, s)
+				b = AppendJSONString(b, s)
 				b = append(b, '}')
 				if r.systemCache != nil {
 					b = withCache(b, r.systemCache[i])
@@ -307,7 +306,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"role":`...)
-		b = format.AppendJSONString(b, m.role)
+		b = AppendJSONString(b, m.role)
 		b = append(b, `,"content":[`...)
 		n := 0
 		for _, p := range m.parts {
@@ -321,7 +320,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 			switch p.kind {
 			case partText:
 				b = append(b, `{"type":"text","text":`...)
-				b = format.AppendJSONString(b, p.text)
+				b = AppendJSONString(b, p.text)
 				b = append(b, '}')
 			case partImage:
 				b = appendAnthropicImage(b, p.url)
@@ -329,23 +328,23 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				b = appendAnthropicDocument(b, p)
 			case partThinking:
 				b = append(b, `{"type":"thinking","thinking":`...)
-				b = format.AppendJSONString(b, p.text)
+				b = AppendJSONString(b, p.text)
 				b = append(b, `,"signature":`...)
-				b = format.AppendJSONString(b, p.id)
+				b = AppendJSONString(b, p.id)
 				b = append(b, '}')
 			case partToolUse:
 				b = append(b, `{"type":"tool_use","id":`...)
-				b = format.AppendJSONString(b, p.id)
+				b = AppendJSONString(b, p.id)
 				b = append(b, `,"name":`...)
-				b = format.AppendJSONString(b, p.name)
+				b = AppendJSONString(b, p.name)
 				b = append(b, `,"input":`...)
 				b = append(b, validObject(p.args)...)
 				b = append(b, '}')
 			case partToolResult:
 				b = append(b, `{"type":"tool_result","tool_use_id":`...)
-				b = format.AppendJSONString(b, p.id)
+				b = AppendJSONString(b, p.id)
 				b = append(b, `,"content":`...)
-				b = format.AppendJSONString(b, p.text)
+				b = AppendJSONString(b, p.text)
 				if p.err {
 					b = append(b, `,"is_error":true`...)
 				}
@@ -394,10 +393,10 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 				continue
 			}
 			b = append(b, `{"name":`...)
-			b = format.AppendJSONString(b, t.name)
+			b = AppendJSONString(b, t.name)
 			if t.description != "" {
 				b = append(b, `,"description":`...)
-				b = format.AppendJSONString(b, t.description)
+				b = AppendJSONString(b, t.description)
 			}
 			b = append(b, `,"input_schema":`...)
 			b = append(b, schemaOrEmpty(t.schema)...)
@@ -432,10 +431,10 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 		}
 		b = appendKey(b, "tool_choice")
 		b = append(b, `{"type":`...)
-		b = format.AppendJSONString(b, mode)
+		b = AppendJSONString(b, mode)
 		if mode == "tool" {
 			b = append(b, `,"name":`...)
-			b = format.AppendJSONString(b, r.choice.name)
+			b = AppendJSONString(b, r.choice.name)
 		}
 		if r.parallel == "false" {
 			b = append(b, `,"disable_parallel_tool_use":true`...)
@@ -447,7 +446,7 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 	} else if r.user != "" {
 		b = appendKey(b, "metadata")
 		b = append(b, `{"user_id":`...)
-		b = format.AppendJSONString(b, r.user)
+		b = AppendJSONString(b, r.user)
 		b = append(b, '}')
 	}
 	if r.stream {
@@ -463,14 +462,14 @@ func appendAnthropicImage(b []byte, u string) []byte {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		if meta, data, ok := strings.Cut(rest, ","); ok && strings.HasSuffix(meta, ";base64") {
 			b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
-			b = format.AppendJSONString(b, strings.TrimSuffix(meta, ";base64"))
+			b = AppendJSONString(b, strings.TrimSuffix(meta, ";base64"))
 			b = append(b, `,"data":`...)
-			b = format.AppendJSONString(b, data)
+			b = AppendJSONString(b, data)
 			return append(b, `}}`...)
 		}
 	}
 	b = append(b, `{"type":"image","source":{"type":"url","url":`...)
-	b = format.AppendJSONString(b, u)
+	b = AppendJSONString(b, u)
 	return append(b, `}}`...)
 }
 

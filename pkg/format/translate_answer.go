@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"net/http"
 	"strings"
 )
@@ -147,20 +145,20 @@ type usageTap struct {
 // UsageSink receives the usage a translated stream reports: at its start (final false: the
 // input counted up front, as Anthropic's message_start) and at its finish (final true).
 type UsageSink interface {
-	TapUsage(u format.Usage, final bool)
+	TapUsage(u Usage, final bool)
 }
 
 // NewStreamRenderer returns the renderer of a translated stream answered in format in
 // (includeUsage: a chat client's stream_options.include_usage), with the fixes x asks for
 // (nil: none), reporting its usage to sink.
-func NewStreamRenderer(in format.Format, includeUsage bool, x *xlate, sink UsageSink) Renderer {
+func NewStreamRenderer(in Format, includeUsage bool, x *xlate, sink UsageSink) Renderer {
 	return Renderer{usageTap{x.renderer(newRenderer(in, includeUsage)), sink}}
 }
 
 // NewDecoder returns the decoder of an upstream stream of format up (messages; else chat)
 // driving r.
-func NewDecoder(up format.Format, r Renderer) Decoder {
-	if up == format.FormatMessages {
+func NewDecoder(up Format, r Renderer) Decoder {
+	if up == FormatMessages {
 		return newMessagesDecoder(r.r)
 	}
 	return newChatDecoder(r.r)
@@ -180,7 +178,7 @@ func (t usageTap) finish(b []byte, stop stopReason, stopSeq string, u usage) []b
 // for).
 func (r *request) SetStream(stream bool) { r.stream = stream }
 
-// Fixes is what the answer to r needs after translation (see [Fixes]); nil when nothing.
+// Fixes is what the answer to r needs after translation (see [AnswerFixes]); nil when nothing.
 func (r *request) Fixes() *xlate {
 	if len(r.dropped) > 0 || len(r.ns) > 0 || r.jsonTool {
 		return &xlate{dropped: r.dropped, ns: r.ns, jsonTool: r.jsonTool}

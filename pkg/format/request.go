@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -122,11 +120,11 @@ func stopList(v gjson.Result) []string {
 
 func parseJSONObject(body []byte) (gjson.Result, error) {
 	if jsonscan.Check(body) != nil {
-		return gjson.Result{}, format.BadRequest("request body is not valid JSON")
+		return gjson.Result{}, BadRequest("request body is not valid JSON")
 	}
 	root := gjson.Parse(bytesView(body)) // views body: what is read from it aliases it (never modified)
 	if !root.IsObject() {
-		return gjson.Result{}, format.BadRequest("request body must be a JSON object")
+		return gjson.Result{}, BadRequest("request body must be a JSON object")
 	}
 	return root, nil
 }
@@ -165,12 +163,12 @@ func parseChatRequest(body []byte) (*request, error) {
 				case "file":
 					f := p.Get("file")
 					if f.Get("file_data").Str == "" {
-						perr = format.BadRequest("messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data")
+						perr = BadRequest("messages: file parts by file_id cannot be translated for this provider (the gateway stores no files); send file_data")
 						return false
 					}
 					r.add("user", part{kind: partDocument, url: f.Get("file_data").Str, name: f.Get("filename").Str})
 				default:
-					perr = format.BadRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
+					perr = BadRequest("messages: content part type %q cannot be translated for this provider", p.Get("type").Str)
 					return false
 				}
 				return true
@@ -201,7 +199,7 @@ func parseChatRequest(body []byte) (*request, error) {
 		case "function": // legacy function-call result: no call id to link it to
 			r.add("user", part{kind: partText, text: contentText(content)})
 		default:
-			perr = format.BadRequest("messages: unknown role %q", role)
+			perr = BadRequest("messages: unknown role %q", role)
 		}
 		return perr == nil
 	})
@@ -284,7 +282,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 			return true
 		}
 		if role != "user" && role != "assistant" {
-			perr = format.BadRequest("messages: unknown role %q", role)
+			perr = BadRequest("messages: unknown role %q", role)
 			return false
 		}
 		if content.Type == gjson.String {
@@ -303,7 +301,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				case "url":
 					r.add(role, part{kind: partImage, url: src.Get("url").Str})
 				default:
-					perr = format.BadRequest("messages: image source type %q cannot be translated for this provider", src.Get("type").Str)
+					perr = BadRequest("messages: image source type %q cannot be translated for this provider", src.Get("type").Str)
 				}
 			case "tool_use":
 				args := b.Get("input").Raw
@@ -331,7 +329,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				case "text":
 					r.add(role, part{kind: partText, text: src.Get("data").Str})
 				default:
-					perr = format.BadRequest("messages: document source type %q cannot be translated for this provider", src.Get("type").Str)
+					perr = BadRequest("messages: document source type %q cannot be translated for this provider", src.Get("type").Str)
 				}
 			case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result":
 				// an Anthropic server tool's earlier turn: nothing an OpenAI-format model can read
@@ -340,7 +338,7 @@ func parseMessagesRequest(body []byte) (*request, error) {
 				// Reasoning from an earlier Anthropic turn has no chat equivalent (LiteLLM drops it too).
 				r.drop("messages.content." + typ)
 			default:
-				perr = format.BadRequest("messages: content block type %q cannot be translated for this provider", typ)
+				perr = BadRequest("messages: content block type %q cannot be translated for this provider", typ)
 			}
 			return perr == nil
 		})
@@ -394,7 +392,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 	}
 	for _, f := range [...]string{"previous_response_id", "conversation"} {
 		if v := root.Get(f); v.Exists() && v.Type != gjson.Null {
-			return nil, format.BadRequest("%s is not supported by this model's provider (the gateway does not store responses)", f)
+			return nil, BadRequest("%s is not supported by this model's provider (the gateway does not store responses)", f)
 		}
 	}
 	r := &request{stream: root.Get("stream").Type == gjson.True, user: root.Get("user").Str}
@@ -423,7 +421,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 					return true
 				}
 				if role != "user" && role != "assistant" {
-					perr = format.BadRequest("input: unknown role %q", role)
+					perr = BadRequest("input: unknown role %q", role)
 					return false
 				}
 				if content.Type == gjson.String {
@@ -442,19 +440,19 @@ func parseResponsesRequest(body []byte) (*request, error) {
 							u = c.Get("file_url").Str
 						}
 						if u == "" {
-							perr = format.BadRequest("input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url")
+							perr = BadRequest("input: input_file by file_id cannot be translated for this provider (the gateway stores no files); send file_data or file_url")
 							return false
 						}
 						r.add(role, part{kind: partDocument, url: u, name: c.Get("filename").Str})
 					case "input_image":
 						u := c.Get("image_url").Str
 						if u == "" {
-							perr = format.BadRequest("input: input_image by file_id cannot be translated for this provider")
+							perr = BadRequest("input: input_image by file_id cannot be translated for this provider")
 							return false
 						}
 						r.add(role, part{kind: partImage, url: u})
 					default:
-						perr = format.BadRequest("input: content type %q cannot be translated for this provider", ct)
+						perr = BadRequest("input: content type %q cannot be translated for this provider", ct)
 						return false
 					}
 					return true
@@ -482,7 +480,7 @@ func parseResponsesRequest(body []byte) (*request, error) {
 					r.drop("input.reasoning")
 				}
 			default:
-				perr = format.BadRequest("input: item type %q cannot be translated for this provider", typ)
+				perr = BadRequest("input: item type %q cannot be translated for this provider", typ)
 			}
 			return perr == nil
 		})

@@ -1,8 +1,6 @@
-package provider
+package format
 
 import (
-	"lockstep/pkg/format"
-
 	"bytes"
 	"strings"
 
@@ -87,7 +85,7 @@ func (r *request) DropNative(provider string, outputFormat bool) error {
 	for _, m := range r.messages {
 		for _, p := range m.parts {
 			if p.kind == partDocument {
-				return format.BadRequest("messages: documents cannot be translated for provider %s", provider)
+				return BadRequest("messages: documents cannot be translated for provider %s", provider)
 			}
 			if p.kind == partThinking {
 				r.drop("messages.thinking_blocks")
@@ -278,7 +276,7 @@ func appendResponseFormat(b []byte, f outputFormat) []byte {
 	if name == "" {
 		name = "response"
 	}
-	b = format.AppendJSONString(b, name)
+	b = AppendJSONString(b, name)
 	b = append(b, `,"schema":`...)
 	b = append(b, schemaOrEmpty(f.schema)...)
 	if f.strict != "" {
@@ -457,10 +455,10 @@ func appendChatFile(b []byte, r *request, p part) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, `{"type":"file","file":{"file_data":`...)
-	b = format.AppendJSONString(b, p.url)
+	b = AppendJSONString(b, p.url)
 	if p.name != "" {
 		b = append(b, `,"filename":`...)
-		b = format.AppendJSONString(b, p.name)
+		b = AppendJSONString(b, p.name)
 	}
 	return append(b, `}}`...), true
 }
@@ -473,17 +471,17 @@ func appendAnthropicDocument(b []byte, p part) []byte {
 	rest, _ := strings.CutPrefix(p.url, "data:")
 	if meta, data, ok := strings.Cut(rest, ","); ok && len(rest) < len(p.url) && strings.HasSuffix(meta, ";base64") {
 		b = append(b, `{"type":"base64","media_type":`...)
-		b = format.AppendJSONString(b, strings.TrimSuffix(meta, ";base64"))
+		b = AppendJSONString(b, strings.TrimSuffix(meta, ";base64"))
 		b = append(b, `,"data":`...)
-		b = format.AppendJSONString(b, data)
+		b = AppendJSONString(b, data)
 	} else {
 		b = append(b, `{"type":"url","url":`...)
-		b = format.AppendJSONString(b, p.url)
+		b = AppendJSONString(b, p.url)
 	}
 	b = append(b, '}')
 	if p.name != "" {
 		b = append(b, `,"title":`...)
-		b = format.AppendJSONString(b, p.name)
+		b = AppendJSONString(b, p.name)
 	}
 	return append(b, '}')
 }
@@ -559,7 +557,7 @@ func appendAnthropicWebSearch(b []byte, t tool) []byte {
 		for _, k := range [...]string{"city", "region", "country", "timezone"} {
 			if v := loc.Get(k); v.Type == gjson.String {
 				b = appendKey(b, k)
-				b = format.AppendJSONString(b, v.Str)
+				b = AppendJSONString(b, v.Str)
 			}
 		}
 		b = append(b, '}')

@@ -1,0 +1,199 @@
+package admin
+
+// Budgets as objects (LiteLLM's /budget/* routes, management_endpoints/
+// budget_management_endpoints.py; issue 19 item 9): gateway.budgets rows (sql/012), a registry
+// on the change feed like every other. A budget is a named set of limits that end users, keys
+// and organizations link to by budget_id (kept in each object's litellm_fields), and that a
+// team's member budget is (team_member_budget, ...): every linked object is held to the
+// budget's limits on its own spend and windows, on every replica (pkg/call Governance).
+// Budgets are admin objects: the proxy admin writes them, proxy_admin_viewer reads them
+// (Rules).
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lockstep/pkg/keys"
+	"lockstep/pkg/store"
+)
+
+// proxyAdminName is LiteLLM's litellm_proxy_admin_name: created_by / updated_by of a write
+// made with the master key.
+const proxyAdminName = "default_user_id"
+
+// budgetBy is the created_by / updated_by of a write by c (its user id, else LiteLLM's admin
+// name).
+func budgetBy(c Caller) string {
+	if id := c.UserID(); id != "" {
+		return id
+	}
+	return proxyAdminName
+}
+
+// budgetNotFound is the NotFound of an unknown budget id.
+func budgetNotFound(id string) error {
+	return notFound("Budget not found, passed budget_id=%s", id)
+}
+
+// budgetResetAt is LiteLLM's initial budget_reset_at of a budget with budget_duration d and
+// no budget_reset_at given: one duration from now.
+func budgetResetAt(vals store.Values) error {
+	if _, ok := vals["budget_reset_at"]; ok {
+		return nil
+	}
+	d, ok := vals["budget_duration"].(string)
+	if !ok || d == "" {
+		return nil
+	}
+	every, err := keys.ParseDuration(d)
+	if err != nil {
+		return invalid("budget_duration", "budget_duration: %v", err)
+	}
+	vals["budget_reset_at"] = time.Now().UTC().Add(every)
+	return nil
+}
+
+// NewBudget is /budget/new: inserts a budget with the decoded column values vals (budget_id
+// "" generates a uuid, as LiteLLM). Errors: Invalid `Budget with id '<id>' already exists.`
+// (LiteLLM's text), Invalid for a bad budget_duration, the store's.
+func (a *Admin) NewBudget(ctx context.Context, c Caller, id string, vals store.Values) (store.Row, error) {
+	if id == "" {
+		id = uuid.NewString()
+	}
+	vals["budget_id"] = id
+	if err := budgetResetAt(vals); err != nil {
+		return store.Row{}, err
+	}
+	vals["created_by"], vals["updated_by"] = budgetBy(c), budgetBy(c)
+	var row store.Row
+	err := a.Write(ctx, func(w *Writer) error {
+		var err error
+		row, err = w.Insert(ctx, store.Budget, vals)
+		if errors.Is(err, store.ErrConflict) {
+			return invalid("budget_id", "Budget with id '%s' already exists.", id)
+		}
+		return err
+	})
+	return row, err
+}
+
+// UpdateBudget is /budget/update: the given columns of budget id change (LiteLLM
+// exclude_unset: a field not sent keeps its value, null clears it). Errors: Invalid
+// "budget_id is required" (LiteLLM's text), NotFound `Budget not found, passed budget_id=<id>`.
+func (a *Admin) UpdateBudget(ctx context.Context, c Caller, id string, vals store.Values) (store.Row, error) {
+	if id == "" {
+		return store.Row{}, invalid("budget_id", "budget_id is required")
+	}
+	vals["updated_by"] = budgetBy(c)
+	var row store.Row
+	err := a.Write(ctx, func(w *Writer) error {
+		var err error
+		row, err = w.Update(ctx, store.Budget, id, vals)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Row{}, budgetNotFound(id)
+	}
+	return row, err
+}
+
+// BudgetsByID is /budget/info {"budgets": [ids]}: the budgets found among ids, in store order
+// (an unknown id is left out, as LiteLLM's find_many). Errors: Invalid `Specify list of budget
+// id's to query. Passed in=[]` for an empty list (LiteLLM's text).
+func (a *Admin) BudgetsByID(ctx context.Context, ids []string) ([]store.Row, error) {
+	if len(ids) == 0 {
+		return nil, invalid("budgets", "Specify list of budget id's to query. Passed in=[]")
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	rows, err := a.st.List(ctx, store.Budget)
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if want[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Budget reads one budget. NotFound when unknown.
+func (a *Admin) Budget(ctx context.Context, id string) (store.Row, error) {
+	row, err := a.st.Get(ctx, store.Budget, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Row{}, budgetNotFound(id)
+	}
+	return row, err
+}
+
+// Budgets reads every budget, oldest first (/budget/list).
+func (a *Admin) Budgets(ctx context.Context) ([]store.Row, error) {
+	return a.st.List(ctx, store.Budget)
+}
+
+// DeleteBudget is /budget/delete {"id"}: the deleted row. A budget still linked from an object
+// is not deleted (its limits would silently stop holding there): Invalid `Budget <id> is still
+// linked from <kind> <id>[, ...]: unlink it first (budget_id: null)`. Errors: NotFound, the
+// store's.
+func (a *Admin) DeleteBudget(ctx context.Context, id string) (store.Row, error) {
+	if id == "" {
+		return store.Row{}, invalid("id", "id is required")
+	}
+	var row store.Row
+	err := a.Write(ctx, func(w *Writer) error {
+		var err error
+		if row, err = w.GetForUpdate(ctx, store.Budget, id); err != nil {
+			return err
+		}
+		links, err := w.tx.BudgetLinks(ctx, id)
+		if err != nil {
+			return err
+		}
+		if len(links) > 0 {
+			return invalid("id", "Budget %s is still linked from %s: unlink it first (budget_id: null)", id, strings.Join(links, ", "))
+		}
+		_, err = w.Delete(ctx, store.Budget, id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Row{}, budgetNotFound(id)
+	}
+	return row, err
+}
+
+// CheckBudgetRef refuses a link (field, e.g. "budget_id") to a budget that does not exist:
+// Invalid `Budget not found, passed budget_id=<id>`. id "" (unlinking) passes.
+func (a *Admin) CheckBudgetRef(ctx context.Context, field, id string) error {
+	if id == "" {
+		return nil
+	}
+	if _, err := a.st.Get(ctx, store.Budget, id); errors.Is(err, store.ErrNotFound) {
+		return invalid(field, "Budget not found, passed %s=%s", field, id)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// CreateAccountSpend is CreateAccount that also sets the new account's spend total (USD, its
+// current budget period; LiteLLM NewCustomerRequest "spend") in the same transaction. spend
+// nil: CreateAccount. Errors: CreateAccount's, Invalid for a negative spend.
+func (a *Admin) CreateAccountSpend(ctx context.Context, k AccountKind, id string, vals store.Values, spend *float64) (store.Row, error) {
+	if spend == nil {
+		return a.CreateAccount(ctx, k, id, vals, nil)
+	}
+	if *spend < 0 {
+		return store.Row{}, invalid("spend", "spend must be a non-negative number (USD)")
+	}
+	return a.CreateAccount(ctx, k, id, vals, func(ctx context.Context, w *Writer, row store.Row) error {
+		return w.SetSpend(ctx, store.OwnerToken(ownerKinds[k.Type], row.ID), *spend)
+	})
+}
