@@ -25,14 +25,18 @@ const AllProxyModels = "all-proxy-models"
 
 // Key is a virtual key as served. Immutable.
 type Key struct {
-	Token    string // sha256 hex of the key
-	Alias    string
-	Models   []string // model group names, access group names, or AllProxyModels; empty = all
-	Blocked  bool
-	Expires  time.Time // zero: never
-	Metadata json.RawMessage
-	TeamID   string // "": no team (sql/005); the team's models and limits bind the key too
-	UserID   string // "": no internal user
+	Token   string // sha256 hex of the key
+	Alias   string
+	Models  []string // model group names, access group names, or AllProxyModels; empty = all
+	Blocked bool
+	// GetSpendRoutes: LiteLLM permissions {"get_spend_routes": true}, the /global/spend routes
+	// for a key that is not the admin's. (Next to Blocked: the two bools share one word; a
+	// million keys are 8 MB smaller per word saved, more when it crosses a size class.)
+	GetSpendRoutes bool
+	Expires        time.Time // zero: never
+	Metadata       json.RawMessage
+	TeamID         string // "": no team (sql/005); the team's models and limits bind the key too
+	UserID         string // "": no internal user
 	// Limits are rpm_limit, tpm_limit and max_parallel_requests (zero value: none).
 	Limits limits.Limits
 	// Budget is max_budget (USD) and budget_duration (zero value: none).
@@ -59,9 +63,6 @@ type Key struct {
 	// AllowedCacheControls are the request "cache" controls the key may set (LiteLLM
 	// allowed_cache_controls; nil: any).
 	AllowedCacheControls []string
-	// GetSpendRoutes: LiteLLM permissions {"get_spend_routes": true}, the /global/spend routes
-	// for a key that is not the admin's.
-	GetSpendRoutes bool
 	// OrganizationID is the key's own organization (LiteLLM key organization_id; "" none): a
 	// key without a team is bound by that organization's limits and budget. A team key's
 	// organization is its team's.
@@ -168,10 +169,10 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		k.Expires = *kr.Expires
 	}
 	if kr.TeamID != nil {
-		k.TeamID = *kr.TeamID
+		k.TeamID = intern(*kr.TeamID)
 	}
 	if kr.UserID != nil {
-		k.UserID = *kr.UserID
+		k.UserID = intern(*kr.UserID)
 	}
 	if len(kr.LitellmFields) > 2 { // "{}": the common case, no decode
 		var lf struct {
@@ -229,7 +230,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			k.Agents = lf.ObjectPerm.Agents
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
-		k.OrganizationID = lf.OrgID
+		k.OrganizationID = intern(lf.OrgID)
 	}
 	return k, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"unique"
+	"unsafe"
 )
 
 // Interning of the models lists keys hold. Keys are many (a million with per-user and
@@ -44,18 +45,35 @@ func internModels(models []string) []string {
 	return l
 }
 
-// compactMetadata returns metadata, sharing one "{}" for the common empty object and
-// dropping spare capacity.
+// compactMetadata returns metadata, sharing one "{}" for the common empty object and one copy
+// of each small metadata object many keys repeat (an owner, a tier: a million keys carry a few
+// thousand distinct ones), read-only like every Key field.
 func compactMetadata(m []byte) []byte {
 	switch {
 	case len(m) == 0:
 		return nil
 	case string(m) == "{}":
 		return emptyObject
+	case len(m) <= maxInternedMetadata:
+		v := unique.Make(string(m)).Value()
+		return unsafe.Slice(unsafe.StringData(v), len(v))
 	case cap(m) > len(m):
 		return append([]byte(nil), m...)
 	}
 	return m
+}
+
+// maxInternedMetadata is the size up to which metadata is interned: small objects are the
+// repeated ones; large ones are mostly distinct and interning them would only cost the lookup.
+const maxInternedMetadata = 128
+
+// intern returns the canonical copy of s (unique.Make): team, user and organization ids repeat
+// across many keys.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
 }
 
 var emptyObject = []byte("{}")

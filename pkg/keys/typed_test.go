@@ -39,3 +39,21 @@ func TestBuildRowTypedColumnsMatchJSON(t *testing.T) {
 	_, err = keys.BuildRow(store.Row{ID: "ABC", Cols: cols})
 	require.ErrorContains(t, err, "token: want the lowercase hex sha256")
 }
+
+// Keys that repeat a small metadata object, a team or a user hold one copy of it: a million
+// keys carry a few thousand distinct owners.
+func TestBuildRowSharesRepeatedValues(t *testing.T) {
+	t.Parallel()
+	build := func(secret string) *keys.Key {
+		tok, team, user := keys.Hash(secret), "team-"+"shared", "user-"+"shared"
+		k, err := keys.BuildRow(store.Row{Type: store.Key, ID: tok, Version: 1, Cols: &store.KeyCols{
+			Token: tok, Metadata: []byte(`{"owner": "user-7"}`), TeamID: &team, UserID: &user}})
+		require.NoError(t, err)
+		return k
+	}
+	a, b := build("sk-one"), build("sk-two")
+	require.JSONEq(t, `{"owner": "user-7"}`, string(a.Metadata))
+	require.Equal(t, unsafe.SliceData(a.Metadata), unsafe.SliceData(b.Metadata), "metadata not shared")
+	require.Equal(t, unsafe.StringData(a.TeamID), unsafe.StringData(b.TeamID), "team id not shared")
+	require.Equal(t, unsafe.StringData(a.UserID), unsafe.StringData(b.UserID), "user id not shared")
+}

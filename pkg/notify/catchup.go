@@ -129,7 +129,12 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 	if gaps >= bulkRelease {
 		// A bulk change (a million-row insert) was read and built: return what that left
 		// behind (the change log read, the rows re-read) to the OS now rather than carry it at
-		// the heap's high-water mark, so memory settles back near the cold-start figure.
+		// the heap's high-water mark, so memory settles back near the cold-start figure. The
+		// change log read is dropped first: still referenced here (b is read below), its
+		// million changes (~170 MB) would survive the collection and stay resident as idle
+		// heap the scavenger does not return below the next GC goal (measured: 813 MB after a
+		// 1M-key insert with them kept, against 519 MB for a cold start on the same rows).
+		b.Changes, want = nil, nil
 		debug.FreeOSMemory()
 	}
 	if mode == catchUpStart || mode == catchUpDegraded {

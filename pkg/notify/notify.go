@@ -67,11 +67,18 @@ type Sink interface {
 	Truncate(version int64) int
 }
 
+// Preparer is a Sink that builds the rows of a full load while they stream in (LoadAll's
+// prepare; registry.Registry.Prepare), before Reconcile applies them.
+type Preparer interface {
+	Prepare(rows []store.Row)
+}
+
 // Store is what the change feed reads and writes in Postgres (implemented by *store.Store;
 // each method's contract is documented there).
 type Store interface {
-	// LoadAll reads every loadable row of a type in one snapshot (initial load, reconcile).
-	LoadAll(ctx context.Context, typ store.ObjectType) (store.Snapshot, error)
+	// LoadAll reads every loadable row of a type in one snapshot (initial load, reconcile),
+	// calling prepare (when not nil) on each chunk of rows as it is read.
+	LoadAll(ctx context.Context, typ store.ObjectType, prepare func([]store.Row)) (store.Snapshot, error)
 	// Reload re-reads rows by id, telling loadable rows from visible but filtered ones.
 	Reload(ctx context.Context, typ store.ObjectType, ids []string) (rows, filtered []store.Row, err error)
 	// ChangesSince reads the change log from an xid8 watermark.

@@ -470,7 +470,7 @@ func TestReconcileRacingReadThroughNeverEvicts(t *testing.T) {
 
 	// The reconcile takes its snapshot before the row exists ...
 	start := reg.Generation()
-	snap, err := b.st.LoadAll(ctx, store.Model)
+	snap, err := b.st.LoadAll(ctx, store.Model, nil)
 	require.NoError(t, err)
 	require.Empty(t, snap.Rows)
 	// ... the row is created and a read-through loads it ...
@@ -484,7 +484,7 @@ func TestReconcileRacingReadThroughNeverEvicts(t *testing.T) {
 	// An entry loaded before the snapshot and absent from it is evicted (real drift).
 	start = reg.Generation()
 	exec(t, b.admin, `DELETE FROM gateway.models`)
-	snap, err = b.st.LoadAll(ctx, store.Model)
+	snap, err = b.st.LoadAll(ctx, store.Model, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, reg.Reconcile(snap.Rows, start))
 	require.Zero(t, reg.Len())

@@ -51,7 +51,11 @@ func (s *Syncer) load(ctx context.Context, t store.ObjectType, countDrift bool) 
 	sink := s.sinks[t]
 	start := sink.Generation()
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	snap, err := s.cfg.Store.LoadAll(lctx, t)
+	var prepare func([]store.Row)
+	if p, ok := sink.(Preparer); ok {
+		prepare = p.Prepare
+	}
+	snap, err := s.cfg.Store.LoadAll(lctx, t, prepare)
 	cancel()
 	if err != nil {
 		return 0, err
@@ -105,7 +109,7 @@ func (s *Syncer) Reconcile(ctx context.Context) (int64, error) {
 	for t, sink := range s.sinks {
 		gen := sink.Generation()
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		snap, err := s.cfg.Store.LoadAll(lctx, t)
+		snap, err := s.cfg.Store.LoadAll(lctx, t, nil)
 		cancel()
 		if err != nil {
 			return 0, err

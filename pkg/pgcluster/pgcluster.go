@@ -26,8 +26,17 @@ type Cluster struct {
 	Dir  string // data dir parent (also holds the unix socket)
 	Port int
 	Bin  string // directory of the server binaries
+	opts Options
 	cmd  *exec.Cmd
 	cred *syscall.Credential
+}
+
+// Options are server settings a caller may change; zero fields take the defaults.
+type Options struct {
+	// MaxConnections is the server's max_connections (default 400). A simulation of many
+	// replicas' change-feed connections needs more (PostgreSQL docs, "Connections and
+	// Authentication": each slot costs shared memory, reserved at start).
+	MaxConnections int
 }
 
 // BinDir finds the PostgreSQL server binaries: on PATH, or under /usr/lib/postgresql/*/bin.
@@ -44,7 +53,13 @@ func BinDir() (string, error) {
 
 // Start initdb's and starts a cluster with durability off (throwaway data only). Stop it
 // with Stop.
-func Start() (*Cluster, error) {
+func Start() (*Cluster, error) { return StartWith(Options{}) }
+
+// StartWith is Start with server settings changed by opts.
+func StartWith(opts Options) (*Cluster, error) {
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = 400
+	}
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -53,7 +68,7 @@ func Start() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, Bin: bin}
+	c := &Cluster{Dir: dir, Bin: bin, opts: opts}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -98,7 +113,7 @@ func (c *Cluster) start() error {
 		"-p", strconv.Itoa(c.Port), "-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+c.Dir,
 		"-c", "wal_level=logical", "-c", "max_wal_senders=20", "-c", "max_replication_slots=20",
-		"-c", "max_connections=400", "-c", "fsync=off", "-c", "synchronous_commit=on",
+		"-c", "max_connections="+strconv.Itoa(c.opts.MaxConnections), "-c", "fsync=off", "-c", "synchronous_commit=on",
 		"-c", "full_page_writes=off", "-c", "shared_buffers=64MB", "-c", "log_min_messages=fatal")
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	logf, _ := os.Create(filepath.Join(c.Dir, "postgres.log"))

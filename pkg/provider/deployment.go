@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/tidwall/gjson"
 )
@@ -149,23 +151,23 @@ type Deployment struct {
 	wire      wire                      // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
 	urls      [format.NumFormats]string // upstream endpoint per format; "" = not served
 	streamURL string                    // formatNative's streaming endpoint when it differs from urls[formatNative]
-	// parsed and parsedStream are urls and streamURL parsed (parseEndpoints; nil: not parsed)
-	parsed       [format.NumFormats]*url.URL
-	parsedStream *url.URL
-	native       Wire     // wireNative: the request/answer/stream translation
-	embedder     Embedder // wireNative: its embeddings API, nil when it has none
-	signer       Signer   // nil: the static header is all the authentication
+	// parsed caches urls (then streamURL, then messagesStream) parsed, filled on a deployment's first call
+	// through each (endpoint): a replica holding 100,000 deployments calls few of them, and a
+	// parsed URL costs more than the rest of the deployment (about 1.1 kB for its 8 endpoints)
+	parsed   [format.NumFormats + 2]atomic.Pointer[url.URL]
+	native   Wire     // wireNative: the request/answer/stream translation
+	embedder Embedder // wireNative: its embeddings API, nil when it has none
+	signer   Signer   // nil: the static header is all the authentication
 	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
 	// "vertex-2023-10-16" and no "model" (the model is in the URL).
 	vertexAnthropic bool
 	// messages: the Anthropic-native Messages endpoint of a wireNative deployment (Claude on
 	// Bedrock InvokeModel) at urls[FormatMessages] and messagesStream; nil: none
-	messages             MessagesWire
-	messagesStream       string
-	parsedMessagesStream *url.URL
-	header               http.Header // immutable, shared by every request
-	secrets              []string    // redacted from error texts (collectSecrets)
-	extraSecrets         []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
+	messages       MessagesWire
+	messagesStream string
+	header         http.Header // immutable, shared by every request
+	secrets        []string    // redacted from error texts (collectSecrets)
+	extraSecrets   []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
 	// config: built from a config-file object (NewConfigDeployment), whose implicit
 	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
 	config bool
@@ -343,25 +345,37 @@ func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte,
 		}
 	}
 	d.collectSecrets()
-	d.parseEndpoints()
+	d.intern()
 	return d, nil
 }
 
-// parseEndpoints parses the upstream endpoints once (see endpoint). One that does not parse
-// is left to http.NewRequest at call time, which reports it as before.
-func (d *Deployment) parseEndpoints() {
-	for i, s := range d.urls {
-		if s != "" {
-			d.parsed[i] = parseEndpoint(s)
+// intern replaces the deployment's strings that many deployments repeat (the upstream model,
+// provider, group name, base and endpoints: 100,000 deployments of one provider hold each
+// once) with their canonical copies (unique.Make), which also lets the litellm_params text the
+// parsed values were cut from be collected.
+func (d *Deployment) intern() {
+	in := func(s *string) {
+		if *s != "" {
+			*s = unique.Make(*s).Value()
 		}
 	}
-	if d.streamURL != "" {
-		d.parsedStream = parseEndpoint(d.streamURL)
+	in(&d.ModelName)
+	in(&d.Provider)
+	in(&d.Model)
+	in(&d.APIBase)
+	in(&d.APIVersion)
+	in(&d.streamURL)
+	for i := range d.urls {
+		in(&d.urls[i])
 	}
-	if d.messagesStream != "" {
-		d.parsedMessagesStream = parseEndpoint(d.messagesStream)
-	}
+	in(&d.messagesStream)
+	d.APIKey = strings.Clone(d.APIKey)
+	d.Organization = strings.Clone(d.Organization)
 }
+
+// unparsable marks a cached endpoint that does not parse: it is left to http.NewRequest at
+// call time, which reports it as before.
+var unparsable = &url.URL{}
 
 func parseEndpoint(s string) *url.URL {
 	u, err := url.Parse(s)
@@ -378,14 +392,32 @@ func parseEndpoint(s string) *url.URL {
 // endpoint is url(up, stream) parsed, nil when it was not (send then builds the request
 // with http.NewRequest). Shared by every request and never modified: net/http only reads
 // a request's URL (a redirect follows a clone of it).
+// The first call parses and caches it (concurrent first calls parse the same string to
+// equal values; either is kept): later calls are one atomic load.
 func (d *Deployment) endpoint(up format.Format, stream bool) *url.URL {
-	if stream && up == format.FormatMessages && d.messagesStream != "" {
-		return d.parsedMessagesStream
+	i, s := int(up), d.urls[up]
+	switch {
+	case stream && up == format.FormatMessages && d.messagesStream != "":
+		i, s = int(format.NumFormats)+1, d.messagesStream
+	case stream && d.streamURL != "":
+		i, s = int(format.NumFormats), d.streamURL
 	}
-	if stream && d.streamURL != "" {
-		return d.parsedStream
+	if u := d.parsed[i].Load(); u != nil {
+		if u == unparsable {
+			return nil
+		}
+		return u
 	}
-	return d.parsed[up]
+	if s == "" {
+		return nil
+	}
+	u := parseEndpoint(s)
+	if u == nil {
+		d.parsed[i].Store(unparsable)
+		return nil
+	}
+	d.parsed[i].Store(u)
+	return u
 }
 
 // paramStr reads an optional string member of litellm_params ("" when absent or null),

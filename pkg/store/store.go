@@ -429,20 +429,6 @@ func loadSQL(ti Table, where string) string {
 	return fmt.Sprintf("SELECT t.%s, t.version, %s FROM %s t WHERE %s AND (%s)", ti.PK, selectList(ti.Type), ti.Table, ti.Filter, where)
 }
 
-// scanLoaded scans the rows of a loadSQL query.
-func scanLoaded(typ ObjectType, rows pgx.Rows) ([]Row, error) {
-	defer rows.Close()
-	var out []Row
-	for rows.Next() {
-		var r Row
-		if err := scanRow(typ, rows, &r); err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, r)
-	}
-	return out, mapErr(rows.Err())
-}
-
 func info(typ ObjectType) (Table, error) {
 	ti, ok := tables[typ]
 	if !ok {
@@ -460,8 +446,12 @@ type Snapshot struct {
 }
 
 // LoadAll reads every loadable row of typ (guardrails: only status 'active') in one
-// REPEATABLE READ transaction, together with the snapshot's xmin and the change-log head.
-func (s *Store) LoadAll(ctx context.Context, typ ObjectType) (Snapshot, error) {
+// REPEATABLE READ snapshot, together with the snapshot's xmin and the change-log head; a
+// large table is read in parallel partitions of that one snapshot (load.go). prepare, when not
+// nil, is called on each chunk of rows as it is read, concurrently across partitions (the
+// change feed builds runtime objects there, so a cold start builds while it streams); it may
+// replace a row's Cols.
+func (s *Store) LoadAll(ctx context.Context, typ ObjectType, prepare func([]Row)) (Snapshot, error) {
 	ti, err := info(typ)
 	if err != nil {
 		return Snapshot{}, err
@@ -474,11 +464,7 @@ func (s *Store) LoadAll(ctx context.Context, typ ObjectType) (Snapshot, error) {
 			return err
 		}
 		snap.Watermark, _ = strconv.ParseUint(wm, 10, 64)
-		rows, err := tx.Query(ctx, loadSQL(ti, "true"))
-		if err != nil {
-			return err
-		}
-		snap.Rows, err = scanLoaded(typ, rows)
+		snap.Rows, err = s.loadRows(ctx, tx, ti, prepare)
 		return err
 	})
 	if err != nil {
@@ -563,7 +549,7 @@ func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, mapErr(err))
 	}
-	out, err := scanLoaded(typ, rows)
+	out, err := scanLoaded(typ, rows, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, err)
 	}

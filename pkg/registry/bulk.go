@@ -1,0 +1,124 @@
+package registry
+
+import (
+	"runtime"
+	"sync"
+
+	"lockstep/pkg/store"
+)
+
+// Bulk paths: the initial full load of a large registry (a million keys) builds each object
+// while the load streams (Prepare), and publishes into an empty snapshot by filling its
+// shards on every core (fillEmpty) instead of one put at a time.
+
+// prebuilt is a row's Build outcome, computed by Prepare while the load streamed; it replaces
+// the row's Cols (the typed columns are garbage as soon as the object is built).
+type prebuilt[T any] struct {
+	val T
+	err error
+}
+
+// Prepare builds rows of a full load as they are read (store.Store.LoadAll's prepare: called
+// per chunk, concurrently across the load's partitions), so a cold start builds on every core
+// while Postgres streams, and holds each row's typed columns only until its object is built.
+// Only an empty registry (a cold start) builds ahead: a periodic reconcile applies the few rows
+// that differ, and building every row for it would waste the work. Apply then takes each
+// row's outcome as if Build had run there.
+func (r *Registry[T]) Prepare(rows []store.Row) {
+	if r.snap.Load().Len() > 0 {
+		return
+	}
+	for i := range rows {
+		if _, ok := rows[i].Cols.(*prebuilt[T]); ok {
+			continue
+		}
+		v, err := r.opts.Build(rows[i])
+		rows[i].Cols = &prebuilt[T]{val: v, err: err}
+	}
+}
+
+// built returns row's outcome from Prepare, if it ran.
+func built[T any](row store.Row) (T, error, bool) {
+	if p, ok := row.Cols.(*prebuilt[T]); ok {
+		return p.val, p.err, true
+	}
+	var zero T
+	return zero, nil, false
+}
+
+// fillEmpty puts entries into the edit's empty snapshot, filling the id (and name) shards on
+// every core: each worker owns the shards i with i % workers == w, so no two write one map.
+// The name lists are built by appending in place (each list is new in this edit), not copied
+// per put. Entries must have distinct ids (a full load's rows do: one per primary key); when
+// two share one, fillEmpty leaves the edit empty and returns false (the caller puts them one
+// by one).
+func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(entries)/parallelBuild))
+	idShard := make([]uint8, len(entries))
+	names := make([][]string, len(entries)) // each entry's names, for this fill only
+	per := make([][shards]int, workers)     // per worker: its entries per id shard
+	var wg sync.WaitGroup
+	chunk := (len(entries) + workers - 1) / workers
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w * chunk; i < min(len(entries), (w+1)*chunk); i++ {
+				e := entries[i]
+				s := shardOf(e.ID)
+				idShard[i] = uint8(s)
+				per[w][s]++
+				names[i] = c.r.namesOf(e)
+			}
+		}()
+	}
+	wg.Wait()
+	var count [shards]int
+	for w := range per {
+		for s := range shards {
+			count[s] += per[w][s]
+		}
+	}
+	dup := make([]bool, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := w; s < shards; s += workers {
+				c.next.ids[s] = make(map[string]*Entry[T], count[s])
+				c.idsCopied[s] = true
+				if c.r.opts.Names != nil {
+					c.next.names[s] = map[string][]*Entry[T]{}
+					c.namesCopied[s] = true
+				}
+			}
+			for i, e := range entries {
+				if int(idShard[i])%workers == w {
+					m := c.next.ids[idShard[i]]
+					if _, ok := m[e.ID]; ok {
+						dup[w] = true
+					}
+					m[e.ID] = e
+				}
+				for _, n := range names[i] {
+					if s := shardOf(n); s%workers == w {
+						c.next.names[s][n] = append(c.next.names[s][n], e)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, d := range dup {
+		if d {
+			c.next, c.idsCopied, c.namesCopied = Snapshot[T]{}, [shards]bool{}, [shards]bool{}
+			return false
+		}
+	}
+	c.next.n = len(entries)
+	for i, e := range entries {
+		c.names = append(append(c.names, names[i]...), e.ID)
+	}
+	c.dirty = len(entries) > 0
+	return true
+}
