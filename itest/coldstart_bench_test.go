@@ -195,6 +195,7 @@ func TestBulkInsertBench(t *testing.T) {
 				rss, hwm := procMemMB(t, g.cmd.Process.Pid)
 				fmt.Printf("bulk insert of %d keys (commit %.1f s): replica %s holds all after %.1f s; apply_errors %v, reconnects %v, gaps_repaired %v; RSS %d -> %d MB (peak %d MB)\n",
 					n, committed.Seconds(), g.ReplicaID, time.Since(start).Seconds(), lag["apply_errors"], lag["reconnects"], lag["gaps_repaired"], before[i], rss, hwm)
+				printFeedWarnings(g)
 				break
 			}
 			require.True(t, time.Now().Before(deadline), "replica %s never held all %d keys: %v", g.ReplicaID, n, lag["registries"])
@@ -203,4 +204,14 @@ func TestBulkInsertBench(t *testing.T) {
 	}
 	ready, rss, hwm, _ := startCold(t, db, "bulk-cold")
 	fmt.Printf("cold start on the same database: ready in %.1f s, RSS %d MB (peak %d MB)\n", ready.Seconds(), rss, hwm)
+}
+
+// printFeedWarnings prints the change feed's warnings and errors from a replica's log (a
+// failed re-read, a lost listener, a drift repair): a bulk insert should log none.
+func printFeedWarnings(g *Gateway) {
+	for _, line := range strings.Split(g.Log(), "\n") {
+		if strings.Contains(line, `"component":"notify"`) && (strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) || strings.Contains(line, "poll failed")) {
+			fmt.Printf("  %s: %s\n", g.ReplicaID, tailString(line, 400))
+		}
+	}
 }

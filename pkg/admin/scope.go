@@ -173,7 +173,7 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 	// or raising max_budget would lift the key's own limits)
 	for _, f := range []string{"budget_id", "temp_budget_increase"} {
 		raw, ok := req.Extra[f]
-		unlink := ok && f == "budget_id" && cur != nil && cur.BudgetID != ""
+		unlink := ok && f == "budget_id" && cur != nil && cur.X().BudgetID != ""
 		if ok && !isNull(raw) || unlink {
 			return forbiddenf("only the proxy admin can set %s on a key", f)
 		}

@@ -33,11 +33,11 @@ func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 			}
 		}
 	}
-	if p.Org == nil && k.OrganizationID != "" {
+	if p.Org == nil && k.X().OrganizationID != "" {
 		// the key's own organization (LiteLLM key organization_id; a team key's is its team's)
-		o, ok := lookupAccount(ctx, s.Organizations, k.OrganizationID)
+		o, ok := lookupAccount(ctx, s.Organizations, k.X().OrganizationID)
 		if !ok {
-			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s of this key does not exist (deleted?).", k.OrganizationID))
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s of this key does not exist (deleted?).", k.X().OrganizationID))
 		}
 		if o.Blocked {
 			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s is blocked.", o.ID))

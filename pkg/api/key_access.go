@@ -127,10 +127,10 @@ func applyKeyType(extra map[string]json.RawMessage) {
 // LiteLLM's 403 (route_checks.py is_virtual_key_allowed_to_call_route; path is the request's
 // path, as LiteLLM quotes it).
 func routeAllowed(k *keys.Key, path string) error {
-	if k == nil || len(k.AllowedRoutes) == 0 || access.RouteAllowed(k.AllowedRoutes, path) {
+	if k == nil || len(k.X().AllowedRoutes) == 0 || access.RouteAllowed(k.X().AllowedRoutes, path) {
 		return nil
 	}
-	return authErr(http.StatusForbidden, access.RouteRefusal(k.AllowedRoutes, path))
+	return authErr(http.StatusForbidden, access.RouteRefusal(k.X().AllowedRoutes, path))
 }
 
 // agentAllowed refuses an A2A call (or card) of an agent outside the key's or its team's
@@ -142,14 +142,14 @@ func (s *Server) agentAllowed(c echo.Context, who principal) error {
 	if who.Team != nil && who.Team.Fields.ObjectPermission != nil {
 		teamAgents = who.Team.Fields.ObjectPermission.Agents
 	}
-	if who.Key == nil || (len(who.Key.Agents) == 0 && len(teamAgents) == 0) {
+	if who.Key == nil || (len(who.Key.X().Agents) == 0 && len(teamAgents) == 0) {
 		return nil
 	}
 	ag, err := s.pipe.ResolveAgent(c.Request().Context(), agentParam(c))
 	if err != nil || ag == nil {
 		return nil
 	}
-	if access.AgentAllowed(who.Key.Agents, teamAgents, ag.ID, ag.Name) {
+	if access.AgentAllowed(who.Key.X().Agents, teamAgents, ag.ID, ag.Name) {
 		return nil
 	}
 	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))

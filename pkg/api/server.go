@@ -553,7 +553,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{Caller: pipeline.Caller{Key: vk}}
-			if vk.TeamID != "" || vk.UserID != "" || vk.OrganizationID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}

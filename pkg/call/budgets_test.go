@@ -28,11 +28,11 @@ func TestAdmitLinkedBudget(t *testing.T) {
 	budgets := map[string]*accounts.Budget{"tier": budgetObj(t, `{"budget_id":"tier","max_budget":1,"rpm_limit":1}`)}
 	f.g.Budgets = func(id string) *accounts.Budget { return budgets[id] }
 	f.spend.spent["tok"] = 1.5
-	_, err := f.g.Admit(context.Background(), call.CallInfo{Key: &keys.Key{Token: "tok", BudgetID: "tier"}, Route: "chat", Model: "m", Header: http.Header{}})
+	_, err := f.g.Admit(context.Background(), call.CallInfo{Key: &keys.Key{Token: "tok", Extra: &keys.Extra{BudgetID: "tier"}}, Route: "chat", Model: "m", Header: http.Header{}})
 	var be *call.BudgetExceeded
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "Budget has been exceeded! Current cost: 1.5, Max budget: 1.0", be.Error())
-	_, err = f.g.Admit(context.Background(), call.CallInfo{Key: &keys.Key{Token: "tok", BudgetID: "gone"}, Route: "chat", Model: "m", Header: http.Header{}})
+	_, err = f.g.Admit(context.Background(), call.CallInfo{Key: &keys.Key{Token: "tok", Extra: &keys.Extra{BudgetID: "gone"}}, Route: "chat", Model: "m", Header: http.Header{}})
 	require.NoError(t, err, "a budget this replica does not hold adds nothing")
 
 	eu, err := accounts.BuildEndUserRow(store.Row{Data: []byte(`{"user_id":"e1","litellm_fields":{"budget_id":"tier"}}`)})
@@ -51,7 +51,7 @@ func TestAdmitLinkedBudget(t *testing.T) {
 // group (LiteLLM's text), the spend log names the per-model token, and other groups pass.
 func TestAdmitModelMaxBudget(t *testing.T) {
 	f := newFixture(t, false)
-	k := &keys.Key{Token: "tok", Alias: "", ModelBudgets: map[string]spend.Budget{"m": {Max: 1, Has: true, Every: 24 * time.Hour}}}
+	k := &keys.Key{Token: "tok", Extra: &keys.Extra{ModelBudgets: map[string]spend.Budget{"m": {Max: 1, Has: true, Every: 24 * time.Hour}}}}
 	tk, err := f.g.Admit(context.Background(), call.CallInfo{Key: k, Route: "chat", Model: "m", Header: http.Header{}, CallID: "c1"})
 	require.NoError(t, err)
 	tk.Done(call.Outcome{})

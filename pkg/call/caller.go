@@ -37,7 +37,7 @@ func (p Caller) Aliased(model string) string {
 			model = m
 		}
 	}
-	if m, ok := p.Key.Aliases[model]; ok && m != "" {
+	if m, ok := p.Key.X().Aliases[model]; ok && m != "" {
 		model = m
 	}
 	return model

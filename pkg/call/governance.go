@@ -120,7 +120,7 @@ func (g *Governance) Admit(ctx context.Context, ci CallInfo) (Ticket, error) {
 	}
 	// the key's own limits held together with its budget's (LiteLLM key budget_id)
 	// (max_budget raised by temp_budget_increase until temp_budget_expiry)
-	keyLim, keyBud := accounts.WithBudget(k.Limits, k.MaxBudgetAt(time.Now()), g.budget(k.BudgetID))
+	keyLim, keyBud := accounts.WithBudget(k.Limits, k.MaxBudgetAt(time.Now()), g.budget(k.X().BudgetID))
 	if keyBud.Has && g.Spend != nil {
 		if err := g.Spend.Check(ctx, k.Token, keyBud); err != nil {
 			return nil, g.refusal(h, k, err)

@@ -166,7 +166,7 @@ func (p *Pipeline) callerGuardrails(ctx context.Context, who Caller, gs []*guard
 	if who.Team != nil {
 		team = who.Team.Fields.Guardrails
 	}
-	return p.resolveGuardrails(ctx, gs, false, who.Key.Guardrails, team)
+	return p.resolveGuardrails(ctx, gs, false, who.Key.X().Guardrails, team)
 }
 
 // agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the

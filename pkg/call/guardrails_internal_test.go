@@ -46,7 +46,7 @@ func TestResolveGuardrails(t *testing.T) {
 	require.Equal(t, []string{"d", "b", "a", "c"}, names(gs))
 
 	// the caller's key and team add theirs after the request's
-	key := &keys.Key{Guardrails: []string{"c", "b"}}
+	key := &keys.Key{Extra: &keys.Extra{Guardrails: []string{"c", "b"}}}
 	gs, err = p.callerGuardrails(ctx, Caller{Key: key}, gs[:2])
 	require.NoError(t, err)
 	require.Equal(t, []string{"d", "b", "c"}, names(gs))

@@ -27,9 +27,9 @@ func (g *Governance) callModelBudgets(ci CallInfo) []modelBudget {
 	var out []modelBudget
 	m := ci.Model
 	if k := ci.Key; k != nil {
-		b, ok := k.ModelBudgets[m]
+		b, ok := k.X().ModelBudgets[m]
 		if !ok {
-			if lb := g.budget(k.BudgetID); lb != nil {
+			if lb := g.budget(k.X().BudgetID); lb != nil {
 				b, ok = lb.ModelBudgets[m]
 			}
 		}

@@ -69,7 +69,7 @@ func (g *Governance) callOwners(ci CallInfo) []owner {
 	// per-model rate limits of the key and of its team (LiteLLM model_rpm_limit /
 	// model_tpm_limit; its v3 limiter's descriptors model_per_key and model_per_team)
 	if k := ci.Key; k != nil {
-		if l, ok := k.ModelLimits[ci.Model]; ok {
+		if l, ok := k.X().ModelLimits[ci.Model]; ok {
 			out = append(out, owner{kind: "model_per_key", label: "Key", id: k.Token + ":" + ci.Model, lim: l})
 		}
 	}

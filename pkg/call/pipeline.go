@@ -169,13 +169,13 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 		return ctx, nil, err
 	}
 	who := sp.Caller
-	if k := who.Key; k != nil && len(k.EnforcedParams) > 0 {
-		if err := checkEnforcedParams(k.EnforcedParams, sp.Body); err != nil {
+	if k := who.Key; k != nil && len(k.X().EnforcedParams) > 0 {
+		if err := checkEnforcedParams(k.X().EnforcedParams, sp.Body); err != nil {
 			return ctx, nil, err
 		}
 	}
-	if k := who.Key; k != nil && len(k.AllowedCacheControls) > 0 {
-		if err := checkCacheControls(k.AllowedCacheControls, sp.Body); err != nil {
+	if k := who.Key; k != nil && len(k.X().AllowedCacheControls) > 0 {
+		if err := checkCacheControls(k.X().AllowedCacheControls, sp.Body); err != nil {
 			return ctx, nil, err
 		}
 	}
@@ -219,7 +219,7 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 	default:
 		c.gs, c.body, err = p.requestGuardrails(ctx, c.body, rf)
 	}
-	if err == nil && who.Key != nil && (len(who.Key.Guardrails) > 0 || (who.Team != nil && len(who.Team.Fields.Guardrails) > 0)) {
+	if err == nil && who.Key != nil && (len(who.Key.X().Guardrails) > 0 || (who.Team != nil && len(who.Team.Fields.Guardrails) > 0)) {
 		c.gs, err = p.callerGuardrails(ctx, who, c.gs)
 	}
 	if err != nil {

@@ -41,6 +41,17 @@ type Key struct {
 	Limits limits.Limits
 	// Budget is max_budget (USD) and budget_duration (zero value: none).
 	Budget spend.Budget
+	// Extra holds the rarely set fields (nil: none of them is set, the common case). Read them
+	// through X, which never returns nil; set it only when building a Key. One pointer instead of
+	// the fields themselves keeps a plain key at 208 bytes instead of 408 (a million keys: ~200
+	// MB less; BenchmarkColdLoadKeys).
+	Extra *Extra
+}
+
+// Extra is the part of a Key that few keys set: per-key aliases, per-model limits and budgets,
+// enforced params, guardrails, allowed routes, agents and cache controls, the organization and
+// the budget tier. Immutable, like the Key.
+type Extra struct {
 	// Aliases map a model name the caller sends to the model group it is served by (LiteLLM's
 	// key "aliases", applied before routing; nil: none). From litellm_fields (sql/011).
 	Aliases map[string]string
@@ -80,12 +91,24 @@ type Key struct {
 	ModelBudgets map[string]spend.Budget
 }
 
+// noExtra is what X returns for a key without Extra: shared, never written.
+var noExtra Extra
+
+// X returns the key's rarely set fields: k.Extra, or an empty Extra (shared; never modify it)
+// when the key sets none of them. Never nil; no allocation.
+func (k *Key) X() *Extra {
+	if k.Extra != nil {
+		return k.Extra
+	}
+	return &noExtra
+}
+
 // MaxBudgetAt is the key's budget at now: max_budget plus temp_budget_increase while
 // temp_budget_expiry is ahead (LiteLLM).
 func (k *Key) MaxBudgetAt(now time.Time) spend.Budget {
 	b := k.Budget
-	if b.Has && k.TempBudgetIncrease > 0 && now.Before(k.TempBudgetExpiry) {
-		b.Max += k.TempBudgetIncrease
+	if x := k.X(); b.Has && x.TempBudgetIncrease > 0 && now.Before(x.TempBudgetExpiry) {
+		b.Max += x.TempBudgetIncrease
 	}
 	return b
 }
@@ -196,43 +219,56 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		if err := json.Unmarshal(kr.LitellmFields, &lf); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
 		}
+		var x Extra
 		if len(lf.Aliases) > 0 {
-			k.Aliases = lf.Aliases
+			x.Aliases = lf.Aliases
 		}
 		ml, err := ModelLimits(lf.ModelRPM, lf.ModelTPM)
 		if err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
 		}
-		k.ModelLimits = ml
+		x.ModelLimits = ml
 		if len(lf.EnforcedParams) > 0 {
-			k.EnforcedParams = lf.EnforcedParams
+			x.EnforcedParams = lf.EnforcedParams
 		}
 		if len(lf.Guardrails) > 0 {
-			k.Guardrails = lf.Guardrails
+			x.Guardrails = lf.Guardrails
 		}
-		k.BudgetID = lf.BudgetID
-		if k.ModelBudgets, err = ParseModelBudgets(lf.ModelMaxBudget); err != nil {
+		x.BudgetID = lf.BudgetID
+		if x.ModelBudgets, err = ParseModelBudgets(lf.ModelMaxBudget); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
 		}
 		if lf.TempIncrease != nil && lf.TempExpiry != nil {
 			if err := numbers.Check("temp_budget_increase", *lf.TempIncrease); err != nil {
 				return nil, fmt.Errorf("litellm_fields: %w", err)
 			}
-			k.TempBudgetIncrease, k.TempBudgetExpiry = *lf.TempIncrease, *lf.TempExpiry
+			x.TempBudgetIncrease, x.TempBudgetExpiry = *lf.TempIncrease, *lf.TempExpiry
 		}
 		if len(lf.AllowedRoutes) > 0 {
-			k.AllowedRoutes = lf.AllowedRoutes
+			x.AllowedRoutes = lf.AllowedRoutes
 		}
 		if len(lf.CacheControls) > 0 {
-			k.AllowedCacheControls = lf.CacheControls
+			x.AllowedCacheControls = lf.CacheControls
 		}
 		if lf.ObjectPerm != nil && len(lf.ObjectPerm.Agents) > 0 {
-			k.Agents = lf.ObjectPerm.Agents
+			x.Agents = lf.ObjectPerm.Agents
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
-		k.OrganizationID = intern(lf.OrgID)
+		x.OrganizationID = intern(lf.OrgID)
+		if !x.empty() {
+			heap := x // only a key that sets one of them allocates its Extra
+			k.Extra = &heap
+		}
 	}
 	return k, nil
+}
+
+// empty reports whether no field of x is set (a key's litellm_fields that set none of them
+// leave Extra nil).
+func (x *Extra) empty() bool {
+	return x.Aliases == nil && x.ModelLimits == nil && x.EnforcedParams == nil && x.Guardrails == nil &&
+		x.AllowedRoutes == nil && x.Agents == nil && x.AllowedCacheControls == nil && x.OrganizationID == "" &&
+		x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil
 }
 
 // ModelLimits builds per-model rate limits from LiteLLM's model_rpm_limit and model_tpm_limit

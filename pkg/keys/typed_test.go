@@ -57,3 +57,41 @@ func TestBuildRowSharesRepeatedValues(t *testing.T) {
 	require.Equal(t, unsafe.StringData(a.TeamID), unsafe.StringData(b.TeamID), "team id not shared")
 	require.Equal(t, unsafe.StringData(a.UserID), unsafe.StringData(b.UserID), "user id not shared")
 }
+
+// A plain key (no rarely set field in litellm_fields) carries no Extra and stays in the
+// 208-byte size class; a key setting one of them holds them behind Key.Extra; X reads either
+// without allocating.
+func TestBuildRowRareFieldsBehindExtra(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(keys.Key{}), uintptr(208), "a plain key grew: put rarely set fields in keys.Extra")
+	tok := keys.Hash("sk-plain")
+	plain, err := keys.BuildRow(store.Row{ID: tok, Cols: &store.KeyCols{Token: tok, LitellmFields: []byte(`{"permissions": {}}`)}})
+	require.NoError(t, err)
+	require.Nil(t, plain.Extra, "litellm_fields without a rarely set field leave Extra nil")
+	require.Empty(t, plain.X().BudgetID)
+	require.Nil(t, plain.X().Aliases)
+
+	tok = keys.Hash("sk-rare")
+	rare, err := keys.BuildRow(store.Row{ID: tok, Cols: &store.KeyCols{Token: tok, LitellmFields: []byte(
+		`{"aliases": {"a": "m"}, "budget_id": "tier", "organization_id": "o1", "guardrails": ["g"], "allowed_routes": ["/chat/completions"],
+		  "object_permission": {"agents": ["ag"]}, "allowed_cache_controls": ["no-cache"], "enforced_params": ["user"],
+		  "model_rpm_limit": {"m": 3}, "model_max_budget": {"m": {"budget_limit": 2}},
+		  "temp_budget_increase": 5, "temp_budget_expiry": "2030-01-01T00:00:00Z"}`)}})
+	require.NoError(t, err)
+	require.NotNil(t, rare.Extra)
+	x := rare.X()
+	require.Equal(t, map[string]string{"a": "m"}, x.Aliases)
+	require.Equal(t, "tier", x.BudgetID)
+	require.Equal(t, "o1", x.OrganizationID)
+	require.Equal(t, []string{"g"}, x.Guardrails)
+	require.Equal(t, []string{"/chat/completions"}, x.AllowedRoutes)
+	require.Equal(t, []string{"ag"}, x.Agents)
+	require.Equal(t, []string{"no-cache"}, x.AllowedCacheControls)
+	require.Equal(t, []string{"user"}, x.EnforcedParams)
+	require.Equal(t, int64(3), x.ModelLimits["m"].RPM)
+	require.Equal(t, 2.0, x.ModelBudgets["m"].Max)
+	require.Equal(t, 5.0, x.TempBudgetIncrease)
+
+	var sink int
+	require.Zero(t, testing.AllocsPerRun(100, func() { sink += len(plain.X().Aliases) + len(rare.X().BudgetID) }))
+	_ = sink
+}

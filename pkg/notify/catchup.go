@@ -39,9 +39,24 @@ func (s *Syncer) poll(ctx context.Context) {
 		mode = catchUpDegraded
 	}
 	if err := s.catchUpNow(ctx, mode); err != nil {
-		s.needCatchUp.Store(force)
-		s.log.Debug().Err(err).Msg("change-log poll failed")
+		if force {
+			s.needCatchUp.Store(true) // never clear a request lost() made meanwhile
+		}
+		if ctx.Err() != nil {
+			return // stopping
+		}
+		// Warned on the first failure in a row and every 30th after (a minute at the default
+		// poll interval): a catch-up that keeps failing leaves changes to the 5-minute
+		// reconcile, and must not do so silently.
+		s.pollFails++
+		ev := s.log.Debug()
+		if s.pollFails == 1 || s.pollFails%30 == 0 {
+			ev = s.log.Warn()
+		}
+		ev.Err(err).Int("failures_in_a_row", s.pollFails).Msg("change-log catch-up failed; retrying at the next poll")
+		return
 	}
+	s.pollFails = 0
 }
 
 // kickNow asks the applier for a catch-up pass (pending re-reads first) as soon as it is free.
@@ -77,26 +92,90 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 		}
 		delete(pending, typ)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a bulk insert's million changes
-	defer cancel()
-	b, err := s.cfg.Store.ChangesSince(cctx, s.watermark)
-	if err != nil {
-		return err
+	// The log is read, re-read and applied a page at a time (CatchUpPage changes, each page
+	// read within its own bound): a bulk insert's million changes are never one read that has
+	// to finish within one deadline. Such a read, retried from scratch on every poll, never
+	// completes once it needs longer than its bound on a loaded database, and the rows then
+	// arrive only with the 5-minute reconcile, as drift (TestBulkInsertBench once: drift_repaired
+	// 1000000, gaps_repaired 0; pinned by TestCatchUpReadsTheLogInPages). Pages applied stay
+	// applied when a later one fails: the next pass skips them (Sink.Holds).
+	var (
+		first    store.ChangeBatch // the first page's snapshot: its xmin is the next watermark
+		afterSeq int64
+		holdBack bool
+		gaps     int
+		maxSeq   int64
+	)
+	for page := 0; ; page++ {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		b, err := s.cfg.Store.ChangesSince(cctx, s.watermark, afterSeq, s.cfg.CatchUpPage)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if b.HeadSeq > s.headSeq.Load() {
+			s.headSeq.Store(b.HeadSeq)
+		}
+		if page == 0 {
+			if s.watermark < b.PrunedBefore {
+				// The log no longer holds everything since our watermark: full versioned reconcile.
+				s.log.Info().Uint64("watermark", s.watermark).Uint64("pruned_before", b.PrunedBefore).Msg("watermark older than change-log retention; full reconcile")
+				return s.fullLoad(ctx, true)
+			}
+			first = b
+			first.Changes = nil
+		}
+		n, hb, ms, err := s.applyChanges(ctx, b.Changes, afterGap, first.Now.Add(-s.cfg.PollGrace)) // the database's clock, like changed_at
+		gaps += n
+		holdBack = holdBack || hb
+		maxSeq = max(maxSeq, ms)
+		if err != nil {
+			s.countGaps(mode, gaps, maxSeq) // the pages applied before the failure stay applied
+			return err
+		}
+		if !b.More || len(b.Changes) == 0 {
+			break
+		}
+		afterSeq = b.Changes[len(b.Changes)-1].Seq
 	}
-	if b.HeadSeq > s.headSeq.Load() {
-		s.headSeq.Store(b.HeadSeq)
+	if gaps >= bulkRelease {
+		// A bulk change (a million-row insert) was read and built: return what that left
+		// behind (the change-log pages read, the rows re-read) to the OS now rather than carry
+		// it at the heap's high-water mark, so memory settles back near the cold-start figure.
+		// Nothing of it is referenced any more (measured before: 813 MB after a 1M-key insert
+		// with the change log still referenced here, against 519 MB for a cold start).
+		debug.FreeOSMemory()
 	}
-	if s.watermark < b.PrunedBefore {
-		// The log no longer holds everything since our watermark: full versioned reconcile.
-		s.log.Info().Uint64("watermark", s.watermark).Uint64("pruned_before", b.PrunedBefore).Msg("watermark older than change-log retention; full reconcile")
-		return s.fullLoad(ctx, true)
+	s.countGaps(mode, gaps, maxSeq)
+	if !holdBack {
+		s.watermark = first.Watermark
+		s.watermarkPub.Store(first.Watermark)
 	}
+	return nil
+}
+
+// countGaps records what a catch-up pass in mode applied: gaps repaired (changes the
+// notifications missed that changed a registry) and the highest change-log seq looked at.
+func (s *Syncer) countGaps(mode catchUpMode, gaps int, maxSeq int64) {
+	if mode == catchUpStart || mode == catchUpDegraded {
+		gaps = 0 // committed between the initial load and LISTEN, or polled while degraded: expected, not a gap
+	}
+	if gaps > 0 {
+		s.gaps.Add(int64(gaps))
+		s.log.Info().Int("changes", gaps).Bool("after_reconnect", mode != catchUpPoll).Msg("repaired changes missed by notifications")
+	}
+	if maxSeq > s.appliedSeq.Load() {
+		s.appliedSeq.Store(maxSeq)
+	}
+}
+
+// applyChanges re-reads and applies one page of the change log: what the registries do not
+// hold yet, except (on a routine poll, !afterGap) changes younger than grace, which are left
+// to their notification and hold the watermark back. Returns the registry entries changed
+// (repaired gaps), whether a change was held back, and the highest seq looked at.
+func (s *Syncer) applyChanges(ctx context.Context, changes []store.Change, afterGap bool, grace time.Time) (gaps int, holdBack bool, maxSeq int64, err error) {
 	want := map[store.ObjectType]map[string]change{}
-	holdBack := false
-	gaps := 0
-	grace := b.Now.Add(-s.cfg.PollGrace) // the database's clock, like changed_at
-	var maxSeq int64
-	for _, c := range b.Changes {
+	for _, c := range changes {
 		sink := s.sinks[c.Type]
 		if sink == nil {
 			continue
@@ -121,35 +200,10 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 	// that cannot be built (counted in apply_errors) or a delete of something never held is not.
 	for typ, ids := range want {
 		n, err := s.reread(ctx, typ, ids)
-		if err != nil {
-			return err
-		}
 		gaps += n
+		if err != nil {
+			return gaps, holdBack, maxSeq, err
+		}
 	}
-	if gaps >= bulkRelease {
-		// A bulk change (a million-row insert) was read and built: return what that left
-		// behind (the change log read, the rows re-read) to the OS now rather than carry it at
-		// the heap's high-water mark, so memory settles back near the cold-start figure. The
-		// change log read is dropped first: still referenced here (b is read below), its
-		// million changes (~170 MB) would survive the collection and stay resident as idle
-		// heap the scavenger does not return below the next GC goal (measured: 813 MB after a
-		// 1M-key insert with them kept, against 519 MB for a cold start on the same rows).
-		b.Changes, want = nil, nil
-		debug.FreeOSMemory()
-	}
-	if mode == catchUpStart || mode == catchUpDegraded {
-		gaps = 0 // committed between the initial load and LISTEN, or polled while degraded: expected, not a gap
-	}
-	if gaps > 0 {
-		s.gaps.Add(int64(gaps))
-		s.log.Info().Int("changes", gaps).Bool("after_reconnect", afterGap).Msg("repaired changes missed by notifications")
-	}
-	if maxSeq > s.appliedSeq.Load() {
-		s.appliedSeq.Store(maxSeq)
-	}
-	if !holdBack {
-		s.watermark = b.Watermark
-		s.watermarkPub.Store(b.Watermark)
-	}
-	return nil
+	return gaps, holdBack, maxSeq, nil
 }

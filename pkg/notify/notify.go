@@ -81,8 +81,9 @@ type Store interface {
 	LoadAll(ctx context.Context, typ store.ObjectType, prepare func([]store.Row)) (store.Snapshot, error)
 	// Reload re-reads rows by id, telling loadable rows from visible but filtered ones.
 	Reload(ctx context.Context, typ store.ObjectType, ids []string) (rows, filtered []store.Row, err error)
-	// ChangesSince reads the change log from an xid8 watermark.
-	ChangesSince(ctx context.Context, watermark uint64) (store.ChangeBatch, error)
+	// ChangesSince reads a page of the change log from an xid8 watermark: changes after seq
+	// afterSeq, at most limit (<= 0: all).
+	ChangesSince(ctx context.Context, watermark uint64, afterSeq int64, limit int) (store.ChangeBatch, error)
 	// VisibleChanges reports which change-log rows are visible (logical source).
 	VisibleChanges(ctx context.Context, seqs []int64) (map[int64]bool, error)
 	// PruneChanges deletes change-log rows older than retention.
@@ -154,6 +155,7 @@ type Config struct {
 	BackoffMin        time.Duration // reconnect backoff start; default 100 ms
 	BackoffMax        time.Duration // reconnect backoff cap; default 5 s
 	BufferSize        int           // changes buffered between listener and applier (logical: also per open transaction); default 8192
+	CatchUpPage       int           // change-log rows a catch-up reads, re-reads and applies at a time (each page within its own 30 s); default 50000
 	BarrierTimeout    time.Duration // a barrier round not heard back and applied within this fails; default 2 s
 }
 
@@ -178,6 +180,9 @@ func (c *Config) defaults() {
 	def(&c.BarrierTimeout, 2*time.Second)
 	if c.BufferSize == 0 {
 		c.BufferSize = 8192
+	}
+	if c.CatchUpPage <= 0 {
+		c.CatchUpPage = 50000
 	}
 	if c.ReplicaID == "" {
 		c.ReplicaID = "replica"
@@ -241,6 +246,7 @@ type Syncer struct {
 	// applier-owned state (one goroutine)
 	watermark uint64
 	pending   map[store.ObjectType]map[string]change
+	pollFails int // change-log polls failed in a row
 
 	lag lagWindow
 

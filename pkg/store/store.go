@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -569,19 +570,29 @@ type ChangeBatch struct {
 	PrunedBefore uint64
 	// Now is the database's clock when the batch was read (compare changed_at with it).
 	Now time.Time
+	// More: the read stopped at its limit; the next page starts after the last change's seq.
+	More bool
 }
 
-// ChangesSince reads every change-log row whose tx is >= watermark, in one snapshot whose
-// xmin becomes the next watermark. Transactions still running when the snapshot was taken
-// have tx >= that xmin, so their rows are read on a later pass: a late commit is never
-// skipped, and rows may be returned twice (re-applying is harmless).
+// ChangesSince reads the change-log rows whose tx is >= watermark and whose seq is > afterSeq,
+// in seq order, at most limit of them (limit <= 0: all), in one snapshot whose xmin becomes
+// the next watermark. Transactions still running when the snapshot was taken have tx >= that
+// xmin, so their rows are read on a later pass: a late commit is never skipped, and rows may
+// be returned twice (re-applying is harmless).
 //
-// A deadline of the caller's own bounds the read instead of the store's operation timeout (a
-// catch-up after a bulk insert reads a million changes).
-func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch, error) {
+// A caller reading page by page (afterSeq the previous page's last seq, each page in its own
+// snapshot) keeps the first page's Watermark: a change whose seq precedes a page already read
+// but whose commit became visible only later is then read again on the next pass (seq is not
+// commit-ordered, sql/001_registry.sql).
+//
+// A deadline of the caller's own bounds the read instead of the store's operation timeout.
+func (s *Store) ChangesSince(ctx context.Context, watermark uint64, afterSeq int64, limit int) (ChangeBatch, error) {
 	ctx, cancel := s.callerOrOp(ctx)
 	defer cancel()
 	var b ChangeBatch
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var wm, pruned string
 		if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text,
@@ -593,7 +604,8 @@ func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch
 		b.Watermark, _ = strconv.ParseUint(wm, 10, 64)
 		b.PrunedBefore, _ = strconv.ParseUint(pruned, 10, 64)
 		rows, err := tx.Query(ctx, `SELECT seq, tx::text, object_type, op, object_id, version, changed_at
-			FROM gateway.registry_changes WHERE tx >= $1::text::xid8 ORDER BY seq`, strconv.FormatUint(watermark, 10))
+			FROM gateway.registry_changes WHERE tx >= $1::text::xid8 AND seq > $2 ORDER BY seq LIMIT $3`,
+			strconv.FormatUint(watermark, 10), afterSeq, limit)
 		if err != nil {
 			return err
 		}
@@ -608,6 +620,7 @@ func (s *Store) ChangesSince(ctx context.Context, watermark uint64) (ChangeBatch
 			c.Type = ObjectType(typ)
 			b.Changes = append(b.Changes, c)
 		}
+		b.More = len(b.Changes) == limit
 		return rows.Err()
 	})
 	if err != nil {
