@@ -12,6 +12,8 @@ import (
 // (litellm/exceptions.py, whose constructors set message = "litellm.<Class>: " + message;
 // litellm/litellm_core_utils/exception_mapping_utils.py picks the class). err is the failed
 // call's error (a *router.Error or the *format.UpstreamError itself), ue its upstream error.
+// A request refused before any call (a *format.RequestError) is prefixed as a 400 upstream
+// error with its message is (requestMessage).
 // The classes, by router.Classify and the status:
 //
 //	context window (code context_length_exceeded, "maximum context length", …)
@@ -41,6 +43,13 @@ func liteLLMMessage(err error, ue *format.UpstreamError) string {
 		return ue.Message
 	}
 	return liteLLMPrefix(router.Classify(err), ue) + ue.Message
+}
+
+// requestMessage is liteLLMMessage for a request refused before any call (re, in err's
+// chain): the prefix a 400 upstream error without a code gets (router.Classify classifies
+// both alike), so the wire text is the one it had as a 400 *format.UpstreamError.
+func requestMessage(err error, re *format.RequestError) string {
+	return liteLLMMessage(err, &format.UpstreamError{Status: re.Status(), Message: re.Message})
 }
 
 // liteLLMPrefix is the class prefix liteLLMMessage puts before an upstream error of class c.

@@ -109,7 +109,7 @@ type TextFunc func(Text) (string, error)
 // MapRequestText rewrites every text a client sent in a request of format in (see the text
 // locations above) through fn and returns the new body; the body itself is returned when fn
 // changed nothing. Only the string values change; everything else stays byte for byte. An
-// error from fn is returned as is; an invalid body is a 400 *UpstreamError. Used by pre_call
+// error from fn is returned as is; an invalid body is a *RequestError. Used by pre_call
 // (rewrite) and during_call (check only) guardrails.
 func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 	if in.Multipart() {
