@@ -12,8 +12,6 @@ import (
 // (litellm/exceptions.py, whose constructors set message = "litellm.<Class>: " + message;
 // litellm/litellm_core_utils/exception_mapping_utils.py picks the class). err is the failed
 // call's error (a *router.Error or the *format.UpstreamError itself), ue its upstream error.
-// A request refused before any call (a *format.RequestError) is prefixed as a 400 upstream
-// error with its message is (requestMessage).
 // The classes, by router.Classify and the status:
 //
 //	context window (code context_length_exceeded, "maximum context length", …)
@@ -35,21 +33,15 @@ import (
 // prefixes after BadRequestError's constructor ran, ContentPolicyViolationError before it). A
 // message that already names a LiteLLM class — the mock_response errors and the request hooks
 // (mock_testing_rate_limit_error, …), worded as LiteLLM's own mocks — is kept as it is.
-// Only upstream failures get a prefix: the gateway's own refusals (unknown model, key access,
-// budgets, rate limits, guardrails, "No deployments available", a RouterRateLimitError in
-// LiteLLM, which is no litellm exception) keep the texts API.md gives.
+// Only upstream failures get a prefix: the gateway's own refusals (a request it cannot read or
+// translate, a *format.RequestError; unknown model, key access, budgets, rate limits, guardrails, "No
+// deployments available", a RouterRateLimitError in LiteLLM, which is no litellm exception)
+// keep the texts API.md gives.
 func liteLLMMessage(err error, ue *format.UpstreamError) string {
 	if strings.HasPrefix(ue.Message, "litellm.") {
 		return ue.Message
 	}
 	return liteLLMPrefix(router.Classify(err), ue) + ue.Message
-}
-
-// requestMessage is liteLLMMessage for a request refused before any call (re, in err's
-// chain): the prefix a 400 upstream error without a code gets (router.Classify classifies
-// both alike), so the wire text is the one it had as a 400 *format.UpstreamError.
-func requestMessage(err error, re *format.RequestError) string {
-	return liteLLMMessage(err, &format.UpstreamError{Status: re.Status(), Message: re.Message})
 }
 
 // liteLLMPrefix is the class prefix liteLLMMessage puts before an upstream error of class c.

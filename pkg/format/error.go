@@ -42,11 +42,11 @@ var ErrTruncated = errors.New("upstream stream ended before completion")
 
 // RequestError is a client's request refused before any upstream call: the body is invalid
 // for its route, or cannot be translated for the deployment's provider. It never reached an
-// upstream, so it is not an [UpstreamError]; it is answered as one with status 400 was
-// (pkg/api's error table: HTTP 400, type invalid_request_error, the LiteLLM class prefix
-// "litellm.BadRequestError: " when it failed inside a routed call; A2A -32603), classified as
-// a 400 by the router (pkg/router.Classify: not retryable, LiteLLM's BadRequestError policy
-// entry) and redacted like an upstream's message (pkg/provider).
+// upstream, so it is not an [UpstreamError]: pkg/api's error table answers it with HTTP 400,
+// type invalid_request_error and exactly its Message (the gateway's own text: no LiteLLM
+// class prefix; A2A -32603); the router classifies it as a 400 (pkg/router.Classify: not
+// retryable, LiteLLM's BadRequestError policy entry); pkg/provider redacts it like an
+// upstream's message.
 type RequestError struct {
 	// Message names what was wrong ("messages: image URLs cannot be sent to provider x; ...").
 	Message string
