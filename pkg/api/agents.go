@@ -14,6 +14,7 @@ import (
 	"lockstep/pkg/a2a"
 	mgmt "lockstep/pkg/admin"
 	pipeline "lockstep/pkg/call"
+	"lockstep/pkg/format"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 )
@@ -361,6 +362,7 @@ func a2aError(err error, agent *a2a.Agent) error {
 	var ae *Error
 	var ad *pipeline.AccessDenied
 	var gb *pipeline.Blocked
+	var re *format.RequestError
 	switch {
 	case errors.As(err, &gb):
 		code := a2a.CodeInvalidParams
@@ -378,6 +380,10 @@ func a2aError(err error, agent *a2a.Agent) error {
 		// the limits step refused the call: its message, and the status the LLM routes answer
 		ae = admitError(err)
 		return &a2a.Error{Code: a2a.CodeInternalError, Message: ae.Message, Data: map[string]any{"type": ae.Type, "status": ae.Status}}
+	case errors.As(err, &re):
+		// the request refused before any call: -32603 with the error's text, as a 400 upstream
+		// error is answered (a2a's internal error)
+		return &a2a.Error{Code: a2a.CodeInternalError, Message: "Internal error: " + err.Error()}
 	}
 	if ce := callError(err); ce != nil {
 		ae = ce

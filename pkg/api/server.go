@@ -345,6 +345,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 	var ae *Error
 	var he *echo.HTTPError
 	var ue *format.UpstreamError
+	var re *format.RequestError
 	var gb *pipeline.Blocked
 	var nd *router.NoDeploymentsError
 	switch {
@@ -366,6 +367,8 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}
+	case errors.As(err, &re): // the client's request, refused before any call: its text as is
+		ae = &Error{Status: re.Status(), Message: re.Message, Type: "invalid_request_error"}
 	case errors.Is(err, mgmt.ErrUnavailable):
 		ae = errf(http.StatusServiceUnavailable, "service_unavailable", "database unavailable: the change was not saved; retry when the database is back")
 		if what, ok := s.detail[c.Path()]; ok {

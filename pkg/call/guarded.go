@@ -1,7 +1,6 @@
 package call
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
@@ -123,7 +122,7 @@ func (g *guardedStream) Next() (provider.Event, error) {
 // add takes the frames of one upstream event: BLOCK-checks their deltas, holds or releases.
 func (g *guardedStream) add(data []byte) error {
 	for pos := 0; pos < len(data); {
-		n := sseFrameLen(data[pos:])
+		n := format.SSEFrameLen(data[pos:])
 		frame := data[pos : pos+n]
 		pos += n
 		var deltas []heldDelta
@@ -266,22 +265,6 @@ func (g *guardedStream) Close() error {
 	}
 	g.end()
 	return g.st.Close()
-}
-
-// sseFrameLen is the length of the first SSE frame of b, its terminating blank line included.
-func sseFrameLen(b []byte) int {
-	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return len(b)
-		}
-		line := bytes.TrimRight(b[i:i+j], "\r")
-		i += j + 1
-		if len(line) == 0 {
-			return i
-		}
-	}
-	return len(b)
 }
 
 // postCallWindow is how much of a streamed answer (bytes before the newest chunk) each

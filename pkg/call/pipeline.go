@@ -263,7 +263,8 @@ func inputErr(err error) error {
 	}
 	var gb *Blocked
 	var ue *format.UpstreamError
-	if errors.As(err, &gb) || errors.As(err, &ue) {
+	var re *format.RequestError
+	if errors.As(err, &gb) || errors.As(err, &ue) || errors.As(err, &re) {
 		return err
 	}
 	return &Invalid{Msg: err.Error()}

@@ -92,7 +92,7 @@ func runGuarded(t testing.TB, g *guardrail.Guardrail, events [][]byte) ([]string
 	var frames []string
 	var content strings.Builder
 	for pos := 0; pos < len(out); {
-		n := sseFrameLen(out[pos:])
+		n := format.SSEFrameLen(out[pos:])
 		f := string(out[pos : pos+n])
 		pos += n
 		frames = append(frames, f)

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// UpstreamError is a failed upstream call: a non-2xx answer, a transport failure, a timeout,
-// or a request that cannot be translated for the deployment's provider (400, no call made).
+// UpstreamError is a failed upstream call: a non-2xx answer, a transport failure or a
+// timeout (and pkg/router's refusal of a group none of whose deployments serves the route:
+// 400, no call made). A client's request refused before any call is a [RequestError].
 type UpstreamError struct {
 	// Status is the upstream HTTP status; 502 for transport failures and unparsable answers,
 	// 504 for timeouts.
@@ -31,9 +32,6 @@ type UpstreamError struct {
 	// Conn: the upstream gave no HTTP answer (the connection failed or broke), Status is 502;
 	// LiteLLM's APIConnectionError.
 	Conn bool
-	// Local: no upstream was called — the gateway refused the client's request before any call
-	// ([BadRequest]); its text is the gateway's own and gets no LiteLLM class prefix.
-	Local bool
 }
 
 func (e *UpstreamError) Error() string {
@@ -42,8 +40,27 @@ func (e *UpstreamError) Error() string {
 
 var ErrTruncated = errors.New("upstream stream ended before completion")
 
-// BadRequest is a 400 returned before any upstream call (the client's request cannot be
-// translated or read): Local, so answered with exactly this text.
-func BadRequest(format string, args ...any) *UpstreamError {
-	return &UpstreamError{Status: 400, Message: fmt.Sprintf(format, args...), Type: "invalid_request_error", Local: true}
+// RequestError is a client's request refused before any upstream call: the body is invalid
+// for its route, or cannot be translated for the deployment's provider. It never reached an
+// upstream, so it is not an [UpstreamError]: pkg/api's error table answers it with HTTP 400,
+// type invalid_request_error and exactly its Message (the gateway's own text: no LiteLLM
+// class prefix; A2A -32603); the router classifies it as a 400 (pkg/router.Classify: not
+// retryable, LiteLLM's BadRequestError policy entry); pkg/provider redacts it like an
+// upstream's message.
+type RequestError struct {
+	// Message names what was wrong ("messages: image URLs cannot be sent to provider x; ...").
+	Message string
+}
+
+// Error is the text this error had as a 400 UpstreamError, kept byte-identical (span status,
+// cooldown reasons and A2A's -32603 message show it).
+func (e *RequestError) Error() string { return "upstream 400: " + e.Message }
+
+// Status is the HTTP status the request is answered with: 400.
+func (e *RequestError) Status() int { return 400 }
+
+// BadRequest is a [RequestError] returned before any upstream call (the client's request is
+// invalid or cannot be translated); format and args as fmt.Sprintf.
+func BadRequest(format string, args ...any) *RequestError {
+	return &RequestError{Message: fmt.Sprintf(format, args...)}
 }

@@ -70,8 +70,8 @@ const maxMultipartField = 1 << 20
 // editMultipart rebuilds a multipart/form-data body with the fields select picks (by form
 // name; file parts never) passed through edit: each is replaced by edit's value or dropped.
 // Every other part keeps its headers and bytes, and the boundary stays the same. It returns
-// body itself (changed false) when edit changed nothing. Malformed bodies are a 400
-// *UpstreamError; edit's errors are returned as they are.
+// body itself (changed false) when edit changed nothing. Malformed bodies are a
+// *RequestError; edit's errors are returned as they are.
 func editMultipart(body []byte, sel func(name string) bool, edit multipartEdit) ([]byte, bool, error) {
 	boundary := MultipartBoundary(body)
 	if boundary == "" {

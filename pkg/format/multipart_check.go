@@ -13,7 +13,7 @@ import (
 // routes on ("model") or guards (multipartTextFields: "prompt") must each come at most once
 // and as a plain field: the gateway reads the first "model" while an upstream form parser
 // (Python's, LiteLLM's) keeps the last, and a part with a filename is a file to the walkers
-// (copied as is) but may still be read as the field upstream. Errors (400 *UpstreamError):
+// (copied as is) but may still be read as the field upstream. Errors (*RequestError):
 // `duplicate form field "<name>"`, `form field "<name>" must not be a file`,
 // `malformed multipart body: part <i>: <reason>` for a part whose name readers may disagree on
 // (partNameError), or what makes the body not a multipart form.

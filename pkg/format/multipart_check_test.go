@@ -39,9 +39,9 @@ func TestCheckMultipart(t *testing.T) {
 		`form field "model" must not be a file`:  form([3]string{"model", "m.txt", "gpt-4-expensive"}),
 	} {
 		err := CheckMultipart(body)
-		var ue *UpstreamError
+		var ue *RequestError
 		require.ErrorAs(t, err, &ue, want)
-		require.Equal(t, 400, ue.Status)
+		require.Equal(t, 400, ue.Status())
 		require.Equal(t, want, ue.Message)
 	}
 }

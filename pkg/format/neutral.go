@@ -14,7 +14,7 @@ import (
 type Request = request
 
 // ParseRequest reads a client request body of format f (chat, responses or messages) into
-// neutral form, as a call translating it does. Errors are 400 *UpstreamError naming what is
+// neutral form, as a call translating it does. Errors are *RequestError naming what is
 // malformed.
 func ParseRequest(f Format, body []byte) (*Request, error) {
 	switch f {

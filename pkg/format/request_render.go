@@ -14,6 +14,14 @@ func appendKey(b []byte, key string) []byte {
 	return append(b, '"', ':')
 }
 
+// appendRaw appends member key with the raw JSON value raw; nothing when raw is "".
+func appendRaw(b []byte, key, raw string) []byte {
+	if raw == "" {
+		return b
+	}
+	return append(appendKey(b, key), raw...)
+}
+
 // renderChatRequest renders the neutral request as an OpenAI chat completion request. When
 // streaming it asks for the usage chunk (stream_options.include_usage), which the inbound
 // formats need for their final events.
@@ -133,14 +141,8 @@ func renderChatRequest(r *request, model string, maxCompletionTokens bool) []byt
 		}
 		b = AppendInt(b, r.maxTokens)
 	}
-	if r.temperature != "" {
-		b = appendKey(b, "temperature")
-		b = append(b, r.temperature...)
-	}
-	if r.topP != "" {
-		b = appendKey(b, "top_p")
-		b = append(b, r.topP...)
-	}
+	b = appendRaw(b, "temperature", r.temperature)
+	b = appendRaw(b, "top_p", r.topP)
 	if len(r.stop) > 0 {
 		b = appendKey(b, "stop")
 		b = appendStrings(b, r.stop)
@@ -360,18 +362,9 @@ func renderMessagesRequest(r *request, model string, nativeJSON bool) []byte {
 		b = append(b, `]}`...)
 	}
 	b = append(b, ']')
-	if r.temperature != "" {
-		b = appendKey(b, "temperature")
-		b = append(b, r.temperature...)
-	}
-	if r.topP != "" {
-		b = appendKey(b, "top_p")
-		b = append(b, r.topP...)
-	}
-	if r.topK != "" {
-		b = appendKey(b, "top_k")
-		b = append(b, r.topK...)
-	}
+	b = appendRaw(b, "temperature", r.temperature)
+	b = appendRaw(b, "top_p", r.topP)
+	b = appendRaw(b, "top_k", r.topK)
 	if stops := anthropicStops(r); len(stops) > 0 {
 		b = appendKey(b, "stop_sequences")
 		b = appendStrings(b, stops)

@@ -109,7 +109,7 @@ type TextFunc func(Text) (string, error)
 // MapRequestText rewrites every text a client sent in a request of format in (see the text
 // locations above) through fn and returns the new body; the body itself is returned when fn
 // changed nothing. Only the string values change; everything else stays byte for byte. An
-// error from fn is returned as is; an invalid body is a 400 *UpstreamError. Used by pre_call
+// error from fn is returned as is; an invalid body is a *RequestError. Used by pre_call
 // (rewrite) and during_call (check only) guardrails.
 func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 	if in.Multipart() {
@@ -123,13 +123,7 @@ func MapRequestText(in Format, body []byte, fn TextFunc) ([]byte, error) {
 	switch in {
 	case FormatChat:
 		root.Get("messages").ForEach(func(_, m gjson.Result) bool {
-			w.content(m.Get("content"), false)
-			w.text(m.Get("refusal"), false)
-			m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				w.args(tc.Get("function.arguments"))
-				return w.err == nil
-			})
-			w.args(m.Get("function_call.arguments"))
+			w.chatMessage(m, false)
 			return w.err == nil
 		})
 		w.content(root.Get("prediction.content"), false)
@@ -240,7 +234,7 @@ func MapStreamText(f Format, data []byte, fn TextFunc) ([]byte, error) {
 	return out, nil
 }
 
-// sseFrameLen is the length of the first frame of b, its terminating blank line included.
+// SSEFrameLen is the length of the first SSE frame of b, its terminating blank line included.
 func SSEFrameLen(b []byte) int {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '\n')
@@ -337,6 +331,18 @@ func (w *walker) visit(v gjson.Result, t Text) {
 // text visits a complete plain text.
 func (w *walker) text(v gjson.Result, answer bool) { w.visit(v, Text{Answer: answer}) }
 
+// chatMessage walks one Chat Completions message (a request's or an answer's choice): its
+// content (answer: the reply text proper), refusal, tool call and function call arguments.
+func (w *walker) chatMessage(m gjson.Result, answer bool) {
+	w.content(m.Get("content"), answer)
+	w.text(m.Get("refusal"), false)
+	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		w.args(tc.Get("function.arguments"))
+		return w.err == nil
+	})
+	w.args(m.Get("function_call.arguments"))
+}
+
 // delta visits a piece of streamed text on channel ch.
 func (w *walker) delta(v gjson.Result, ch string, json, answer bool) {
 	w.visit(v, Text{Delta: true, Channel: ch, JSON: json, Answer: answer})
@@ -432,14 +438,7 @@ func (w *walker) response(f Format, root gjson.Result) {
 	switch f {
 	case FormatChat:
 		root.Get("choices").ForEach(func(i, ch gjson.Result) bool {
-			m := ch.Get("message")
-			w.content(m.Get("content"), i.Int() == 0)
-			w.text(m.Get("refusal"), false)
-			m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				w.args(tc.Get("function.arguments"))
-				return w.err == nil
-			})
-			w.args(m.Get("function_call.arguments"))
+			w.chatMessage(ch.Get("message"), i.Int() == 0)
 			return w.err == nil
 		})
 	case FormatMessages:

@@ -188,7 +188,7 @@ func plan(d *Deployment, in format.Format) (up format.Format, pass bool, err err
 }
 
 // unsupported is the 400 for a route the deployment's provider cannot serve.
-func unsupported(d *Deployment, in format.Format) *format.UpstreamError {
+func unsupported(d *Deployment, in format.Format) *format.RequestError {
 	return format.BadRequest("%s not supported by provider %s", in.RouteName(), d.Provider)
 }
 
@@ -317,6 +317,10 @@ func transportError(parent context.Context, err error, timeout time.Duration, wh
 	var ue *format.UpstreamError
 	if errors.As(err, &ue) {
 		return ue
+	}
+	var re *format.RequestError
+	if errors.As(err, &re) {
+		return re
 	}
 	if perr := parent.Err(); perr != nil {
 		return perr

@@ -17,7 +17,7 @@ type MessagesWire interface {
 	// Body edits a client's Messages body (its model already the deployment's) for the
 	// endpoint; stream tells which endpoint it is for, in is the client's request header (nil
 	// when there is none). dropped names the members it removed (the answer's
-	// [format.DroppedHeader]). Errors are *UpstreamError (400).
+	// [format.DroppedHeader]). Errors are *format.RequestError.
 	Body(body []byte, stream bool, in http.Header) (out []byte, dropped []string, err error)
 	// Frames reads the endpoint's streamed answer as Anthropic SSE frames: each Current is
 	// the raw frame ("event: <type>\ndata: <json>\n\n") a client receives verbatim, its event

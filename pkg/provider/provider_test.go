@@ -85,9 +85,12 @@ func gateway(t testing.TB, d *provider.Deployment) string {
 				}
 				if err != nil {
 					var ue *format.UpstreamError
+					var re *format.RequestError
 					status, msg := 500, err.Error()
 					if errors.As(err, &ue) {
 						status, msg = ue.Status, ue.Message
+					} else if errors.As(err, &re) {
+						status, msg = re.Status(), re.Message
 					}
 					_, _ = w.Write(format.ErrorEvent(in, status, msg))
 					return
@@ -111,9 +114,12 @@ func gateway(t testing.TB, d *provider.Deployment) string {
 
 func writeError(w http.ResponseWriter, in format.Format, err error) {
 	var ue *format.UpstreamError
+	var re *format.RequestError
 	status, msg := 500, err.Error()
 	if errors.As(err, &ue) {
 		status, msg = ue.Status, ue.Message
+	} else if errors.As(err, &re) {
+		status, msg = re.Status(), re.Message
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -569,9 +575,9 @@ func TestTranslatedRequestShapes(t *testing.T) {
 
 	// What cannot be translated is refused before any call.
 	_, err = c.Do(ctx, deployment(t, s, "anthropic", ""), format.FormatResponses, []byte(`{"model":"group","input":"x","previous_response_id":"resp_1"}`))
-	var ue *format.UpstreamError
+	var ue *format.RequestError
 	require.ErrorAs(t, err, &ue)
-	require.Equal(t, 400, ue.Status)
+	require.Equal(t, 400, ue.Status())
 	require.Contains(t, ue.Message, "previous_response_id")
 }
 

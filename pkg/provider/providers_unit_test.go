@@ -61,9 +61,9 @@ func TestUnsupportedRouteNamesProvider(t *testing.T) {
 	d, err := NewDeployment("id", "grp", []byte(`{"model":"anthropic/claude-x","api_key":"k"}`))
 	require.NoError(t, err)
 	_, err = NewClient().Do(context.Background(), d, format.FormatImages, []byte(`{"model":"grp","prompt":"x"}`))
-	var ue *format.UpstreamError
+	var ue *format.RequestError
 	require.ErrorAs(t, err, &ue)
-	require.Equal(t, 400, ue.Status)
+	require.Equal(t, 400, ue.Status())
 	require.Equal(t, "/images/generations not supported by provider anthropic", ue.Message)
 }
 

@@ -235,16 +235,17 @@ func (d *Deployment) redactBytes(b []byte) []byte {
 }
 
 // redactErr returns err with the deployment's secrets removed from an [format.UpstreamError]'s
-// Message and Body: upstreams echo the key they were sent ("Incorrect API key provided:
-// sk-..."), and those texts reach any caller of the model. Other errors are returned as is
-// (the provider returns only *UpstreamError or the caller's context error).
+// Message and Body (or a [format.RequestError]'s Message): upstreams echo the key they were
+// sent ("Incorrect API key provided: sk-..."), and those texts reach any caller of the model.
+// Other errors are returned as is (the provider returns only those two or the caller's
+// context error).
 func (d *Deployment) redactErr(err error) error {
 	if err == nil || len(d.secrets) == 0 {
 		return err // before ue exists: its address escapes, so declaring it allocates
 	}
 	var ue *format.UpstreamError
 	if !errors.As(err, &ue) {
-		return err
+		return d.redactRequestErr(err)
 	}
 	msg, body := d.Redact(ue.Message), d.redactBytes(ue.Body)
 	if msg == ue.Message && len(body) == len(ue.Body) && bytes.Equal(body, ue.Body) {
@@ -255,12 +256,26 @@ func (d *Deployment) redactErr(err error) error {
 	return &cp
 }
 
+// redactRequestErr is redactErr for a [format.RequestError]: its Message redacted; any other
+// error as is.
+func (d *Deployment) redactRequestErr(err error) error {
+	var re *format.RequestError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if msg := d.Redact(re.Message); msg != re.Message {
+		return &format.RequestError{Message: msg}
+	}
+	return err
+}
+
 // redactAny returns err's text with the deployment's secrets redacted, as a new error; an
-// [format.UpstreamError] keeps its type (redactErr). For texts built from an upstream answer or a
+// [format.UpstreamError] or [format.RequestError] keeps its type (redactErr). For texts built from an upstream answer or a
 // transport error, which may quote a credential (a probe's "upstream answered 401: ...").
 func (d *Deployment) redactAny(err error) error {
 	var ue *format.UpstreamError
-	if err == nil || errors.As(err, &ue) {
+	var re *format.RequestError
+	if err == nil || errors.As(err, &ue) || errors.As(err, &re) {
 		return d.redactErr(err)
 	}
 	if msg := err.Error(); d.Redact(msg) != msg {

@@ -27,8 +27,11 @@ func endAttempt(sp *telemetry.Span, res *Response, err error) {
 		return
 	}
 	var ue *format.UpstreamError
+	var re *format.RequestError
 	if errors.As(err, &ue) {
 		sp.Int("http.response.status_code", int64(ue.Status))
+	} else if errors.As(err, &re) {
+		sp.Int("http.response.status_code", int64(re.Status()))
 	}
 	if res != nil {
 		sp.Int("http.response.status_code", int64(max(res.Status, 200)))

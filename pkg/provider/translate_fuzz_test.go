@@ -32,9 +32,9 @@ func FuzzTranslateRequest(f *testing.F) {
 		}
 		b, _, err := upstreamBody(d, in, up, pass, false, body)
 		if err != nil {
-			var ue *format.UpstreamError
+			var ue *format.RequestError
 			require.ErrorAs(t, err, &ue)
-			require.Equal(t, 400, ue.Status)
+			require.Equal(t, 400, ue.Status())
 			return
 		}
 		require.True(t, json.Valid(b), "%s → %s", body, b)

@@ -227,9 +227,9 @@ func TestTranslationRefusals(t *testing.T) {
 		up, pass, err := plan(d, c.in)
 		require.NoError(t, err)
 		_, _, err = upstreamBody(d, c.in, up, pass, false, []byte(c.body))
-		var ue *format.UpstreamError
+		var ue *format.RequestError
 		require.ErrorAs(t, err, &ue, c.body)
-		require.Equal(t, 400, ue.Status)
+		require.Equal(t, 400, ue.Status())
 		require.Equal(t, c.msg, ue.Message)
 	}
 }

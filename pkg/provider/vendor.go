@@ -157,7 +157,7 @@ func (s *Setup) finish() {
 // the neutral [format.Request] and [format.Result], as for the built-in families.
 type Wire interface {
 	// Request renders r as the upstream's body (r.Stream() tells which endpoint it is for).
-	// Errors are *UpstreamError (400: the request cannot be sent to this provider; see
+	// Errors are *format.RequestError (the request cannot be sent to this provider; see
 	// [format.BadRequest]).
 	Request(d *Deployment, r *format.Request) ([]byte, error)
 	// Result parses a non-streaming answer.

@@ -1,7 +1,6 @@
 package registry_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -140,51 +139,6 @@ func TestShardedIndexStaysConsistent(t *testing.T) {
 	count := 0
 	r.Load().All(func(*registry.Entry[string]) bool { count++; return true })
 	require.Equal(t, len(rows), count)
-}
-
-// A read-through whose rows cannot be served under the requested name (e.g. a model asked
-// for by its id, or an invalid row) is negative-cached like a miss, so it cannot burn the
-// budget one DB read per request.
-func TestReadThroughOfUnservableRowsIsNegativeCached(t *testing.T) {
-	t.Parallel()
-	var loads atomic.Int64
-	r := registry.New(registry.Options[string]{
-		Type:  store.Model,
-		Build: func(r store.Row) (string, error) { return string(r.Data), nil },
-		Names: func(e *registry.Entry[string]) []string { return []string{e.Value} },
-		Load: func(ctx context.Context, name string) ([]store.Row, error) {
-			loads.Add(1)
-			return []store.Row{row("some-id", 2, "group-name")}, nil // found, but under another name
-		},
-	})
-	for range 30 {
-		require.ErrorIs(t, r.Resolve(context.Background(), "asked-name"), registry.ErrNotFound)
-	}
-	require.Equal(t, int64(1), loads.Load())
-	st := r.ReadThroughStats()
-	require.Zero(t, st.BudgetExhausted)
-	require.Equal(t, int64(29), st.NegativeHits)
-}
-
-// The reconcile repair re-checks each difference when it runs: an entry a notification
-// updated (or a row it deleted) between the snapshot and the repair is not counted.
-func TestDeferredRepairSkipsWhatTheFeedFixed(t *testing.T) {
-	t.Parallel()
-	r := newReg()
-	r.Apply([]store.Row{row("a", 2, "g"), row("b", 2, "g")}, nil)
-	start := r.Generation()
-	// snapshot: a at v4 (feed has not applied it yet), b deleted
-	fix := r.Diff([]store.Row{row("a", 4, "g")}, start)
-	require.NotNil(t, fix)
-	// the feed catches up before the repair runs
-	r.Apply([]store.Row{row("a", 4, "g")}, map[string]int64{"b": 3})
-	require.Zero(t, fix(), "differences the feed already fixed are not drift")
-	// a real difference is repaired and counted
-	start = r.Generation()
-	fix = r.Diff([]store.Row{row("a", 4, "g"), row("c", 6, "h")}, start)
-	require.Equal(t, 1, fix())
-	_, ok := r.Load().ByID("c")
-	require.True(t, ok)
 }
 
 // BenchmarkApplyLargeRegistry: the cost of one change in a 200k-entry registry (sharded

@@ -82,6 +82,10 @@ func Classify(err error) Class {
 	}
 	var ue *format.UpstreamError
 	if !errors.As(err, &ue) {
+		var re *format.RequestError
+		if errors.As(err, &re) { // refused before any call: a 400 without a code
+			return classify400(re.Message)
+		}
 		return ClassOther
 	}
 	switch ue.Code {
@@ -92,18 +96,7 @@ func Classify(err error) Class {
 	}
 	switch s := ue.Status; {
 	case s == 400 || s == 413 || s == 422:
-		msg := strings.ToLower(ue.Message)
-		for _, t := range contextWindowTexts {
-			if strings.Contains(msg, t) {
-				return ClassContextWindow
-			}
-		}
-		for _, t := range contentPolicyTexts {
-			if strings.Contains(msg, t) {
-				return ClassContentPolicy
-			}
-		}
-		return ClassBadRequest
+		return classify400(ue.Message)
 	case s == 401:
 		return ClassAuthentication
 	case s == 403:
@@ -116,6 +109,23 @@ func Classify(err error) Class {
 		return ClassRateLimit
 	case s >= 500:
 		return ClassInternalServer
+	}
+	return ClassBadRequest
+}
+
+// classify400 is the class of a 400 (413, 422) with message msg and no recognised code: by the
+// texts LiteLLM's exception mapping reads, else ClassBadRequest.
+func classify400(msg string) Class {
+	msg = strings.ToLower(msg)
+	for _, t := range contextWindowTexts {
+		if strings.Contains(msg, t) {
+			return ClassContextWindow
+		}
+	}
+	for _, t := range contentPolicyTexts {
+		if strings.Contains(msg, t) {
+			return ClassContentPolicy
+		}
 	}
 	return ClassBadRequest
 }

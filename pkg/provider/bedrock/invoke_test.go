@@ -32,9 +32,9 @@ func TestInvokeMessagesBody(t *testing.T) {
 
 	// an image URL, also inside a tool result, is refused
 	_, _, err = invokeMessages{}.Body([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"url","url":"https://x/a.png"}}]}]}]}`), false, nil)
-	var ue *format.UpstreamError
+	var ue *format.RequestError
 	require.True(t, errors.As(err, &ue))
-	require.Equal(t, 400, ue.Status)
+	require.Equal(t, 400, ue.Status())
 	_, _, err = invokeMessages{}.Body([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"see \"url\""}]}]}`), false, nil)
 	require.NoError(t, err, "a text that mentions url is no image")
 }

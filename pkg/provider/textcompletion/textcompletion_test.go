@@ -70,9 +70,9 @@ func TestTextCompletionOpenAI(t *testing.T) {
 	// a tool call cannot be a prompt
 	_, err = provider.NewClient().Do(context.Background(), d, format.FormatChat,
 		[]byte(`{"model":"grp","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
-	var ue *format.UpstreamError
+	var ue *format.RequestError
 	require.ErrorAs(t, err, &ue)
-	require.Equal(t, 400, ue.Status)
+	require.Equal(t, 400, ue.Status())
 	require.Equal(t, "tools: not supported by provider text-completion-openai (a completions model takes a prompt)", ue.Message)
 
 	// bare names: an instruct model is text-completion-openai, dall-e-3 openai
