@@ -90,6 +90,11 @@ const (
 	// KeyRoutes is a list of LiteLLM key management routes ("/key/generate", "/key/update",
 	// ...; team_member_permissions).
 	KeyRoutes
+	// RouterSettings is a key's or team's router_settings: the members LiteLLM's Router
+	// applies per call (router.ParseCallerSettings: fallbacks, context_window_fallbacks,
+	// content_policy_fallbacks, num_retries, timeout, model_group_alias); any other member
+	// is a 400 naming it.
+	RouterSettings
 )
 
 // Field is one field of a LiteLLM request model.
@@ -157,7 +162,7 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
 	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": notYet,
 	"allowed_vector_store_indexes": notYet, "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
-	"router_settings": notYet, "access_group_ids": notYet,
+	"router_settings": honoured(RouterSettings), "access_group_ids": notYet,
 	// on a key (not a user): enforced per call (pkg/access, api/key_access.go)
 	"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
 	"object_permission": honoured(ObjectPermission),
@@ -177,7 +182,7 @@ var teamBase = fieldSet{
 	"team_alias": col, "team_id": col, "organization_id": col, "admins": stored(Any), "members": stored(Any),
 	"members_with_roles": col, "team_member_permissions": honoured(KeyRoutes), "metadata": col, "tpm_limit": col,
 	"rpm_limit": col, "max_budget": col, "soft_budget": stored(Number), "budget_duration": col,
-	"models": col, "blocked": col, "router_settings": notYet, "access_group_ids": notYet,
+	"models": col, "blocked": col, "router_settings": honoured(RouterSettings), "access_group_ids": notYet,
 	// not in TeamBase but in LiteLLM_TeamTable, and a lockstep column since issue 13
 	"max_parallel_requests": col,
 }

@@ -16,6 +16,7 @@ import (
 
 	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
+	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
@@ -78,6 +79,10 @@ type Key struct {
 	// ModelBudgets are the key's per-model budgets (LiteLLM model_max_budget: model group →
 	// max_budget, budget_duration) on its spend for that model alone (nil: none).
 	ModelBudgets map[string]spend.Budget
+	// RouterSettings are the key's router_settings (LiteLLM key router_settings: per-call
+	// fallbacks, num_retries, timeout, model_group_alias; router.CallerSettings), which win
+	// over its team's; nil: none. From litellm_fields.
+	RouterSettings *router.CallerSettings
 }
 
 // MaxBudgetAt is the key's budget at now: max_budget plus temp_budget_increase while
@@ -189,6 +194,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			CacheControls  []string          `json:"allowed_cache_controls"`
 			Permissions    map[string]any    `json:"permissions"`
 			OrgID          string            `json:"organization_id"`
+			RouterSettings json.RawMessage   `json:"router_settings"`
 			ObjectPerm     *struct {
 				Agents []string `json:"agents"`
 			} `json:"object_permission"`
@@ -231,6 +237,9 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
 		k.OrganizationID = intern(lf.OrgID)
+		if k.RouterSettings, err = router.ParseCallerSettings(lf.RouterSettings); err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
 	}
 	return k, nil
 }
