@@ -30,9 +30,9 @@ func TestVacuousFieldsStored(t *testing.T) {
 	require.NotNil(t, info["allowed_vector_store_indexes"])
 
 	st, out = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "vac-team",
-		"enforced_file_expires_after": map[string]any{"anchor": "created_at", "seconds": 3600},
+		"enforced_file_expires_after":         map[string]any{"anchor": "created_at", "seconds": 3600},
 		"enforced_batch_output_expires_after": map[string]any{"anchor": "created_at", "seconds": 60},
-		"secret_manager_settings": map[string]any{"namespace": "x"}, "prompts": []string{"p2"}})
+		"secret_manager_settings":             map[string]any{"namespace": "x"}, "prompts": []string{"p2"}})
 	require.Equal(t, 200, st, "%s", out)
 	st, out = b.Do(t, "GET", "/team/info?team_id=vac-team", nil)
 	require.Equal(t, 200, st, "%s", out)
