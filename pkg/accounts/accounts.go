@@ -174,7 +174,23 @@ type Organization struct {
 	Blocked bool     `json:"blocked"`
 	// Links: the organization's budget_id (LiteLLM_OrganizationTable.budget_id; sql/012).
 	Links Links `json:"litellm_fields"`
+	// Members are the organization's memberships; a budget_id is the member's
+	// max_budget_in_organization budget (LiteLLM LiteLLM_OrganizationMembership.budget_id).
+	Members []struct {
+		UserID   string `json:"user_id"`
+		BudgetID string `json:"budget_id"`
+	} `json:"members"`
 	Limits
+}
+
+// MemberBudgetID is the budget of member userID within the organization ("" none).
+func (o *Organization) MemberBudgetID(userID string) string {
+	for i := range o.Members {
+		if o.Members[i].UserID == userID {
+			return o.Members[i].BudgetID
+		}
+	}
+	return ""
 }
 
 // EndUser is a gateway.end_users row as served: the caller's customer, named by the request

@@ -255,8 +255,8 @@ var Models = map[Model]fieldSet{
 	TeamMemberAdd:    {"team_id": col, "member": col, "max_budget_in_team": col},
 	TeamMemberUpdate: {"team_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_team": col, "tpm_limit": col, "rpm_limit": col},
 	TeamMemberDelete: {"team_id": col, "user_id": col, "user_email": col},
-	OrgMemberAdd:     {"organization_id": col, "member": col, "max_budget_in_organization": notYet},
-	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": notYet},
+	OrgMemberAdd:     {"organization_id": col, "member": col, "max_budget_in_organization": col},
+	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": col},
 	OrgMemberDelete:  {"organization_id": col, "user_id": col, "user_email": col},
 	BudgetNew: {
 		"budget_id": col, "max_budget": col, "soft_budget": col, "max_parallel_requests": col,
