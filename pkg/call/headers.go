@@ -41,8 +41,8 @@ import (
 func (c *Call) SetHeaders(h http.Header, res *provider.Response) {
 	h["X-Litellm-Call-Id"] = c.idHeader
 	h["X-Litellm-Attempted-Retries"] = smallInt(c.attempts - 1)
-	if c.hasMaxRetries {
-		h["X-Litellm-Max-Retries"] = smallInt(c.maxRetries)
+	if c.rs != nil && c.rs.HasNumRetries {
+		h["X-Litellm-Max-Retries"] = smallInt(c.rs.NumRetries)
 	} else {
 		h["X-Litellm-Max-Retries"] = smallInt(c.p.Router.Settings().NumRetries)
 	}
@@ -143,12 +143,10 @@ func pyFloat(f float64) string {
 	return s
 }
 
-// routerHeaders sets the call's x-litellm-max-retries and (when the request set none)
-// x-litellm-timeout from the caller's router_settings (Caller.RouterSettings).
+// routerHeaders keeps the caller's router_settings (Caller.RouterSettings) for the call's
+// x-litellm-max-retries and, when the request set none, its x-litellm-timeout.
 func (c *Call) routerHeaders(rs *router.CallerSettings) {
-	if rs.HasNumRetries {
-		c.maxRetries, c.hasMaxRetries = rs.NumRetries, true
-	}
+	c.rs = rs
 	if rs.Timeout > 0 && c.timeout == nil {
 		c.timeout = []string{strconv.FormatFloat(rs.Timeout.Seconds(), 'f', -1, 64)}
 	}
