@@ -19,6 +19,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
+	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
@@ -124,7 +125,12 @@ type Team struct {
 		// MemberPermissions is LiteLLM's team_member_permissions: the key routes a member with
 		// role user may call on the team's keys (nil: access.DefaultTeamMemberPermissions).
 		MemberPermissions []string `json:"team_member_permissions"`
+		// RouterSettings is LiteLLM's team router_settings, built into RouterSettings.
+		RouterSettings json.RawMessage `json:"router_settings"`
 	} `json:"litellm_fields"`
+	// RouterSettings are the team's per-call router settings (router.CallerSettings) for
+	// its keys without router_settings of their own (nil: none).
+	RouterSettings *router.CallerSettings `json:"-"`
 	Limits
 }
 
@@ -168,7 +174,23 @@ type Organization struct {
 	Blocked bool     `json:"blocked"`
 	// Links: the organization's budget_id (LiteLLM_OrganizationTable.budget_id; sql/012).
 	Links Links `json:"litellm_fields"`
+	// Members are the organization's memberships; a budget_id is the member's
+	// max_budget_in_organization budget (LiteLLM LiteLLM_OrganizationMembership.budget_id).
+	Members []struct {
+		UserID   string `json:"user_id"`
+		BudgetID string `json:"budget_id"`
+	} `json:"members"`
 	Limits
+}
+
+// MemberBudgetID is the budget of member userID within the organization ("" none).
+func (o *Organization) MemberBudgetID(userID string) string {
+	for i := range o.Members {
+		if o.Members[i].UserID == userID {
+			return o.Members[i].BudgetID
+		}
+	}
+	return ""
 }
 
 // EndUser is a gateway.end_users row as served: the caller's customer, named by the request
@@ -210,6 +232,9 @@ func BuildTeamRow(r store.Row) (*Team, error) {
 		if m.Role != RoleAdmin && m.Role != RoleUser {
 			return nil, fmt.Errorf("team %q: members_with_roles[%d].role: %q (want admin or user)", t.ID, i, m.Role)
 		}
+	}
+	if t.RouterSettings, err = router.ParseCallerSettings(t.Fields.RouterSettings); err != nil {
+		return nil, fmt.Errorf("team %q: %w", t.ID, err)
 	}
 	for uid, b := range t.MemberBudgets {
 		if b == nil {

@@ -218,7 +218,9 @@ func (a *Admin) EditModel(ctx context.Context, id string, req ModelInput) (store
 }
 
 // DeleteModel is /model/delete: removes the DB model id; its tombstone is applied after
-// commit. Errors: Invalid ("id is required", a config-file model), NotFound.
+// commit. A team model (model_info.team_id) also leaves its team: its public name goes from
+// the team's models and model_aliases in the same transaction (teamModel.removeFromTeam, as
+// LiteLLM's delete_model). Errors: Invalid ("id is required", a config-file model), NotFound.
 func (a *Admin) DeleteModel(ctx context.Context, id string) error {
 	if id == "" {
 		return invalid("id", "id is required")
@@ -226,5 +228,23 @@ func (a *Admin) DeleteModel(ctx context.Context, id string) error {
 	if a.configModel(id) {
 		return invalid("id", "Can't delete model. Model in config. Remove it from the config file instead.")
 	}
-	return a.deleteOne(ctx, store.Model, id, modelNotFound)
+	return a.Write(ctx, func(w *Writer) error {
+		cur, err := editableModel(ctx, w, id)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Delete(ctx, store.Model, id); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return modelNotFound(id)
+			}
+			return err
+		}
+		info, _ := objectOf(cur.ModelInfo, "model_info")
+		tid, _ := info["team_id"].(string)
+		pub, _ := info["team_public_model_name"].(string)
+		if tid == "" || pub == "" {
+			return nil
+		}
+		return teamModel{teamID: tid, public: pub, unique: cur.ModelName}.removeFromTeam(ctx, w)
+	})
 }

@@ -59,7 +59,10 @@ type OrgMembersAdded struct {
 // LiteLLM's add_member_to_organization does (role internal_user). Errors: Invalid
 // ("organization_id is required", a role, "User already in organization - <who>"), NotFound
 // (the organization).
-func (a *Admin) AddOrgMembers(ctx context.Context, orgID string, add []OrgMember) (OrgMembersAdded, error) {
+func (a *Admin) AddOrgMembers(ctx context.Context, orgID string, add []OrgMember, maxBudget *float64) (OrgMembersAdded, error) {
+	if err := CheckOrgMemberBudget(maxBudget); err != nil {
+		return OrgMembersAdded{}, err
+	}
 	var res OrgMembersAdded
 	row, err := a.editOrgMembers(ctx, orgID, func(ctx context.Context, w *Writer, cur []OrgMember) ([]OrgMember, error) {
 		req := make([]accounts.Member, len(add))
@@ -93,6 +96,11 @@ func (a *Admin) AddOrgMembers(ctx context.Context, orgID string, add []OrgMember
 				e := m.UserEmail
 				om.UserEmail = &e
 			}
+			if maxBudget != nil { // max_budget_in_organization (org_member_budget.go)
+				if err := setOrgMemberBudget(ctx, w, &om, *maxBudget); err != nil {
+					return nil, err
+				}
+			}
 			cur = append(cur, om)
 			res.Memberships = append(res.Memberships, om)
 		}
@@ -108,20 +116,28 @@ func (a *Admin) AddOrgMembers(ctx context.Context, orgID string, add []OrgMember
 // UpdateOrgMember is PATCH /organization/member_update: who's (user_id or user_email) role in
 // organization orgID (role "" keeps it). Returns the membership. Errors: Invalid (no user_id
 // or user_email, a role, not a member), NotFound.
-func (a *Admin) UpdateOrgMember(ctx context.Context, orgID string, who accounts.Member, role string) (OrgMember, error) {
+func (a *Admin) UpdateOrgMember(ctx context.Context, orgID string, who accounts.Member, role string, maxBudget *float64) (OrgMember, error) {
+	if err := CheckOrgMemberBudget(maxBudget); err != nil {
+		return OrgMember{}, err
+	}
 	if role != "" {
 		if err := CheckOrgRole("role", role); err != nil {
 			return OrgMember{}, err
 		}
 	}
 	var out OrgMember
-	_, err := a.editOrgMembers(ctx, orgID, func(_ context.Context, _ *Writer, cur []OrgMember) ([]OrgMember, error) {
+	_, err := a.editOrgMembers(ctx, orgID, func(ctx context.Context, w *Writer, cur []OrgMember) ([]OrgMember, error) {
 		i, err := findOrgMember(orgID, cur, who)
 		if err != nil {
 			return nil, err
 		}
 		if role != "" {
 			cur[i].UserRole = role
+		}
+		if maxBudget != nil { // max_budget_in_organization (org_member_budget.go)
+			if err := setOrgMemberBudget(ctx, w, &cur[i], *maxBudget); err != nil {
+				return nil, err
+			}
 		}
 		cur[i].UpdatedAt = time.Now().UTC()
 		out = cur[i]

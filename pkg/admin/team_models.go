@@ -62,3 +62,44 @@ func (tm teamModel) addToTeam(ctx context.Context, w *Writer) error {
 	_, err = w.Update(ctx, store.Team, tm.teamID, vals)
 	return err
 }
+
+// removeFromTeam undoes addToTeam when the team model is deleted (/model/delete), as LiteLLM's
+// delete_model drops a team model's public name from the team (PR #29820: team.models and
+// the model_aliases entry), in w under the team row's lock. Only an alias still naming this
+// model's unique name is removed (a later model of the same public name keeps it, and the
+// models entry with it). A team that no longer exists is left alone.
+func (tm teamModel) removeFromTeam(ctx context.Context, w *Writer) error {
+	cur, err := w.GetForUpdate(ctx, store.Team, tm.teamID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t, err := accounts.BuildTeamRow(cur)
+	if err != nil {
+		return err
+	}
+	if t.Fields.ModelAliases[tm.public] != tm.unique {
+		return nil
+	}
+	aliases := map[string]string{}
+	for k, v := range t.Fields.ModelAliases {
+		if k != tm.public {
+			aliases[k] = v
+		}
+	}
+	lf, _ := json.Marshal(map[string]any{"model_aliases": aliases})
+	vals := store.Values{"litellm_fields": store.JSONMerge(lf)}
+	if contains(t.Models, tm.public) {
+		models := make([]string, 0, len(t.Models))
+		for _, m := range t.Models {
+			if m != tm.public {
+				models = append(models, m)
+			}
+		}
+		vals["models"] = models
+	}
+	_, err = w.Update(ctx, store.Team, tm.teamID, vals)
+	return err
+}

@@ -113,6 +113,7 @@ func (s *Server) accountJSON(r mgmt.Row) (map[string]any, error) {
 	}
 	delete(m, "version")
 	delete(m, "team_member_budgets") // shown as team_memberships (teamMemberships)
+	dropPassword(m)                  // a user's password hash is never returned
 	withLiteLLMFields(m)             // tags, user_name, model_aliases, ... (sql/011)
 	memberNulls(m)
 	if _, ok := m["spend"]; !ok {
@@ -167,6 +168,9 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 	if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
 		return nil, nil, err
 	}
+	if err := hashPassword(lf); err != nil {
+		return nil, nil, err
+	}
 	for c, v := range litellmFieldsValue(lf) {
 		vals[c] = v
 	}
@@ -189,6 +193,9 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 			return err
 		}
 		if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
+			return err
+		}
+		if err := hashPassword(lf); err != nil {
 			return err
 		}
 		for c, v := range litellmFieldsValue(lf) {

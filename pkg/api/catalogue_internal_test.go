@@ -27,8 +27,8 @@ func routeFields() map[catalogue.Model]fields {
 		catalogue.UpdateOrg:        orgKind.cols.with(id(orgKind)).with(orgKind.updateExtra),
 		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)).with(endUserKind.newExtra),
 		catalogue.UpdateCustomer:   endUserKind.cols.with(id(endUserKind)),
-		catalogue.OrgMemberAdd:     {"organization_id": fString, "member": fAny},
-		catalogue.OrgMemberUpdate:  {"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString},
+		catalogue.OrgMemberAdd:     {"organization_id": fString, "member": fAny, "max_budget_in_organization": fNumber},
+		catalogue.OrgMemberUpdate:  {"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString, "max_budget_in_organization": fNumber},
 		catalogue.OrgMemberDelete:  {"organization_id": fString, "user_id": fString, "user_email": fString},
 		catalogue.TeamMemberAdd:    {"team_id": fString, "member": fMembers, "max_budget_in_team": fNumber},
 		catalogue.TeamMemberUpdate: {"team_id": fString, "user_id": fString, "user_email": fString, "role": fString, "max_budget_in_team": fNumber, "tpm_limit": fInt, "rpm_limit": fInt},
@@ -64,7 +64,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	known := func(n string) bool { return n == "models" }
 	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
-		"policies": raw(`[]`), "router_settings": raw(` {} `), "rpm_limt": raw(`1`)}
+		"policies": raw(`[]`), "auto_rotate": raw(` false `), "rpm_limt": raw(`1`)}
 	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +81,8 @@ func TestSplitLiteLLM(t *testing.T) {
 		{"tags", `"a"`, `tags must be an array of strings`},
 		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
 		{"model_rpm_limit", `{"m": -1}`, `model_rpm_limit["m"] must be an integer >= 0`},
+		{"router_settings", `{"routing_strategy": "x"}`, `router_settings: "routing_strategy" not supported on a key or team`},
+		{"router_settings", `{"timeout": "x"}`, `router_settings.timeout: must be a number of seconds > 0`},
 	} {
 		_, err := splitLiteLLM(catalogue.GenerateKey, map[string]json.RawMessage{c.field: raw(c.value)}, known)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -9,6 +9,7 @@ import (
 
 	"lockstep/pkg/catalogue"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/router"
 )
 
 // LiteLLM request fields without a lockstep column (pkg/catalogue; API.md "Compatibility
@@ -74,6 +75,10 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 	switch k {
 	case catalogue.ObjectPermission, catalogue.KeyType, catalogue.LimitType, catalogue.Duration, catalogue.Permissions, catalogue.KeyRoutes:
 		return checkAccessKind(name, k, raw)
+	case catalogue.RouterSettings:
+		if _, err := router.ParseCallerSettings(raw); err != nil {
+			return badRequest("%v", err)
+		}
 	case catalogue.String:
 		return checkKind(name, fString, raw)
 	case catalogue.Strings:

@@ -118,7 +118,7 @@ func (s *Server) orgMemberAdd(c echo.Context) error {
 	if err := s.requireDB(mgmt.TypeOrganization, "organizations"); err != nil {
 		return err
 	}
-	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "member": fAny}, catalogue.OrgMemberAdd)
+	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "member": fAny, "max_budget_in_organization": fNumber}, catalogue.OrgMemberAdd)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,11 @@ func (s *Server) orgMemberAdd(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.mgmt.AddOrgMembers(c.Request().Context(), str(body, "organization_id"), add)
+	mb, err := orgMemberBudget(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.mgmt.AddOrgMembers(c.Request().Context(), str(body, "organization_id"), add, mb)
 	if err != nil {
 		return err
 	}
@@ -148,12 +152,17 @@ func (s *Server) orgMemberUpdate(c echo.Context) error {
 	if err := s.requireDB(mgmt.TypeOrganization, "organizations"); err != nil {
 		return err
 	}
-	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString}, catalogue.OrgMemberUpdate)
+	body, _, err := decodeFieldsModel(c, fields{"organization_id": fString, "user_id": fString, "user_email": fString, "role": fString,
+		"max_budget_in_organization": fNumber}, catalogue.OrgMemberUpdate)
+	if err != nil {
+		return err
+	}
+	mb, err := orgMemberBudget(body)
 	if err != nil {
 		return err
 	}
 	m, err := s.mgmt.UpdateOrgMember(c.Request().Context(), str(body, "organization_id"),
-		accounts.Member{UserID: str(body, "user_id"), UserEmail: str(body, "user_email")}, str(body, "role"))
+		accounts.Member{UserID: str(body, "user_id"), UserEmail: str(body, "user_email")}, str(body, "role"), mb)
 	if err != nil {
 		return err
 	}
@@ -176,4 +185,13 @@ func (s *Server) orgMemberDelete(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, m)
+}
+
+// orgMemberBudget reads max_budget_in_organization (USD; nil: not given, or null).
+func orgMemberBudget(body map[string]json.RawMessage) (*float64, error) {
+	v, ok, err := optNumber(body, "max_budget_in_organization")
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &v, nil
 }

@@ -40,7 +40,28 @@ func (p Caller) Aliased(model string) string {
 	if m, ok := p.Key.X().Aliases[model]; ok && m != "" {
 		model = m
 	}
+	if rs := p.RouterSettings(); rs != nil {
+		if m, ok := rs.ModelGroupAlias[model]; ok && m != "" {
+			model = m
+		}
+	}
 	return model
+}
+
+// RouterSettings are the caller's per-call router settings: its key's router_settings when
+// it has any, else its team's (LiteLLM _get_hierarchical_router_settings: key > team, never
+// merged); nil for the master key and a caller with none.
+func (p Caller) RouterSettings() *router.CallerSettings {
+	if p.Key == nil {
+		return nil
+	}
+	if p.Key.X().RouterSettings != nil {
+		return p.Key.X().RouterSettings
+	}
+	if p.Team != nil {
+		return p.Team.RouterSettings
+	}
+	return nil
 }
 
 // CanUse reports whether the caller may call model group name (whose deployments are group):

@@ -46,6 +46,15 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 			ctx = provider.WithCallTimeout(ctx, hk.timeout)
 		}
 	}
+	rs := sp.Caller.RouterSettings()
+	if rs != nil {
+		if rs.Timeout > 0 && hk.timeout == 0 { // the request's x-litellm-timeout wins (LiteLLM)
+			ctx = provider.WithCallTimeout(ctx, rs.Timeout)
+		}
+		if rs.HasNumRetries {
+			ctx = router.WithNumRetries(ctx, rs.NumRetries)
+		}
+	}
 	var first error
 	var firstCall *Call
 	var groups []string
@@ -58,6 +67,9 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 		if call != nil {
 			call.fallbacks = called
 			call.timeout = hk.timeoutHdr
+			if rs != nil {
+				call.routerHeaders(rs)
+			}
 			call.mock = hk.mock(sp.Model, called)
 			if err = answer(cctx, call); err == nil {
 				return nil, nil
@@ -69,7 +81,7 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 		}
 		if first == nil {
 			first, firstCall = err, call
-			groups = p.Router.Settings().FallbackGroups(sp.Model, class, hk.fallbacks)
+			groups = rs.Apply(p.Router.Settings()).FallbackGroups(sp.Model, class, hk.fallbacks)
 		}
 		for {
 			if tried >= len(groups) {

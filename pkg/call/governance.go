@@ -276,6 +276,8 @@ func (gc *govCall) Done(o Outcome) {
 			l.OrganizationID = ow.id
 		case "end_user":
 			l.EndUser = ow.id
+		case "org_member": // only for a member with a budget in the organization
+			l.ExtraTokens = append(l.ExtraTokens, ow.token())
 		}
 	}
 	if d := o.Deployment; d != nil {

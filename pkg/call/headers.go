@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"lockstep/pkg/provider"
+	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 )
 
@@ -26,9 +27,10 @@ import (
 //     "1.5e-05"); not on a stream (the cost is known only at its end: LiteLLM leaves out a
 //     None value);
 //   - x-litellm-attempted-retries: upstream calls made minus one;
-//   - x-litellm-max-retries: router_settings.num_retries;
-//   - x-litellm-timeout: the request's x-litellm-timeout, else the deployment's timeout, in
-//     seconds;
+//   - x-litellm-max-retries: the caller's router_settings.num_retries (its key's, else its
+//     team's), else the config's router_settings.num_retries;
+//   - x-litellm-timeout: the request's x-litellm-timeout, else the caller's
+//     router_settings.timeout, else the deployment's timeout, in seconds;
 //   - x-litellm-attempted-fallbacks: how many fallback model groups were called before the
 //     one answering (Serve, fallbacks.go).
 //
@@ -39,7 +41,11 @@ import (
 func (c *Call) SetHeaders(h http.Header, res *provider.Response) {
 	h["X-Litellm-Call-Id"] = c.idHeader
 	h["X-Litellm-Attempted-Retries"] = smallInt(c.attempts - 1)
-	h["X-Litellm-Max-Retries"] = smallInt(c.p.Router.Settings().NumRetries)
+	if c.rs != nil && c.rs.HasNumRetries {
+		h["X-Litellm-Max-Retries"] = smallInt(c.rs.NumRetries)
+	} else {
+		h["X-Litellm-Max-Retries"] = smallInt(c.p.Router.Settings().NumRetries)
+	}
 	h["X-Litellm-Attempted-Fallbacks"] = smallInt(c.fallbacks)
 	if c.timeout != nil {
 		h["X-Litellm-Timeout"] = c.timeout
@@ -135,4 +141,13 @@ func pyFloat(f float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// routerHeaders keeps the caller's router_settings (Caller.RouterSettings) for the call's
+// x-litellm-max-retries and, when the request set none, its x-litellm-timeout.
+func (c *Call) routerHeaders(rs *router.CallerSettings) {
+	c.rs = rs
+	if rs.Timeout > 0 && c.timeout == nil {
+		c.timeout = []string{strconv.FormatFloat(rs.Timeout.Seconds(), 'f', -1, 64)}
+	}
 }

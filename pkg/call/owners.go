@@ -21,7 +21,8 @@ type owner struct {
 	id    string
 	lim   limits.Limits
 	bud   spend.Budget
-	// user and team name a team membership (kind "team_member", id "<team>:<user>").
+	// user and team name a team membership (kind "team_member", id "<team>:<user>") or, in
+	// team the organization: an organization membership (kind "org_member", "<org>:<user>").
 	user, team string
 }
 
@@ -65,6 +66,16 @@ func (g *Governance) callOwners(ci CallInfo) []owner {
 		oo := owner{kind: "organization", label: "Organization", id: o.ID}
 		oo.lim, oo.bud = accounts.Effective(&o.Limits, g.budget(o.Links.BudgetID))
 		out = append(out, oo)
+		// the key's user within the organization: its max_budget_in_organization (a budget
+		// row its membership links, LiteLLM LiteLLM_OrganizationMembership.budget_id), on
+		// its own spend within the organization; only a member with such a budget is tracked
+		if ci.User != nil {
+			if mb := g.budget(o.MemberBudgetID(ci.User.ID)); mb != nil {
+				mo := owner{kind: "org_member", id: store.TeamMemberID(o.ID, ci.User.ID), user: ci.User.ID, team: o.ID}
+				mo.lim, mo.bud = mb.RateLimits(), mb.Budget()
+				out = append(out, mo)
+			}
+		}
 	}
 	// per-model rate limits of the key and of its team (LiteLLM model_rpm_limit /
 	// model_tpm_limit; its v3 limiter's descriptors model_per_key and model_per_team)
@@ -146,8 +157,11 @@ func (g *Governance) ownerError(h http.Header, o owner, err error) error {
 	case errors.As(err, &be):
 		g.rejected()
 		who := o.label + "=" + o.id
-		if o.kind == "team_member" { // LiteLLM _check_team_member_budget's text
+		switch o.kind {
+		case "team_member": // LiteLLM _check_team_member_budget's text
 			who = "User=" + o.user + " in Team=" + o.team
+		case "org_member":
+			who = "User=" + o.user + " in Organization=" + o.team
 		}
 		return &BudgetExceeded{Who: who, Spend: be.Spend, Max: be.Max}
 	}

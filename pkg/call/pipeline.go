@@ -91,10 +91,13 @@ type Call struct {
 	attempts  int
 	fallbacks int
 	mock      func(ctx context.Context, c *Call) error
-	timeout   []string        // x-litellm-timeout when the request set one; nil: the deployment's
-	span      *telemetry.Span // the call's span (tracing.go); nil when tracing is off
-	respID    string          // the answer's id the client saw (response_id.go), for the spend log
-	images    int             // images an image generation answered (priced per image)
+	timeout   []string // x-litellm-timeout when the request set one; nil: the deployment's
+	// rs are the caller's router_settings (x-litellm-max-retries and x-litellm-timeout from
+	// them; nil: none)
+	rs     *router.CallerSettings
+	span   *telemetry.Span // the call's span (tracing.go); nil when tracing is off
+	respID string          // the answer's id the client saw (response_id.go), for the spend log
+	images int             // images an image generation answered (priced per image)
 }
 
 // Spec is what a route gives the pipeline.

@@ -162,11 +162,11 @@ func TestStartRefusals(t *testing.T) {
 	require.ErrorAs(t, start(Caller{Key: k}, "a", chatBody("a", ""), nil), &ad)
 	require.Equal(t, "key", ad.Scope)
 	// aliases map the name before access
-	ka := &keys.Key{Token: "t2", Models: []string{"a"}, Aliases: map[string]string{"alias": "a"}}
+	ka := &keys.Key{Token: "t2", Models: []string{"a"}, Extra: &keys.Extra{Aliases: map[string]string{"alias": "a"}}}
 	require.NoError(t, start(Caller{Key: ka}, "alias", chatBody("alias", ""), nil))
 
 	var mp *MissingParam
-	ke := &keys.Key{Token: "t3", EnforcedParams: []string{"user", "metadata.generation_name"}}
+	ke := &keys.Key{Token: "t3", Extra: &keys.Extra{EnforcedParams: []string{"user", "metadata.generation_name"}}}
 	require.ErrorAs(t, start(Caller{Key: ke}, "a", chatBody("a", ""), nil), &mp)
 	require.Equal(t, "user", mp.Name)
 	require.ErrorAs(t, start(Caller{Key: ke}, "a", chatBody("a", `,"user":"u","metadata":{}`), nil), &mp)
@@ -174,7 +174,7 @@ func TestStartRefusals(t *testing.T) {
 	require.NoError(t, start(Caller{Key: ke}, "a", chatBody("a", `,"user":"u","metadata":{"generation_name":"g"}`), nil))
 
 	var cc *CacheControlRefused
-	kc := &keys.Key{Token: "t4", AllowedCacheControls: []string{"ttl"}}
+	kc := &keys.Key{Token: "t4", Extra: &keys.Extra{AllowedCacheControls: []string{"ttl"}}}
 	require.ErrorAs(t, start(Caller{Key: kc}, "a", chatBody("a", `,"cache":{"ttl":1,"no-cache":true}`), nil), &cc)
 	require.Equal(t, "no-cache", cc.Control)
 	require.NoError(t, start(Caller{Key: kc}, "a", chatBody("a", `,"cache":{"ttl":1}`), nil))

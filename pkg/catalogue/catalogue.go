@@ -90,6 +90,11 @@ const (
 	// KeyRoutes is a list of LiteLLM key management routes ("/key/generate", "/key/update",
 	// ...; team_member_permissions).
 	KeyRoutes
+	// RouterSettings is a key's or team's router_settings: the members LiteLLM's Router
+	// applies per call (router.ParseCallerSettings: fallbacks, context_window_fallbacks,
+	// content_policy_fallbacks, num_retries, timeout, model_group_alias); any other member
+	// is a 400 naming it.
+	RouterSettings
 )
 
 // Field is one field of a LiteLLM request model.
@@ -147,7 +152,7 @@ var generateRequestBase = fieldSet{
 	"metadata": col, "tpm_limit": col, "rpm_limit": col, "budget_duration": col,
 	"allowed_cache_controls": notYet, "config": stored(Object), "permissions": notYet,
 	"model_max_budget": honoured(ModelBudgetMap), "model_rpm_limit": notYet, "model_tpm_limit": notYet,
-	"guardrails": notYet, "policies": notYet, "prompts": notYet, "blocked": col,
+	"guardrails": notYet, "policies": notYet, "prompts": stored(Strings), "blocked": col,
 	"aliases": honoured(StringMap), "object_permission": notYet,
 }
 
@@ -155,9 +160,9 @@ var generateRequestBase = fieldSet{
 var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"key": col, "budget_id": honoured(String), "tags": stored(Strings), "enforced_params": honoured(Strings),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
-	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": notYet,
-	"allowed_vector_store_indexes": notYet, "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
-	"router_settings": notYet, "access_group_ids": notYet,
+	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": stored(Strings),
+	"allowed_vector_store_indexes": stored(Any), "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
+	"router_settings": honoured(RouterSettings), "access_group_ids": notYet,
 	// on a key (not a user): enforced per call (pkg/access, api/key_access.go)
 	"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
 	"object_permission": honoured(ObjectPermission),
@@ -177,7 +182,7 @@ var teamBase = fieldSet{
 	"team_alias": col, "team_id": col, "organization_id": col, "admins": stored(Any), "members": stored(Any),
 	"members_with_roles": col, "team_member_permissions": honoured(KeyRoutes), "metadata": col, "tpm_limit": col,
 	"rpm_limit": col, "max_budget": col, "soft_budget": stored(Number), "budget_duration": col,
-	"models": col, "blocked": col, "router_settings": notYet, "access_group_ids": notYet,
+	"models": col, "blocked": col, "router_settings": honoured(RouterSettings), "access_group_ids": notYet,
 	// not in TeamBase but in LiteLLM_TeamTable, and a lockstep column since issue 13
 	"max_parallel_requests": col,
 }
@@ -185,13 +190,13 @@ var teamBase = fieldSet{
 // teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
 var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
-	"policies": notYet, "prompts": notYet, "object_permission": honoured(ObjectPermission),
-	"allowed_passthrough_routes": notYet, "secret_manager_settings": notYet,
+	"policies": notYet, "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
+	"allowed_passthrough_routes": stored(Strings), "secret_manager_settings": stored(Object),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": col,
 	"team_member_rpm_limit": col, "team_member_tpm_limit": col,
 	"team_member_key_duration": honoured(Duration), "team_member_budget_duration": col,
-	"allowed_vector_store_indexes": notYet, "enforced_batch_output_expires_after": notYet,
-	"enforced_file_expires_after": notYet,
+	"allowed_vector_store_indexes": stored(Any), "enforced_batch_output_expires_after": stored(Object),
+	"enforced_file_expires_after": stored(Object),
 }
 
 var customerFields = fieldSet{
@@ -219,12 +224,12 @@ var Models = map[Model]fieldSet{
 	NewUser: merge(generateRequestBase, fieldSet{
 		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,
 		"send_invite_email": stored(Bool), "sso_user_id": stored(String), "organizations": notYet,
-		"password": notYet, "user_name": stored(String),
+		"password": stored(String), "user_name": stored(String),
 		// lockstep: a user's own organization (LiteLLM_UserTable.organization_id)
 		"organization_id": col,
 	}),
 	UpdateUser: merge(generateRequestBase, fieldSet{
-		"spend": col, "password": notYet, "user_alias": col, "user_role": col, "user_email": col,
+		"spend": col, "password": stored(String), "user_alias": col, "user_role": col, "user_email": col,
 		"user_name": stored(String), "organization_id": col,
 		// on a user (not its key) these are LiteLLM_UserTable-less: aliases and key_alias are
 		// informational; duration and team_id would change the user's keys or teams
@@ -250,8 +255,8 @@ var Models = map[Model]fieldSet{
 	TeamMemberAdd:    {"team_id": col, "member": col, "max_budget_in_team": col},
 	TeamMemberUpdate: {"team_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_team": col, "tpm_limit": col, "rpm_limit": col},
 	TeamMemberDelete: {"team_id": col, "user_id": col, "user_email": col},
-	OrgMemberAdd:     {"organization_id": col, "member": col, "max_budget_in_organization": notYet},
-	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": notYet},
+	OrgMemberAdd:     {"organization_id": col, "member": col, "max_budget_in_organization": col},
+	OrgMemberUpdate:  {"organization_id": col, "user_id": col, "user_email": col, "role": col, "max_budget_in_organization": col},
 	OrgMemberDelete:  {"organization_id": col, "user_id": col, "user_email": col},
 	BudgetNew: {
 		"budget_id": col, "max_budget": col, "soft_budget": col, "max_parallel_requests": col,

@@ -16,6 +16,7 @@ import (
 
 	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
+	"lockstep/pkg/router"
 	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
@@ -89,6 +90,10 @@ type Extra struct {
 	// ModelBudgets are the key's per-model budgets (LiteLLM model_max_budget: model group →
 	// max_budget, budget_duration) on its spend for that model alone (nil: none).
 	ModelBudgets map[string]spend.Budget
+	// RouterSettings are the key's router_settings (LiteLLM key router_settings: per-call
+	// fallbacks, num_retries, timeout, model_group_alias; router.CallerSettings), which win
+	// over its team's; nil: none. From litellm_fields.
+	RouterSettings *router.CallerSettings
 }
 
 // noExtra is what X returns for a key without Extra: shared, never written.
@@ -212,6 +217,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			CacheControls  []string          `json:"allowed_cache_controls"`
 			Permissions    map[string]any    `json:"permissions"`
 			OrgID          string            `json:"organization_id"`
+			RouterSettings json.RawMessage   `json:"router_settings"`
 			ObjectPerm     *struct {
 				Agents []string `json:"agents"`
 			} `json:"object_permission"`
@@ -255,6 +261,9 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
 		x.OrganizationID = intern(lf.OrgID)
+		if x.RouterSettings, err = router.ParseCallerSettings(lf.RouterSettings); err != nil {
+			return nil, fmt.Errorf("litellm_fields: %w", err)
+		}
 		if !x.empty() {
 			heap := x // only a key that sets one of them allocates its Extra
 			k.Extra = &heap
@@ -268,7 +277,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 func (x *Extra) empty() bool {
 	return x.Aliases == nil && x.ModelLimits == nil && x.EnforcedParams == nil && x.Guardrails == nil &&
 		x.AllowedRoutes == nil && x.Agents == nil && x.AllowedCacheControls == nil && x.OrganizationID == "" &&
-		x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil
+		x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil && x.RouterSettings == nil
 }
 
 // ModelLimits builds per-model rate limits from LiteLLM's model_rpm_limit and model_tpm_limit

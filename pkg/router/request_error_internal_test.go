@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestRequestErrorClassifiedAsTheFormer400(t *testing.T) {
 			require.Equal(t, c, Classify(pair[1]), msg)
 			for _, s := range settings {
 				r := &Router{settings: s}
-				require.Equal(t, r.retriesFor(c, pair[0]), r.retriesFor(c, pair[1]), "%s %+v", msg, s)
+				require.Equal(t, r.retriesFor(context.Background(), c, pair[0]), r.retriesFor(context.Background(), c, pair[1]), "%s %+v", msg, s)
 			}
 		}
 	}

@@ -85,8 +85,9 @@ func (r *Router) StreamN(ctx context.Context, group []*registry.Entry[*Deploymen
 	})
 }
 
-// retriesFor is how many retries a failure of class c allows.
-func (r *Router) retriesFor(c Class, err error) int {
+// retriesFor is how many retries a failure of class c allows: retry_policy's, else the
+// caller's num_retries (WithNumRetries) or router_settings.num_retries for a retryable one.
+func (r *Router) retriesFor(ctx context.Context, c Class, err error) int {
 	if n, ok := r.settings.RetryPolicy[c]; ok {
 		return n
 	}
@@ -94,6 +95,9 @@ func (r *Router) retriesFor(c Class, err error) int {
 		return n
 	}
 	if provider.IsRetryable(err) {
+		if n, ok := numRetriesOf(ctx); ok {
+			return n
+		}
 		return r.settings.NumRetries
 	}
 	return 0
@@ -137,7 +141,7 @@ func attempt[T any](r *Router, ctx context.Context, group []*registry.Entry[*Dep
 			p.st.lat[k].record(1000, time.Now().UnixNano(), r.settings.LatencyTTL, r.settings.LatencySamples)
 		}
 		r.fail(p.d, p.st, len(group), c, err)
-		if n >= r.retriesFor(c, err) {
+		if n >= r.retriesFor(ctx, c, err) {
 			return zero, p.d, n + 1, wrap(err, p.d, n+1)
 		}
 		tried = append(tried, p.d.ModelID)
