@@ -235,7 +235,14 @@ func (s *Server) agentRPC(c echo.Context) error {
 	if k := who.Key; k != nil && k.Limits.Any() && s.Limiter != nil {
 		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
-	ctx := a2a.WithOwner(req.Context(), taskOwner(who))
+	hops, ok := provider.ParseA2AHops(req.Header.Get(provider.A2AHopsHeader))
+	if !ok {
+		return badRequest("%s: must be a non-negative integer, got %q", provider.A2AHopsHeader, req.Header.Get(provider.A2AHopsHeader))
+	}
+	if hops >= provider.MaxA2AHops {
+		return badRequest("a2a agent: this request already passed through %d remote A2A agent calls (%s); an agent's URL points back at a gateway", hops, provider.A2AHopsHeader)
+	}
+	ctx := a2a.WithOwner(provider.WithA2AHops(req.Context(), hops), taskOwner(who))
 	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c), a2a.Call{Caller: who.Caller, Header: req.Header, RespHeader: h})
 	return nil
 }
