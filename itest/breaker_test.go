@@ -75,3 +75,45 @@ func TestRemoteA2AAgentLoopIsBounded(t *testing.T) {
 		require.Contains(t, string(rb), want)
 	}
 }
+
+// An internal user does not lift the budget the proxy admin put on its key (API.md "No role
+// raises its own ... budget"; LiteLLM _validate_update_key_data): /key/update with spend or
+// a different max_budget is a 403 with LiteLLM's text and nothing is written — before, a user
+// without a budget of its own raised its key's max_budget from 1.5 to 1000 and reset its spend
+// to 0. Other fields, and the same max_budget, still update; a team admin still sets its team
+// key's budget (within the team's).
+func TestKeyOwnerCannotLiftKeyBudget(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	for _, u := range []map[string]any{{"user_id": "owner", "user_role": "internal_user", "auto_create_key": false},
+		{"user_id": "tadmin", "user_role": "internal_user", "auto_create_key": false}} {
+		st, body := p.A.Do(t, "POST", "/user/new", u)
+		require.Equal(t, 200, st, "%s", body)
+	}
+	st, body := p.A.Do(t, "POST", "/team/new", map[string]any{"team_id": "bt", "max_budget": 50,
+		"members_with_roles": []map[string]any{{"user_id": "tadmin", "role": "admin"}}})
+	require.Equal(t, 200, st, "%s", body)
+	key, _ := govKey(t, p.A, map[string]any{"user_id": "owner", "max_budget": 1.5})
+	adminKey, _ := govKey(t, p.A, map[string]any{"user_id": "tadmin", "team_id": "bt"})
+	teamKey, _ := govKey(t, p.A, map[string]any{"team_id": "bt", "max_budget": 5})
+	Eventually(t, "B serves the keys", func() bool {
+		st1, _ := p.B.DoKey(t, key, "GET", "/key/info", nil)
+		st2, _ := p.B.DoKey(t, adminKey, "GET", "/key/info", nil)
+		return st1 == 200 && st2 == 200
+	})
+	for _, upd := range []map[string]any{{"max_budget": 1000}, {"max_budget": nil}, {"spend": 0}} {
+		upd["key"] = key
+		st, body := p.B.DoKey(t, key, "POST", "/key/update", upd)
+		require.Equal(t, 403, st, "%v: %s", upd, body)
+		require.Equal(t, "Only proxy admins, team admins, or org admins can call /key/update (max_budget/spend). user_role=internal_user, user_id=owner",
+			gjson.GetBytes(body, "error.message").Str, "%s", body)
+	}
+	st, body = p.A.Do(t, "GET", "/key/info?key="+key, nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, 1.5, gjson.GetBytes(body, "info.max_budget").Float(), "nothing written: %s", body)
+	st, body = p.B.DoKey(t, key, "POST", "/key/update", map[string]any{"key": key, "key_alias": "mine", "max_budget": 1.5})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = p.B.DoKey(t, adminKey, "POST", "/key/update", map[string]any{"key": teamKey, "max_budget": 20})
+	require.Equal(t, 200, st, "a team admin sets its team key's budget: %s", body)
+	require.Equal(t, 20.0, gjson.GetBytes(body, "max_budget").Float(), "%s", body)
+}
