@@ -117,3 +117,24 @@ func TestKeyOwnerCannotLiftKeyBudget(t *testing.T) {
 	require.Equal(t, 200, st, "a team admin sets its team key's budget: %s", body)
 	require.Equal(t, 20.0, gjson.GetBytes(body, "max_budget").Float(), "%s", body)
 }
+
+// An aws_region_name that is not a region name is a 400 naming it and nothing is stored: the
+// region is part of the endpoint's host, so "evil.com#" sent the SigV4-signed Bedrock (or
+// SageMaker) request to bedrock-runtime.evil.com before.
+func TestAWSRegionNameIsARegion(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	for _, c := range []struct{ model, region string }{{"bedrock/anthropic.claude-3-haiku-20240307-v1:0", "evil.com#"},
+		{"bedrock/anthropic.claude-3-haiku-20240307-v1:0", "us-east-1/../x"}, {"sagemaker/my-endpoint", "x.evil.com?"}} {
+		st, body := p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "aws-bad", "litellm_params": map[string]any{"model": c.model,
+			"aws_region_name": c.region, "aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}})
+		require.Equal(t, 400, st, "%v: %s", c, body)
+		require.Contains(t, gjson.GetBytes(body, "error.message").Str, "litellm_params.aws_region_name: \""+c.region+"\" is not an AWS region (like us-east-1)", "%s", body)
+	}
+	st, body := p.A.Do(t, "GET", "/model/info", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.NotContains(t, string(body), "aws-bad", "nothing stored")
+	st, body = p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "aws-ok", "litellm_params": map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0",
+		"aws_region_name": "us-gov-west-1", "aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}})
+	require.Equal(t, 200, st, "%s", body)
+}
