@@ -60,6 +60,12 @@ func TestRemoteA2AAgentLoopIsBounded(t *testing.T) {
 		return !strings.Contains(msg, "not found")
 	})
 	require.Contains(t, msg, "already passed through 8 remote A2A agent calls (X-Lockstep-A2A-Hops)", "status %d", st)
+	send["method"] = "message/stream"
+	st, body = p.A.Do(t, "POST", "/a2a/loop", send)
+	require.Contains(t, string(body), "already passed through 8 remote A2A agent calls", "streamed: status %d", st)
+	st, body = p.A.Do(t, "POST", "/v1/chat/completions", map[string]any{"model": "a2a/loop", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	require.NotEqual(t, 200, st, "%s", body)
+	require.Contains(t, string(body), "already passed through 8 remote A2A agent calls", "as a model on an LLM route: %s", body)
 
 	for hops, want := range map[string]string{"8": "already passed through 8", "x": "X-Lockstep-A2A-Hops: must be a non-negative integer"} {
 		b, _ := json.Marshal(send)
@@ -137,4 +143,39 @@ func TestAWSRegionNameIsARegion(t *testing.T) {
 	st, body = p.A.Do(t, "POST", "/model/new", map[string]any{"model_name": "aws-ok", "litellm_params": map[string]any{"model": "bedrock/anthropic.claude-3-haiku-20240307-v1:0",
 		"aws_region_name": "us-gov-west-1", "aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}})
 	require.Equal(t, 200, st, "%s", body)
+}
+
+// An agent whose reply stream fails after it started ends its A2A message/stream "failed"
+// with the error, not "completed" with the text so far: a remote A2A agent streaming a failed
+// final status (here the gateway itself, one hop short of the A2AHopsHeader bound), on B.
+// Before, the pipeline's error frame was skipped as a frame without text.
+func TestAgentStreamFailureIsAFailedTask(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	st, body := p.A.Do(t, "POST", "/v1/agents", map[string]any{"agent_name": "loop2",
+		"agent_card_params": remoteCard("loop2", "0.3", p.B.URL+"/a2a/loop2"),
+		"litellm_params":    map[string]any{"model": "a2a_agent/loop2", "api_key": MasterKey, "timeout": 60}})
+	require.Equal(t, 200, st, "%s", body)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": map[string]any{"message": map[string]any{
+		"kind": "message", "role": "user", "messageId": "m1", "parts": []any{map[string]any{"kind": "text", "text": "hi"}}}}})
+	var last gjson.Result
+	Eventually(t, "B streams the agent", func() bool {
+		req, err := http.NewRequest("POST", p.B.URL+"/a2a/loop2", bytes.NewReader(b))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+MasterKey)
+		req.Header.Set("X-Lockstep-A2A-Hops", "6") // B calls B at 7, which calls B at 8: refused
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		rb, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(rb), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				last = gjson.Get(d, "result")
+			}
+		}
+		return last.Get("kind").Str == "status-update"
+	})
+	require.True(t, last.Get("final").Bool(), "%s", last.Raw)
+	require.Equal(t, "failed", last.Get("status.state").Str, "%s", last.Raw)
+	require.Contains(t, last.Get("status.message.parts.0.text").Str, "already passed through 8 remote A2A agent calls", "%s", last.Raw)
 }

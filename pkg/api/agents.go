@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/a2a"
 	mgmt "lockstep/pkg/admin"
@@ -345,12 +347,29 @@ func (c agentCompleter) Stream(ctx context.Context, ac a2a.Call, agent *a2a.Agen
 			return a2aError(err, agent)
 		}
 		if ev.Text == "" {
+			if msg, failed := streamErrorFrame(ev.Data); failed {
+				// the upstream failed mid-stream and the pipeline rendered its error frame: the
+				// task fails with it (it is not a completed reply)
+				return &a2a.Error{Code: a2a.CodeInternalError, Message: msg}
+			}
 			continue
 		}
 		if err := onDelta(ev.Text); err != nil {
 			return err
 		}
 	}
+}
+
+// streamErrorFrame finds the error event an OpenAI chat stream ends with when it fails after
+// it started (`data: {"error": {"message", ...}}`, format.Renderer.Fail) in data, one event's
+// SSE frames, and returns its message.
+func streamErrorFrame(data []byte) (string, bool) {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if j, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.HasPrefix(j, []byte(`{"error"`)) {
+			return gjson.GetBytes(j, "error.message").Str, true
+		}
+	}
+	return "", false
 }
 
 // start starts the pipeline for one agent message of the A2A request ac (its caller, a
