@@ -33,11 +33,12 @@ import (
 // prefixes after BadRequestError's constructor ran, ContentPolicyViolationError before it). A
 // message that already names a LiteLLM class — the mock_response errors and the request hooks
 // (mock_testing_rate_limit_error, …), worded as LiteLLM's own mocks — is kept as it is.
-// Only upstream failures get a prefix: the gateway's own refusals (unknown model, key access,
-// budgets, rate limits, guardrails, "No deployments available", a RouterRateLimitError in
-// LiteLLM, which is no litellm exception) keep the texts API.md gives.
+// Only upstream failures get a prefix: the gateway's own refusals (a request it cannot read or
+// translate, ue.Local; unknown model, key access, budgets, rate limits, guardrails, "No
+// deployments available", a RouterRateLimitError in LiteLLM, which is no litellm exception)
+// keep the texts API.md gives.
 func liteLLMMessage(err error, ue *format.UpstreamError) string {
-	if strings.HasPrefix(ue.Message, "litellm.") {
+	if ue.Local || strings.HasPrefix(ue.Message, "litellm.") {
 		return ue.Message
 	}
 	return liteLLMPrefix(router.Classify(err), ue) + ue.Message

@@ -43,6 +43,8 @@ func TestLiteLLMErrorPrefixTable(t *testing.T) {
 		{up(501, "", "m"), "litellm.APIError: m"},
 		{&format.UpstreamError{Status: 502, Conn: true, Message: "m"}, "litellm.APIConnectionError: m"},
 		{&format.UpstreamError{Status: 429, Message: "litellm.RateLimitError: mock"}, "litellm.RateLimitError: mock"},
+		// the gateway's own refusal of a request it cannot translate: its text, no prefix
+		{format.BadRequest("messages: image URLs cannot be sent to provider gemini"), "messages: image URLs cannot be sent to provider gemini"},
 		{&router.NoDeploymentsError{Model: "g"}, "No deployments available for selected model, Try again in 1 seconds. Passed model=g. pre-call-checks=False, cooldown_list=[]"},
 	} {
 		_, body := render(t, s, "/v1/chat/completions", tc.err)

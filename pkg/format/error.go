@@ -31,6 +31,9 @@ type UpstreamError struct {
 	// Conn: the upstream gave no HTTP answer (the connection failed or broke), Status is 502;
 	// LiteLLM's APIConnectionError.
 	Conn bool
+	// Local: no upstream was called — the gateway refused the client's request before any call
+	// ([BadRequest]); its text is the gateway's own and gets no LiteLLM class prefix.
+	Local bool
 }
 
 func (e *UpstreamError) Error() string {
@@ -39,8 +42,8 @@ func (e *UpstreamError) Error() string {
 
 var ErrTruncated = errors.New("upstream stream ended before completion")
 
-// badRequest is a 400 returned before any upstream call (the client's request cannot be
-// translated).
+// BadRequest is a 400 returned before any upstream call (the client's request cannot be
+// translated or read): Local, so answered with exactly this text.
 func BadRequest(format string, args ...any) *UpstreamError {
-	return &UpstreamError{Status: 400, Message: fmt.Sprintf(format, args...), Type: "invalid_request_error"}
+	return &UpstreamError{Status: 400, Message: fmt.Sprintf(format, args...), Type: "invalid_request_error", Local: true}
 }

@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -20,13 +21,16 @@ import (
 //
 // Errors are LiteLLM's `Invalid model_max_budget: <reason>. Example of valid model_max_budget:
 // https://docs.litellm.ai/docs/proxy/users`.
+// invalidModelBudget starts LiteLLM's refusal text (capitalised as LiteLLM writes it).
+const invalidModelBudget = "Invalid model_max_budget: "
+
 func ParseModelBudgets(raw json.RawMessage) (map[string]spend.Budget, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
 		return nil, nil
 	}
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("Invalid model_max_budget: %s. Example of valid model_max_budget: https://docs.litellm.ai/docs/proxy/users", fmt.Sprintf(format, args...))
+		return errors.New(invalidModelBudget + fmt.Sprintf(format, args...) + ". Example of valid model_max_budget: https://docs.litellm.ai/docs/proxy/users")
 	}
 	var byModel map[string]map[string]json.RawMessage
 	if json.Unmarshal(raw, &byModel) != nil {
