@@ -15,6 +15,7 @@ import (
 
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/spend"
 	"lockstep/pkg/store"
 )
 
@@ -178,6 +179,11 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 			return forbiddenf("only the proxy admin can set %s on a key", f)
 		}
 	}
+	if cur != nil && !c.teamKeysOf(cur.TeamID) && (req.Spend.set && !req.Spend.null() || budgetChanged(req.MaxBudget, cur.Budget)) {
+		// LiteLLM _validate_update_key_data (_is_budget_change): a key's max_budget and spend
+		// are changed by the proxy admin or the key's team admin, not by the key's owner
+		return forbiddenf("Only proxy admins, team admins, or org admins can call /key/update (max_budget/spend). user_role=%s, user_id=%s", c.Role(), uid)
+	}
 	if o, ok := req.Extra["organization_id"]; ok && string(o) != "null" && string(o) != `""` {
 		// a key's organization replaces its user's as the one whose limits bind it
 		return forbiddenf("only the proxy admin can set a key's organization_id")
@@ -244,6 +250,19 @@ func capFloat(field string, o optional, max *float64, who string) error {
 		return forbiddenf("%s higher than %s %s. %s %s=%v. Key %s=%s", field, who, field, capitalize(who), field, *max, field, o.raw)
 	}
 	return nil
+}
+
+// budgetChanged reports whether an update's max_budget o changes the key's budget cur (a
+// value other than the current one, or null on a key that has one).
+func budgetChanged(o optional, cur spend.Budget) bool {
+	if !o.set {
+		return false
+	}
+	if o.null() {
+		return cur.Has
+	}
+	var v float64
+	return json.Unmarshal(o.raw, &v) != nil || !cur.Has || v != cur.Max
 }
 
 // capInt is capFloat for an integer limit.

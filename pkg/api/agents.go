@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 
 	"lockstep/pkg/a2a"
 	mgmt "lockstep/pkg/admin"
@@ -236,7 +238,14 @@ func (s *Server) agentRPC(c echo.Context) error {
 	if k := who.Key; k != nil && k.Limits.Any() && s.Limiter != nil {
 		pipeline.SetRateHeaders(h, s.Limiter.Status(k.Token, k.Limits))
 	}
-	ctx := a2a.WithOwner(req.Context(), taskOwner(who))
+	hops, ok := provider.ParseA2AHops(req.Header.Get(provider.A2AHopsHeader))
+	if !ok {
+		return badRequest("%s: must be a non-negative integer, got %q", provider.A2AHopsHeader, req.Header.Get(provider.A2AHopsHeader))
+	}
+	if hops >= provider.MaxA2AHops {
+		return badRequest("a2a agent: this request already passed through %d remote A2A agent calls (%s); an agent's URL points back at a gateway", hops, provider.A2AHopsHeader)
+	}
+	ctx := a2a.WithOwner(provider.WithA2AHops(req.Context(), hops), taskOwner(who))
 	s.a2a.RPC(c.Response(), req.WithContext(ctx), agentParam(c), a2a.Call{Caller: who.Caller, Header: req.Header, RespHeader: h})
 	return nil
 }
@@ -339,12 +348,29 @@ func (c agentCompleter) Stream(ctx context.Context, ac a2a.Call, agent *a2a.Agen
 			return a2aError(err, agent)
 		}
 		if ev.Text == "" {
+			if msg, failed := streamErrorFrame(ev.Data); failed {
+				// the upstream failed mid-stream and the pipeline rendered its error frame: the
+				// task fails with it (it is not a completed reply)
+				return &a2a.Error{Code: a2a.CodeInternalError, Message: msg}
+			}
 			continue
 		}
 		if err := onDelta(ev.Text); err != nil {
 			return err
 		}
 	}
+}
+
+// streamErrorFrame finds the error event an OpenAI chat stream ends with when it fails after
+// it started (`data: {"error": {"message", ...}}`, format.Renderer.Fail) in data, one event's
+// SSE frames, and returns its message.
+func streamErrorFrame(data []byte) (string, bool) {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if j, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.HasPrefix(j, []byte(`{"error"`)) {
+			return gjson.GetBytes(j, "error.message").Str, true
+		}
+	}
+	return "", false
 }
 
 // start starts the pipeline for one agent message of the A2A request ac (its caller, a

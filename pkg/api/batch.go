@@ -17,6 +17,12 @@ import (
 // errBatchStream refuses a streamed batch completion.
 const errBatchStream = "stream: a comma-separated model (batch completion) is answered as a list and cannot be streamed"
 
+// maxBatchModels bounds the names of one batch completion: each is a concurrent call through
+// the whole pipeline (and upstream), so an unbounded list would let one request of a few
+// hundred KB fan out into that many upstream calls (LiteLLM sets no bound). More → 400
+// `model: a batch completion names at most 64 models, got <n>`.
+const maxBatchModels = 64
+
 // batchCompletion serves a /chat/completions request whose model is a comma-separated list of
 // model names: LiteLLM's batch completion across models (litellm/proxy/route_llm_request.py:
 // a "," in an acompletion's model → Router.abatch_completion, or with "fastest_response":
@@ -28,7 +34,8 @@ const errBatchStream = "stream: a comma-separated model (batch completion) is an
 // {...}}; LiteLLM returns the exception in its place). With fastest_response true the answer
 // is the first successful completion alone (with its headers), the other calls are
 // cancelled; when every call fails, the first name's error is the answer. fastest_response is
-// not sent upstream; a non-boolean one is a 400. A streamed batch is a 400 (errBatchStream).
+// not sent upstream; a non-boolean one is a 400. A streamed batch is a 400 (errBatchStream),
+// as is one naming more than maxBatchModels models.
 func (s *Server) batchCompletion(ctx context.Context, c echo.Context, spec pipeline.Spec) error {
 	if spec.Stream {
 		return badRequest(errBatchStream)
@@ -43,6 +50,9 @@ func (s *Server) batchCompletion(ctx context.Context, c echo.Context, spec pipel
 		if body, err = sjson.DeleteBytes(body, "fastest_response"); err != nil {
 			return badRequest("%v", err)
 		}
+	}
+	if n := strings.Count(spec.Model, ",") + 1; n > maxBatchModels {
+		return badRequest("model: a batch completion names at most %d models, got %d", maxBatchModels, n)
 	}
 	names := strings.Split(spec.Model, ",")
 	for i := range names {

@@ -259,6 +259,10 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 			req.Header["Anthropic-Beta"] = beta
 		}
 	}
+	if d.Provider == a2aRemoteProvider { // bounds a loop back into a gateway (A2AHopsHeader)
+		req.Header = req.Header.Clone()
+		req.Header.Set(A2AHopsHeader, a2aHopsHeader(ctx))
+	}
 	if h := telemetry.UpstreamHeader(ctx, req.Header); h != nil {
 		req.Header = h // tracing on: the attempt's traceparent goes upstream
 	}

@@ -132,6 +132,11 @@ func awsSigner(s *provider.Setup, name string) (bs *bedrockSigner, region, profi
 	if region == "" {
 		region = os.Getenv("AWS_DEFAULT_REGION")
 	}
+	if region != "" && !validRegion(region) {
+		// the region becomes part of the endpoint's host: "evil.com#" would send the signed
+		// request to bedrock-runtime.evil.com
+		return nil, "", "", fmt.Errorf("litellm_params.aws_region_name: %q is not an AWS region (like us-east-1) for provider %q", region, name)
+	}
 	keyID, err := get("aws_access_key_id", "")
 	if err != nil {
 		return nil, "", "", err
@@ -171,6 +176,21 @@ func awsSigner(s *provider.Setup, name string) (bs *bedrockSigner, region, profi
 		return cfg.Credentials, nil
 	})
 	return bs, region, profile, nil
+}
+
+// validRegion reports whether region can be an AWS region name (us-east-1, us-gov-west-1,
+// cn-north-1): 1 to 32 lowercase letters, digits and "-", starting with a letter — the only
+// characters AWS region names use, so it is one DNS label of the endpoint's host.
+func validRegion(region string) bool {
+	if len(region) > 32 || region[0] < 'a' || region[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(region) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // callRegion is the AWS region of a deployment configured without one, found when it is first
