@@ -259,7 +259,10 @@ func TestCheckTempBudget(t *testing.T) {
 	}{
 		{map[string]json.RawMessage{}, ""},
 		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`)}, "temp_budget_increase and temp_budget_expiry must be set together"},
-		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-01-01T00:00:00Z"`)}, "temp_budget_expiry must be an ISO 8601 date-time in the future"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-01-01T00:00:00Z"`)}, "temp_budget_expiry must be in the future, got \"2025-01-01T00:00:00Z\""},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-12-31"`)}, "temp_budget_expiry must be in the future"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"tomorrow"`)}, "temp_budget_expiry must be an ISO 8601 date or date-time, got \"tomorrow\""},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2030-01-01"`)}, ""},
 		{map[string]json.RawMessage{"temp_budget_increase": raw(`-1`), "temp_budget_expiry": raw(`"2027-01-01T00:00:00"`)}, "temp_budget_increase"},
 		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2027-01-01T00:00:00"`)}, ""},
 	} {
@@ -267,5 +270,9 @@ func TestCheckTempBudget(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.extra, err, c.want)
 		}
+	}
+	date := map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2030-01-01"`)}
+	if err := CheckTempBudget(date, now); err != nil || string(date["temp_budget_expiry"]) != `"2030-01-01T00:00:00Z"` {
+		t.Fatalf("a date is its midnight UTC: %v %s", err, date["temp_budget_expiry"])
 	}
 }
