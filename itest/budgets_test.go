@@ -343,3 +343,40 @@ func TestModelMaxBudgetAcrossReplicas(t *testing.T) {
 		return true
 	})
 }
+
+// A membership budget (/team/member_add max_budget_in_team) is a real budget row, as LiteLLM's
+// LiteLLM_BudgetTable: /budget/info on the membership's budget_id finds it on another replica;
+// a blank budget_id is a 400 naming budget_id.
+func TestMembershipBudgetIsABudget(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t)
+	a, b := c.G[0], c.G[1]
+	st, body := a.Do(t, "POST", "/team/new", map[string]any{"team_id": "mbb"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/team/member_add", map[string]any{"team_id": "mbb", "max_budget_in_team": 3,
+		"member": map[string]any{"user_id": "mu", "role": "user"}})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "GET", "/team/info?team_id=mbb", nil)
+	require.Equal(t, 200, st, "%s", body)
+	var bid string
+	for _, m := range JSON(t, body)["team_memberships"].([]any) {
+		if id, ok := m.(map[string]any)["budget_id"].(string); ok && id != "" {
+			bid = id
+		}
+	}
+	require.NotEmpty(t, bid, "%s", body)
+	Eventually(t, "b serves the membership budget", func() bool {
+		st, body = b.Do(t, "POST", "/budget/info", map[string]any{"budgets": []string{bid}})
+		return st == 200 && len(budgetArray(t, body)) == 1
+	})
+	require.Equal(t, 3.0, budgetArray(t, body)[0].(map[string]any)["max_budget"], "%s", body)
+
+	for _, p := range []struct {
+		path string
+		body map[string]any
+	}{{"/budget/new", map[string]any{"budget_id": "   "}}, {"/customer/new", map[string]any{"user_id": "ws", "budget_id": "   "}}} {
+		st, body = b.Do(t, "POST", p.path, p.body)
+		require.Equal(t, 400, st, "%s %s", p.path, body)
+		require.Contains(t, string(body), `budget_id must be a non-blank string, got \"   \"`, p.path)
+	}
+}
