@@ -269,8 +269,11 @@ func TestTempBudgetIncreaseAcrossReplicas(t *testing.T) {
 	require.Contains(t, string(body), "temp_budget_increase and temp_budget_expiry must be set together")
 	st, body = a.Do(t, "POST", "/key/update", map[string]any{"key": key, "temp_budget_increase": 0.1, "temp_budget_expiry": "2020-01-01T00:00:00Z"})
 	require.Equal(t, 400, st, "%s", body)
-	require.Contains(t, string(body), "temp_budget_expiry must be an ISO 8601 date-time in the future")
-	expiry := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.Contains(t, string(body), `temp_budget_expiry must be in the future, got \"2020-01-01T00:00:00Z\"`)
+	st, body = a.Do(t, "POST", "/key/update", map[string]any{"key": key, "temp_budget_increase": 0.1, "temp_budget_expiry": "soon"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), `temp_budget_expiry must be an ISO 8601 date or date-time, got \"soon\"`)
+	expiry := time.Now().AddDate(0, 0, 2).UTC().Format(time.DateOnly) // a date: its midnight UTC (LiteLLM)
 	st, body = a.Do(t, "POST", "/key/update", map[string]any{"key": key, "temp_budget_increase": 0.1, "temp_budget_expiry": expiry})
 	require.Equal(t, 200, st, "%s", body)
 	require.Equal(t, 0.1, JSON(t, body)["temp_budget_increase"], "returned: %s", body)
@@ -339,4 +342,41 @@ func TestModelMaxBudgetAcrossReplicas(t *testing.T) {
 		require.Contains(t, string(body), "LiteLLM End User: mm-eu, exceeded budget for model=mmb-m")
 		return true
 	})
+}
+
+// A membership budget (/team/member_add max_budget_in_team) is a real budget row, as LiteLLM's
+// LiteLLM_BudgetTable: /budget/info on the membership's budget_id finds it on another replica;
+// a blank budget_id is a 400 naming budget_id.
+func TestMembershipBudgetIsABudget(t *testing.T) {
+	t.Parallel()
+	c := startGovCluster(t)
+	a, b := c.G[0], c.G[1]
+	st, body := a.Do(t, "POST", "/team/new", map[string]any{"team_id": "mbb"})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/team/member_add", map[string]any{"team_id": "mbb", "max_budget_in_team": 3,
+		"member": map[string]any{"user_id": "mu", "role": "user"}})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "GET", "/team/info?team_id=mbb", nil)
+	require.Equal(t, 200, st, "%s", body)
+	var bid string
+	for _, m := range JSON(t, body)["team_memberships"].([]any) {
+		if id, ok := m.(map[string]any)["budget_id"].(string); ok && id != "" {
+			bid = id
+		}
+	}
+	require.NotEmpty(t, bid, "%s", body)
+	Eventually(t, "b serves the membership budget", func() bool {
+		st, body = b.Do(t, "POST", "/budget/info", map[string]any{"budgets": []string{bid}})
+		return st == 200 && len(budgetArray(t, body)) == 1
+	})
+	require.Equal(t, 3.0, budgetArray(t, body)[0].(map[string]any)["max_budget"], "%s", body)
+
+	for _, p := range []struct {
+		path string
+		body map[string]any
+	}{{"/budget/new", map[string]any{"budget_id": "   "}}, {"/customer/new", map[string]any{"user_id": "ws", "budget_id": "   "}}} {
+		st, body = b.Do(t, "POST", p.path, p.body)
+		require.Equal(t, 400, st, "%s %s", p.path, body)
+		require.Contains(t, string(body), `budget_id must be a non-blank string, got \"   \"`, p.path)
+	}
 }

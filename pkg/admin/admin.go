@@ -47,6 +47,8 @@ type Tx interface {
 	SetSpend(ctx context.Context, token string, spend float64) error
 	// GetForUpdate reads a row and locks it until the transaction ends.
 	GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error)
+	// GetForShare reads a row and takes a FOR SHARE lock on it until the transaction ends.
+	GetForShare(ctx context.Context, typ store.ObjectType, id string) (store.Row, error)
 	// ListBy reads the rows of typ whose column equals value.
 	ListBy(ctx context.Context, typ store.ObjectType, column, value string) ([]store.Row, error)
 	// DeleteBy deletes the rows of typ whose column equals value: their ids with their
@@ -240,6 +242,9 @@ func (w *Writer) LockTable(ctx context.Context, typ store.ObjectType) error {
 
 // Insert writes a new row; it is applied after commit.
 func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Values) (store.Row, error) {
+	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+		return store.Row{}, err
+	}
 	row, err := w.tx.Insert(ctx, typ, vals)
 	if err == nil {
 		row.Type = typ
@@ -250,6 +255,9 @@ func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Va
 
 // Update rewrites a row; it is applied after commit.
 func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, vals store.Values) (store.Row, error) {
+	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+		return store.Row{}, err
+	}
 	row, err := w.tx.Update(ctx, typ, id, vals)
 	if err == nil {
 		row.Type = typ

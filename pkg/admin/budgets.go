@@ -11,6 +11,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -59,8 +60,12 @@ func budgetResetAt(vals store.Values) error {
 
 // NewBudget is /budget/new: inserts a budget with the decoded column values vals (budget_id
 // "" generates a uuid, as LiteLLM). Errors: Invalid `Budget with id '<id>' already exists.`
-// (LiteLLM's text), Invalid for a bad budget_duration, the store's.
+// (LiteLLM's text), Invalid for a bad budget_duration or a blank budget_id (CheckBudgetID), the
+// store's.
 func (a *Admin) NewBudget(ctx context.Context, c Caller, id string, vals store.Values) (store.Row, error) {
+	if err := CheckBudgetID(id); err != nil {
+		return store.Row{}, err
+	}
 	if id == "" {
 		id = uuid.NewString()
 	}
@@ -169,16 +174,58 @@ func (a *Admin) DeleteBudget(ctx context.Context, id string) (store.Row, error) 
 	return row, err
 }
 
-// CheckBudgetRef refuses a link (field, e.g. "budget_id") to a budget that does not exist:
-// Invalid `Budget not found, passed budget_id=<id>`. id "" (unlinking) passes.
-func (a *Admin) CheckBudgetRef(ctx context.Context, field, id string) error {
-	if id == "" {
+// budgetLinkers are the object types whose litellm_fields.budget_id links a budget (the ones
+// DeleteBudget's BudgetLinks looks at; a team links its member budget by a budget it writes
+// in the same transaction).
+var budgetLinkers = map[store.ObjectType]bool{store.Key: true, store.EndUser: true, store.Organization: true}
+
+// lockLinkedBudget runs before every insert or update of typ with vals: when vals link a
+// budget (litellm_fields.budget_id, a non-empty string), the budget row is read FOR SHARE in
+// the write's own transaction, so a concurrent DeleteBudget (FOR UPDATE, then BudgetLinks)
+// either waits for this write and sees the link, or deletes first and this write sees the
+// budget gone: a link to a missing budget can never commit. Errors: Invalid
+// `Budget not found, passed budget_id=<id>`, CheckBudgetID's, the store's.
+func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, vals store.Values) error {
+	if !budgetLinkers[typ] {
 		return nil
 	}
-	if _, err := a.st.Get(ctx, store.Budget, id); errors.Is(err, store.ErrNotFound) {
-		return invalid(field, "Budget not found, passed %s=%s", field, id)
+	var raw []byte
+	switch v := vals["litellm_fields"].(type) {
+	case store.JSONMerge:
+		raw = v
+	case []byte:
+		raw = v
+	case json.RawMessage:
+		raw = v
+	case string:
+		raw = []byte(v)
+	default:
+		return nil
+	}
+	var lf struct {
+		BudgetID *string `json:"budget_id"`
+	}
+	if json.Unmarshal(raw, &lf) != nil || lf.BudgetID == nil || *lf.BudgetID == "" {
+		return nil // no link, an unlink (null), or not an object: the store refuses the latter
+	}
+	if err := CheckBudgetID(*lf.BudgetID); err != nil {
+		return err
+	}
+	if _, err := w.tx.GetForShare(ctx, store.Budget, *lf.BudgetID); errors.Is(err, store.ErrNotFound) {
+		return invalid("budget_id", "Budget not found, passed budget_id=%s", *lf.BudgetID)
 	} else if err != nil {
 		return err
+	}
+	return nil
+}
+
+// CheckBudgetID refuses a budget_id that is blank (whitespace only; LiteLLM would store it and
+// link nothing): Invalid "budget_id must be a non-blank string, got <json>". "" passes (as
+// unset). Source: none in LiteLLM (which accepts it); the project's "bad input gets a 400".
+func CheckBudgetID(id string) error {
+	if id != "" && strings.TrimSpace(id) == "" {
+		b, _ := json.Marshal(id)
+		return invalid("budget_id", "budget_id must be a non-blank string, got %s", b)
 	}
 	return nil
 }

@@ -89,14 +89,70 @@ func TestBudgetInfoAndLinks(t *testing.T) {
 	if _, err := a.BudgetsByID(ctx, nil); !errors.As(err, &inv) || !strings.HasPrefix(inv.Msg, "Specify list of budget id's to query.") {
 		t.Fatalf("empty: %v", err)
 	}
-	if err := a.CheckBudgetRef(ctx, "budget_id", "b1"); err != nil {
-		t.Fatal(err)
+}
+
+// Linking a key, end user or organization to a budget (litellm_fields.budget_id) locks the
+// budget row FOR SHARE inside the linking write's own transaction (so a concurrent
+// /budget/delete cannot commit between the check and the link); an unknown budget refuses the
+// write with nothing written; an unlink (null) and other types lock nothing; a blank id is
+// refused.
+func TestBudgetLinkLocksInTx(t *testing.T) {
+	a, st, _ := budgetAdmin(t)
+	ctx := context.Background()
+	st.put(store.Budget, store.Values{"budget_id": "b1"})
+	for _, c := range []struct {
+		typ  store.ObjectType
+		vals store.Values
+	}{
+		{store.Key, store.Values{"token": "k1", "litellm_fields": store.JSONMerge(`{"budget_id":"b1"}`)}},
+		{store.EndUser, store.Values{"user_id": "eu", "litellm_fields": store.JSONMerge(`{"budget_id":"b1"}`)}},
+		{store.Organization, store.Values{"organization_id": "o", "litellm_fields": []byte(`{"budget_id":"b1"}`)}},
+	} {
+		st.shareLocks = nil
+		txs := st.txs
+		if err := a.Write(ctx, func(w *Writer) error { _, err := w.Insert(ctx, c.typ, c.vals); return err }); err != nil {
+			t.Fatal(c.typ, err)
+		}
+		if len(st.shareLocks) != 1 || st.shareLocks[0] != "budget b1" || st.txs != txs+1 {
+			t.Fatalf("%s: locks %v in %d txs", c.typ, st.shareLocks, st.txs-txs)
+		}
+		id := c.vals[pkOf(c.typ)].(string)
+		st.shareLocks = nil
+		var inv *Invalid
+		err := a.Write(ctx, func(w *Writer) error {
+			_, err := w.Update(ctx, c.typ, id, store.Values{"litellm_fields": store.JSONMerge(`{"budget_id":"nope"}`)})
+			return err
+		})
+		if !errors.As(err, &inv) || inv.Field != "budget_id" || inv.Msg != "Budget not found, passed budget_id=nope" {
+			t.Fatalf("%s unknown: %v", c.typ, err)
+		}
+		if r, _ := st.Get(ctx, c.typ, id); !strings.Contains(string(r.Data), `"b1"`) {
+			t.Fatalf("%s: a refused link writes nothing: %s", c.typ, r.Data)
+		}
+		if err := a.Write(ctx, func(w *Writer) error {
+			_, err := w.Update(ctx, c.typ, id, store.Values{"litellm_fields": store.JSONMerge(`{"budget_id":null}`)})
+			return err
+		}); err != nil || len(st.shareLocks) != 1 {
+			t.Fatalf("%s unlink: %v, locks %v", c.typ, err, st.shareLocks)
+		}
+		err = a.Write(ctx, func(w *Writer) error {
+			_, err := w.Update(ctx, c.typ, id, store.Values{"litellm_fields": store.JSONMerge(`{"budget_id":"   "}`)})
+			return err
+		})
+		if !errors.As(err, &inv) || inv.Msg != `budget_id must be a non-blank string, got "   "` {
+			t.Fatalf("%s blank: %v", c.typ, err)
+		}
 	}
-	if err := a.CheckBudgetRef(ctx, "budget_id", ""); err != nil {
-		t.Fatal("unlinking passes:", err)
+	st.shareLocks = nil
+	if err := a.Write(ctx, func(w *Writer) error {
+		_, err := w.Insert(ctx, store.Team, store.Values{"team_id": "t", "litellm_fields": []byte(`{"budget_id":"nope"}`)})
+		return err
+	}); err != nil || len(st.shareLocks) != 0 {
+		t.Fatalf("team: %v %v", err, st.shareLocks)
 	}
-	if err := a.CheckBudgetRef(ctx, "budget_id", "nope"); !errors.As(err, &inv) || inv.Msg != "Budget not found, passed budget_id=nope" {
-		t.Fatalf("unknown link: %v", err)
+	var inv *Invalid
+	if _, err := a.NewBudget(ctx, Caller{}, "  ", store.Values{}); !errors.As(err, &inv) || inv.Field != "budget_id" {
+		t.Fatalf("blank new budget id: %v", err)
 	}
 }
 
@@ -203,7 +259,10 @@ func TestCheckTempBudget(t *testing.T) {
 	}{
 		{map[string]json.RawMessage{}, ""},
 		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`)}, "temp_budget_increase and temp_budget_expiry must be set together"},
-		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-01-01T00:00:00Z"`)}, "temp_budget_expiry must be an ISO 8601 date-time in the future"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-01-01T00:00:00Z"`)}, "temp_budget_expiry must be in the future, got \"2025-01-01T00:00:00Z\""},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2025-12-31"`)}, "temp_budget_expiry must be in the future"},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"tomorrow"`)}, "temp_budget_expiry must be an ISO 8601 date or date-time, got \"tomorrow\""},
+		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2030-01-01"`)}, ""},
 		{map[string]json.RawMessage{"temp_budget_increase": raw(`-1`), "temp_budget_expiry": raw(`"2027-01-01T00:00:00"`)}, "temp_budget_increase"},
 		{map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2027-01-01T00:00:00"`)}, ""},
 	} {
@@ -211,5 +270,9 @@ func TestCheckTempBudget(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.extra, err, c.want)
 		}
+	}
+	date := map[string]json.RawMessage{"temp_budget_increase": raw(`1`), "temp_budget_expiry": raw(`"2030-01-01"`)}
+	if err := CheckTempBudget(date, now); err != nil || string(date["temp_budget_expiry"]) != `"2030-01-01T00:00:00Z"` {
+		t.Fatalf("a date is its midnight UTC: %v %s", err, date["temp_budget_expiry"])
 	}
 }

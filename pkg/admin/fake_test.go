@@ -27,6 +27,8 @@ type fakeStore struct {
 	created map[string]int64
 	txs     int
 	spend   map[string]store.KeySpend
+	// shareLocks are the rows GetForShare locked ("type id"), in order.
+	shareLocks []string
 }
 
 func newFakeStore() *fakeStore {
@@ -290,6 +292,12 @@ func (t *fakeTx) MoveKeySpend(ctx context.Context, from, to string) error {
 }
 
 func (t *fakeTx) GetForUpdate(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	return t.Get(ctx, typ, id)
+}
+
+// GetForShare is Get, recording the lock (shareLocks "type id").
+func (t *fakeTx) GetForShare(ctx context.Context, typ store.ObjectType, id string) (store.Row, error) {
+	t.f.shareLocks = append(t.f.shareLocks, string(typ)+" "+id)
 	return t.Get(ctx, typ, id)
 }
 

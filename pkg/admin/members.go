@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"time"
 
@@ -166,11 +167,21 @@ func (a *Admin) editMembers(ctx context.Context, teamID string, edit func(ctx co
 		if t.MemberBudgets == nil {
 			t.MemberBudgets = map[string]*accounts.MemberBudget{}
 		}
+		before := map[string]accounts.MemberBudget{}
+		for u, b := range t.MemberBudgets {
+			if b != nil {
+				before[u] = *b
+			}
+		}
 		members, err := edit(ctx, w, t)
 		if err != nil {
 			return err
 		}
-		row, err = w.Update(ctx, store.Team, teamID, memberValues(members, t.MemberBudgets))
+		vals := memberValues(members, t.MemberBudgets)
+		if err := syncMemberBudgets(ctx, w, before, members, t.MemberBudgets); err != nil {
+			return err
+		}
+		row, err = w.Update(ctx, store.Team, teamID, vals)
 		return err
 	})
 	if err != nil {
@@ -299,6 +310,45 @@ func (a *Admin) UpdateTeamMember(ctx context.Context, teamID string, who account
 		return accounts.Member{}, nil, err
 	}
 	return got, mb, nil
+}
+
+// syncMemberBudgets makes each team membership budget a gateway.budgets row in w's
+// transaction, as LiteLLM's LiteLLM_BudgetTable row its LiteLLM_TeamMembership links by
+// budget_id (/team/member_add, member_update max_budget_in_team, ...), so /budget/info
+// finds it: a budget made or changed by the edit is written (updated, or inserted when it has
+// no row yet), one the edit removed (or whose member left) is deleted. before is the team's
+// member budgets before the edit; members and after are the edit's result.
+func syncMemberBudgets(ctx context.Context, w *Writer, before map[string]accounts.MemberBudget, members []accounts.Member, after map[string]*accounts.MemberBudget) error {
+	kept := map[string]bool{}
+	for _, m := range members {
+		if b, ok := after[m.UserID]; ok && m.UserID != "" && b != nil {
+			kept[b.BudgetID] = true
+			if old, ok := before[m.UserID]; ok && reflect.DeepEqual(old, *b) {
+				continue
+			}
+			vals := store.Values{"max_budget": b.MaxBudget, "tpm_limit": b.TPMLimit, "rpm_limit": b.RPMLimit,
+				"max_parallel_requests": b.MaxParallel, "budget_duration": b.BudgetDuration, "updated_by": proxyAdminName}
+			if _, err := w.Update(ctx, store.Budget, b.BudgetID, vals); !errors.Is(err, store.ErrNotFound) {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			vals["budget_id"], vals["created_by"] = b.BudgetID, proxyAdminName
+			if _, err := w.Insert(ctx, store.Budget, vals); err != nil {
+				return err
+			}
+		}
+	}
+	for _, old := range before {
+		if kept[old.BudgetID] || old.BudgetID == "" {
+			continue
+		}
+		if _, err := w.Delete(ctx, store.Budget, old.BudgetID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // setMemberBudget applies edits to userID's budget in team t (created with a new budget_id

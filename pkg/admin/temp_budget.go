@@ -8,10 +8,12 @@ import (
 )
 
 // CheckTempBudget checks /key/update's temp_budget_increase (USD >= 0) and temp_budget_expiry
-// (an ISO 8601 time in the future) in the request's LiteLLM fields: both or neither (LiteLLM
-// raises the key's max_budget by the increase until the expiry). Errors: Invalid
+// (an ISO 8601 date-time, or a date meaning its midnight UTC as LiteLLM's datetime parsing
+// takes it, in the future) in the request's LiteLLM fields: both or neither (LiteLLM raises
+// the key's max_budget by the increase until the expiry). Errors: Invalid
 // "temp_budget_increase and temp_budget_expiry must be set together",
-// "temp_budget_expiry must be an ISO 8601 date-time in the future, got <v>".
+// "temp_budget_expiry must be an ISO 8601 date or date-time, got <v>",
+// "temp_budget_expiry must be in the future, got <v>".
 func CheckTempBudget(extra map[string]json.RawMessage, now time.Time) error {
 	inc, hasInc := extra["temp_budget_increase"]
 	exp, hasExp := extra["temp_budget_expiry"]
@@ -40,8 +42,14 @@ func CheckTempBudget(extra map[string]json.RawMessage, now time.Time) error {
 	if err != nil {
 		t, err = time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.UTC)
 	}
-	if err != nil || !t.After(now) {
-		return invalid("temp_budget_expiry", "temp_budget_expiry must be an ISO 8601 date-time in the future, got %s", exp)
+	if err != nil {
+		t, err = time.ParseInLocation(time.DateOnly, s, time.UTC) // a date is its midnight UTC, as LiteLLM's datetime parsing
+	}
+	if err != nil {
+		return invalid("temp_budget_expiry", "temp_budget_expiry must be an ISO 8601 date or date-time, got %s", exp)
+	}
+	if !t.After(now) {
+		return invalid("temp_budget_expiry", "temp_budget_expiry must be in the future, got %s", exp)
 	}
 	// stored as RFC 3339, as the key row builder reads it
 	b, _ := json.Marshal(t.UTC())

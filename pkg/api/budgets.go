@@ -218,16 +218,17 @@ func (s *Server) budgetDelete(c echo.Context) error {
 	return budgetOK(c, row)
 }
 
-// checkBudgetLink refuses a budget_id (in a request's LiteLLM fields lf) naming a budget that
-// does not exist: 400 `Budget not found, passed budget_id=<id>`.
-func (s *Server) checkBudgetLink(ctx context.Context, lf map[string]json.RawMessage) error {
+// checkBudgetLink refuses a blank budget_id (in a request's LiteLLM fields lf) before any
+// write: 400 `budget_id must be a non-blank string, got "<id>"`. Whether the budget exists is
+// checked inside the write's transaction, under a lock (admin Writer.lockLinkedBudget).
+func (s *Server) checkBudgetLink(_ context.Context, lf map[string]json.RawMessage) error {
 	raw, ok := lf["budget_id"]
 	if !ok || isNull(raw) {
 		return nil
 	}
 	var id string
 	_ = json.Unmarshal(raw, &id) // kind-checked by the catalogue (String)
-	return s.mgmt.CheckBudgetRef(ctx, "budget_id", id)
+	return mgmt.CheckBudgetID(id)
 }
 
 // linkedBudgetTable is the budget row an object's budget_id (as its answer carries it) names,

@@ -348,7 +348,9 @@ func (c *Call) Do(ctx context.Context) (*provider.Response, error) {
 		return nil, err
 	}
 	usage := res.Usage
-	c.respID = responseID(res.Body)
+	if c.ticket != nil { // only the spend log reads it: no copy for an unmetered call
+		c.respID = responseID(res.Body)
+	}
 	if c.f == format.FormatImages {
 		c.images = imageCount(res.Body)
 	}

@@ -83,7 +83,7 @@ func (u *upstreamCtx) end() {
 
 // count takes one upstream event into the estimate.
 func (g *guardedStream) count(ev provider.Event) {
-	if g.c.respID == "" && g.frames < 4 { // the answer's id, from its first events
+	if g.c.ticket != nil && g.c.respID == "" && g.frames < 4 { // the answer's id, from its first events (for the spend log)
 		g.c.respID = streamResponseID(ev.Data)
 	}
 	g.frames++

@@ -51,6 +51,19 @@ func (t *TxStore) GetForUpdate(ctx context.Context, typ ObjectType, id string) (
 	return queryRow(ctx, t.tx, typ, "get", sql, []any{id})
 }
 
+// GetForShare reads one row by primary key and takes a FOR SHARE lock on it until the
+// transaction ends: the row cannot be updated or deleted meanwhile, while other readers and
+// sharers go on (linking an object to a budget while /budget/delete runs; Postgres docs
+// "Row-Level Locks"). Errors: ErrNotFound, ErrUnavailable.
+func (t *TxStore) GetForShare(ctx context.Context, typ ObjectType, id string) (Row, error) {
+	ti, err := info(typ)
+	if err != nil {
+		return Row{}, err
+	}
+	sql := fmt.Sprintf("SELECT t.%s, t.version, row_to_json(t)::text FROM %s t WHERE t.%s = $1 FOR SHARE", ti.PK, ti.Table, ti.PK)
+	return queryRow(ctx, t.tx, typ, "get", sql, []any{id})
+}
+
 // Delete is Store.Delete inside the transaction: the tombstone version of the deleted row.
 // Errors: ErrNotFound, ErrUnavailable.
 func (t *TxStore) Delete(ctx context.Context, typ ObjectType, id string) (int64, error) {
