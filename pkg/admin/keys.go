@@ -15,6 +15,7 @@ import (
 
 	"lockstep/pkg/accounts"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/numbers"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
 	"lockstep/pkg/store"
@@ -140,6 +141,9 @@ func keyValues(req KeyRequest) (store.Values, bool, time.Duration, error) {
 			v["max_budget"] = nil
 		} else {
 			var f float64
+			if numbers.OutOfRange(req.MaxBudget.raw) {
+				return nil, false, 0, invalidf("%s", numbers.RangeError("max_budget", req.MaxBudget.raw))
+			}
 			if err := json.Unmarshal(req.MaxBudget.raw, &f); err != nil || f < 0 || math.IsInf(f, 0) {
 				return nil, false, 0, invalidf("max_budget must be a non-negative number (USD) or null, got %s", req.MaxBudget.raw)
 			}

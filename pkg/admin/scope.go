@@ -184,6 +184,12 @@ func (c Caller) keyWriteAllowed(req *KeyRequest, cur *keys.Key) error {
 		// are changed by the proxy admin or the key's team admin, not by the key's owner
 		return forbiddenf("Only proxy admins, team admins, or org admins can call /key/update (max_budget/spend). user_role=%s, user_id=%s", c.Role(), uid)
 	}
+	if cur != nil && !c.teamKeysOf(cur.TeamID) {
+		if f := raisedLimits(req, cur); f != "" {
+			// the same rule for the key's rate limits: raised or removed by an admin only
+			return forbiddenf("Only proxy admins, team admins, or org admins can call /key/update (%s). user_role=%s, user_id=%s", f, c.Role(), uid)
+		}
+	}
 	if o, ok := req.Extra["organization_id"]; ok && string(o) != "null" && string(o) != `""` {
 		// a key's organization replaces its user's as the one whose limits bind it
 		return forbiddenf("only the proxy admin can set a key's organization_id")

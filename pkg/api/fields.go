@@ -13,6 +13,7 @@ import (
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/numbers"
 )
 
 // fieldKind is the JSON type a management field takes, checked before anything is written.
@@ -114,6 +115,9 @@ func checkKind(name string, kind fieldKind, raw json.RawMessage) error {
 		}
 	case fNumber:
 		var f float64
+		if numbers.OutOfRange(raw) {
+			return badRequest("%s", numbers.RangeError(name, raw))
+		}
 		if json.Unmarshal(raw, &f) != nil || f < 0 || math.IsInf(f, 0) {
 			return badRequest("%s must be a number >= 0", name)
 		}

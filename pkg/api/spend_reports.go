@@ -12,6 +12,9 @@ package api
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -202,8 +205,15 @@ func (s *Server) globalSpendKeys(c echo.Context) error {
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
+			why := "Limit must be greater than 0"
+			switch {
+			case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-"):
+				why = fmt.Sprintf("Limit is too large: at most %d", math.MaxInt)
+			case errors.Is(err, strconv.ErrSyntax):
+				why = "Limit must be a valid integer"
+			}
 			return &Error{Status: http.StatusUnprocessableEntity, Type: "invalid_request_error",
-				Message: "Invalid limit: " + v + ", error: Limit must be greater than 0", style: styleDetail}
+				Message: "Invalid limit: " + v + ", error: " + why, style: styleDetail}
 		}
 		limit = n
 	}
@@ -284,22 +294,31 @@ func roundCents(v float64) float64 {
 // the top 100 end users by spend, [{"end_user", "total_count", "total_spend"}].
 func (s *Server) globalSpendEndUsers(c echo.Context) error {
 	var req struct {
-		APIKey    *string    `json:"api_key"`
-		StartTime *time.Time `json:"startTime"`
-		EndTime   *time.Time `json:"endTime"`
+		APIKey    *string `json:"api_key"`
+		StartTime *string `json:"startTime"`
+		EndTime   *string `json:"endTime"`
 	}
 	if c.Request().ContentLength != 0 {
 		if err := decodeStrict(c, &req); err != nil {
 			return err
 		}
 	}
+	// a time is YYYY-MM-DD or RFC 3339; anything else a 400 naming the field (parseDate)
 	end := time.Now()
-	if req.EndTime != nil {
-		end = *req.EndTime
+	if req.EndTime != nil && *req.EndTime != "" {
+		t, err := parseDate(*req.EndTime, "endTime", false)
+		if err != nil {
+			return err
+		}
+		end = t
 	}
 	start := end.AddDate(0, 0, -30)
-	if req.StartTime != nil {
-		start = *req.StartTime
+	if req.StartTime != nil && *req.StartTime != "" {
+		t, err := parseDate(*req.StartTime, "startTime", false)
+		if err != nil {
+			return err
+		}
+		start = t
 	}
 	token := ""
 	if req.APIKey != nil && *req.APIKey != "" {

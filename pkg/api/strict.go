@@ -128,6 +128,10 @@ func jsonErrText(err error) string {
 	if errors.As(err, &te) && te.Field != "" {
 		return fmt.Sprintf("%s must be %s, got %s", te.Field, jsonTypeName(te.Type), te.Value)
 	}
+	if errors.As(err, &te) && te.Type.Kind() == reflect.Struct {
+		// the body itself is not an object ([1], "x"): say so, not the Go type it missed
+		return fmt.Sprintf("the body must be a JSON object, got %s", te.Value)
+	}
 	return err.Error()
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"lockstep/pkg/accounts"
 	mgmt "lockstep/pkg/admin"
+	"lockstep/pkg/numbers"
 )
 
 // teamMemberAdd: POST /team/member_add {"team_id", "member": {...} | [...],
@@ -153,6 +154,9 @@ func optNumber(body map[string]json.RawMessage, name string) (float64, bool, err
 		return 0, false, nil
 	}
 	var v float64
+	if numbers.OutOfRange(raw) {
+		return 0, false, badRequest("%s", numbers.RangeError(name, raw))
+	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return 0, false, badRequest("%s must be a number >= 0", name)
 	}

@@ -126,3 +126,21 @@ func checkValue(field string, v gjson.Result, top bool) error {
 		return &FieldError{Field: field, Got: v.Raw}
 	}
 }
+
+// OutOfRange reports whether raw (a JSON value) is a number too large in magnitude for a
+// float64 (1e400: encoding/json refuses it as "cannot unmarshal number 1e400", strconv
+// with ErrRange), so that a handler names the real problem instead of "must be a number".
+func OutOfRange(raw []byte) bool {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || !gjson.Valid(s) || gjson.Parse(s).Type != gjson.Number {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0)
+}
+
+// RangeError is the text for a value OutOfRange refuses: "<field> is out of range: a number
+// must be at most 1.7976931348623157e+308, got <raw>".
+func RangeError(field string, raw []byte) string {
+	return fmt.Sprintf("%s is out of range: a number must be at most %g, got %s", field, math.MaxFloat64, strings.TrimSpace(string(raw)))
+}

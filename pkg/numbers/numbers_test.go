@@ -51,3 +51,14 @@ func TestCheckObject(t *testing.T) {
 		require.Equal(t, field, fe.Field, s)
 	}
 }
+
+func TestOutOfRange(t *testing.T) {
+	for raw, want := range map[string]bool{"1e400": true, "-1e400": true, " 1e309 ": true, "1e308": false, "1e-400": false, `"1e400"`: false, "x": false, "": false} {
+		if got := OutOfRange([]byte(raw)); got != want {
+			t.Errorf("OutOfRange(%q) = %v, want %v", raw, got, want)
+		}
+	}
+	if got, want := RangeError("max_budget", []byte("1e400")), "max_budget is out of range: a number must be at most 1.7976931348623157e+308, got 1e400"; got != want {
+		t.Errorf("RangeError = %q, want %q", got, want)
+	}
+}

@@ -474,6 +474,15 @@ func (c *Client) do(ctx context.Context, d *Deployment, in format.Format, body [
 		res, err = format.ParseResult(up, raw)
 	}
 	if err != nil {
+		var ue *format.UpstreamError
+		if errors.As(err, &ue) {
+			// the wire judged the answer itself (a native wire's JSON-RPC error): its status,
+			// text and retryability stand, not wrapped in a second "upstream 502: ..."
+			if ue.Body == nil {
+				ue.Body = raw
+			}
+			return nil, ue
+		}
 		return nil, &format.UpstreamError{Status: 502, Message: "invalid upstream answer: " + err.Error(), Body: raw, Retryable: true}
 	}
 	res.DefaultModel(d.Model)

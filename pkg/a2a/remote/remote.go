@@ -147,14 +147,47 @@ func promptTokens(j gjson.Result) int64 {
 
 // rpcError is a JSON-RPC error answer as an upstream error: invalid params (-32602) a 400,
 // an unknown method (-32601: the remote does not speak this version) or anything else a
-// retryable 502.
+// retryable 502. An error member that is not the Error object of JSON-RPC 2.0 §5.1
+// ("error":"boom") is a retryable 502 carrying it as given: "a2a agent: boom (not a JSON-RPC
+// error object)".
 func rpcError(e gjson.Result) *format.UpstreamError {
+	if !e.IsObject() {
+		what := e.Raw
+		if e.Type == gjson.String {
+			what = e.Str
+		}
+		return &format.UpstreamError{Status: 502, Message: "a2a agent: " + what + " (not a JSON-RPC error object)", Retryable: true}
+	}
 	code := e.Get("code").Int()
 	msg := "a2a agent: " + e.Get("message").Str + " (JSON-RPC error " + strconv.FormatInt(code, 10) + ")"
 	if code == -32602 {
 		return &format.UpstreamError{Status: 400, Type: "invalid_request_error", Message: msg}
 	}
 	return &format.UpstreamError{Status: 502, Message: msg, Retryable: code != -32601}
+}
+
+// checkParts refuses a message whose parts (at path) are missing or not an array (A2A v0.3
+// §6.4, 1.0 §4.1.4: a Message's parts are a required array): a retryable 502 naming the
+// member, "a2a agent: malformed answer: result.parts must be an array of parts, got object",
+// rather than a success with no text.
+func checkParts(parts gjson.Result, path string, raw []byte) *format.UpstreamError {
+	if parts.IsArray() {
+		return nil
+	}
+	got := "nothing"
+	switch {
+	case parts.IsObject():
+		got = "object"
+	case parts.Type == gjson.String:
+		got = "string"
+	case parts.Type == gjson.Number:
+		got = "number"
+	case parts.Type == gjson.True, parts.Type == gjson.False:
+		got = "boolean"
+	case parts.Type == gjson.Null && parts.Exists():
+		got = "null"
+	}
+	return &format.UpstreamError{Status: 502, Message: "a2a agent: malformed answer: " + path + " must be an array of parts, got " + got, Body: raw, Retryable: true}
 }
 
 // partsText joins the text parts of an A2A parts array (0.3 {"kind": "text", "text"}, 1.0
@@ -210,10 +243,16 @@ func (w wire) Result(raw []byte) (*format.Result, error) {
 	var status gjson.Result
 	switch {
 	case res.Get("message").IsObject(): // 1.0
+		if ue := checkParts(res.Get("message.parts"), "result.message.parts", raw); ue != nil {
+			return nil, ue
+		}
 		text = partsText(res.Get("message.parts"))
 	case res.Get("task").IsObject():
 		text, status = taskText(res.Get("task")), res.Get("task.status")
 	case res.Get("kind").Str == "message": // 0.3
+		if ue := checkParts(res.Get("parts"), "result.parts", raw); ue != nil {
+			return nil, ue
+		}
 		text = partsText(res.Get("parts"))
 	case res.Get("kind").Str == "task":
 		text, status = taskText(res), res.Get("status")
@@ -288,9 +327,15 @@ func (d *decoder) Frame(b []byte, _, data []byte) ([]byte, string, bool) {
 	case res.Get("kind").Str == "artifact-update":
 		b, text = d.text(b, partsText(res.Get("artifact.parts")))
 	case res.Get("message").IsObject():
+		if ue := checkParts(res.Get("message.parts"), "result.message.parts", nil); ue != nil {
+			return d.r.Fail(d.begin(b), ue.Status, ue.Message), "", true
+		}
 		b, text = d.text(b, partsText(res.Get("message.parts")))
 		final = true
 	case res.Get("kind").Str == "message":
+		if ue := checkParts(res.Get("parts"), "result.parts", nil); ue != nil {
+			return d.r.Fail(d.begin(b), ue.Status, ue.Message), "", true
+		}
 		b, text = d.text(b, partsText(res.Get("parts")))
 		final = true
 	case res.Get("statusUpdate").IsObject():
