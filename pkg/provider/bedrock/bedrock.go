@@ -64,6 +64,37 @@ var Vendor = provider.Vendor{Names: []string{"bedrock"}, DerivedBase: true, Setu
 //   - Claude models (anthropic.claude-*, with or without a region prefix; not under
 //     "converse/") serve /v1/messages through InvokeModel with Anthropic's own body
 //     (invokeMessages); chat and responses go through Converse.
+//
+// awsBase checks the implicit credential chain (bs.chain: a database object may use it only
+// when allowed_env_secrets allows AWS_SECRET_ACCESS_KEY) and returns the endpoint base of an
+// AWS runtime host ("bedrock-runtime", "runtime.sagemaker"): the explicit one (endpoint, else
+// api_base), else https://<host>.<region>.amazonaws.com. Without a region it is resolved at
+// call time (LiteLLM's BaseAWSLLM._get_aws_region_name; bs.lazyRegion), and with no explicit
+// base the signer sends to that region's host (bs.regionHost).
+func awsBase(s *provider.Setup, bs *bedrockSigner, region, profile, endpoint, host string) (string, error) {
+	d := s.Deployment()
+	if bs.chain != nil && d.MockResponse == nil {
+		if err := s.ImplicitChain("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"); err != nil {
+			return "", fmt.Errorf("%w (without aws_access_key_id and aws_secret_access_key the AWS default credential chain would be used)", err)
+		}
+	}
+	base := endpoint
+	if base == "" {
+		base = d.APIBase
+	}
+	if region == "" {
+		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
+		if base == "" {
+			bs.regionHost = true
+			base = "https://" + host + ".amazonaws.com"
+		}
+	}
+	if base == "" {
+		base = "https://" + host + "." + region + ".amazonaws.com"
+	}
+	return base, nil
+}
+
 func setupBedrock(s *provider.Setup) error {
 	d := s.Deployment()
 	bs, region, profile, err := awsSigner(s, "bedrock")
@@ -77,26 +108,9 @@ func setupBedrock(s *provider.Setup) error {
 	if region == "" && d.MockResponse != nil {
 		return nil
 	}
-	if bs.chain != nil && d.MockResponse == nil {
-		if err := s.ImplicitChain("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"); err != nil {
-			return fmt.Errorf("%w (without aws_access_key_id and aws_secret_access_key the AWS default credential chain would be used)", err)
-		}
-	}
-	base := endpoint
-	if base == "" {
-		base = d.APIBase
-	}
-	if region == "" {
-		// LiteLLM resolves the region when it calls (BaseAWSLLM._get_aws_region_name): so does
-		// the signer, which then sends to that region's endpoint unless one is given
-		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
-		if base == "" {
-			bs.regionHost = true
-			base = "https://bedrock-runtime.amazonaws.com"
-		}
-	}
-	if base == "" {
-		base = "https://bedrock-runtime." + region + ".amazonaws.com"
+	base, err := awsBase(s, bs, region, profile, endpoint, "bedrock-runtime")
+	if err != nil {
+		return err
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -45,23 +45,8 @@ func setupSageMaker(s *provider.Setup) error {
 	if region == "" && d.MockResponse != nil {
 		return nil
 	}
-	if bs.chain != nil && d.MockResponse == nil {
-		if err := s.ImplicitChain("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"); err != nil {
-			return fmt.Errorf("%w (without aws_access_key_id and aws_secret_access_key the AWS default credential chain would be used)", err)
-		}
-	}
-	if base == "" {
-		base = d.APIBase
-	}
-	if region == "" {
-		bs.lazyRegion = provider.NewLazy(func() (string, error) { return callRegion(profile), nil })
-		if base == "" {
-			bs.regionHost = true
-			base = "https://runtime.sagemaker.amazonaws.com"
-		}
-	}
-	if base == "" {
-		base = "https://runtime.sagemaker." + region + ".amazonaws.com"
+	if base, err = awsBase(s, bs, region, profile, base, "runtime.sagemaker"); err != nil {
+		return err
 	}
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("litellm_params.api_base: %q is not an http(s) URL", base)
