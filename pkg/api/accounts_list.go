@@ -70,11 +70,7 @@ func (s *Server) teamListV2(c echo.Context) error {
 	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
-	page, err := intQuery(c, "page", 1, 1, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	size, err := intQuery(c, "page_size", 10, 1, 100)
+	page, size, err := pageQuery(c, 10)
 	if err != nil {
 		return err
 	}
@@ -108,6 +104,16 @@ func (s *Server) teamListV2(c echo.Context) error {
 
 // intQuery reads an integer query parameter in [lo, hi] (def when absent); otherwise 400
 // naming it.
+// pageQuery reads LiteLLM's page (from 1, default 1) and page_size (1..100, default defSize)
+// query parameters; a bad one is intQuery's 400 naming it.
+func pageQuery(c echo.Context, defSize int) (page, size int, err error) {
+	if page, err = intQuery(c, "page", 1, 1, math.MaxInt); err != nil {
+		return 0, 0, err
+	}
+	size, err = intQuery(c, "page_size", defSize, 1, 100)
+	return page, size, err
+}
+
 func intQuery(c echo.Context, name string, def, lo, hi int) (int, error) {
 	v := c.QueryParam(name)
 	if v == "" {
@@ -134,11 +140,7 @@ func (s *Server) userList(c echo.Context) error {
 	if err := s.requireDB(mgmt.TypeUser, "users"); err != nil {
 		return err
 	}
-	page, err := intQuery(c, "page", 1, 1, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	size, err := intQuery(c, "page_size", 25, 1, 100)
+	page, size, err := pageQuery(c, 25)
 	if err != nil {
 		return err
 	}

@@ -104,25 +104,19 @@ func budgetOK(c echo.Context, r mgmt.Row) error {
 
 // budgetNew: POST /budget/new {"budget_id"?, "max_budget"?, ...} → the new row (200). A
 // duplicate id: 400 `Budget with id '<id>' already exists.`
-func (s *Server) budgetNew(c echo.Context) error {
-	body, vals, err := s.decodeBudget(c)
-	if err != nil {
-		return err
-	}
-	row, err := s.mgmt.NewBudget(c.Request().Context(), mgmtCaller(caller(c)), str(body, "budget_id"), vals)
-	if err != nil {
-		return err
-	}
-	return budgetOK(c, row)
-}
+func (s *Server) budgetNew(c echo.Context) error { return s.budgetWrite(c, s.mgmt.NewBudget) }
 
 // budgetUpdate: POST /budget/update {"budget_id", ...} → the updated row. Unknown id: 404.
-func (s *Server) budgetUpdate(c echo.Context) error {
+func (s *Server) budgetUpdate(c echo.Context) error { return s.budgetWrite(c, s.mgmt.UpdateBudget) }
+
+// budgetWrite decodes a /budget/new or /budget/update body and answers the row write made of
+// it (the use-case's errors as the error table maps them).
+func (s *Server) budgetWrite(c echo.Context, write func(context.Context, mgmt.Caller, string, mgmt.Values) (mgmt.Row, error)) error {
 	body, vals, err := s.decodeBudget(c)
 	if err != nil {
 		return err
 	}
-	row, err := s.mgmt.UpdateBudget(c.Request().Context(), mgmtCaller(caller(c)), str(body, "budget_id"), vals)
+	row, err := write(c.Request().Context(), mgmtCaller(caller(c)), str(body, "budget_id"), vals)
 	if err != nil {
 		return err
 	}
