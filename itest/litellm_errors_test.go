@@ -3,6 +3,7 @@ package itest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -22,8 +23,23 @@ func TestLiteLLMErrorPrefixes(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{Config: "router_settings:\n  num_retries: 0\n  cooldown_time: 0\n"})
 	oa := openai.NewClient(option.WithBaseURL(p.B.URL+"/v1"), option.WithAPIKey(MasterKey), option.WithMaxRetries(0))
+	// an upstream that accepts and drops every connection: no HTTP answer. (A closed port is
+	// not used: a parallel test's fake upstream may be given that port again.)
 	closed := fakeupstream.Start(t)
-	closed.Close() // nothing listens there: no HTTP answer
+	closed.Close()
+	drop, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { drop.Close() })
+	go func() {
+		for {
+			c, err := drop.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closed.URL = "http://" + drop.Addr().String()
 	for _, tc := range []struct {
 		name        string
 		status      int
@@ -84,7 +100,7 @@ func TestLiteLLMErrorPrefixes(t *testing.T) {
 		}
 	}
 	// the gateway's own texts are API.md's, without a prefix
-	_, err := oa.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "le-ghost",
+	_, err = oa.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "le-ghost",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 	var ae *openai.Error
 	require.ErrorAs(t, err, &ae)
