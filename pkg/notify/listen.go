@@ -215,6 +215,7 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 	if n.Channel != Channel {
 		return
 	}
+	received := mono()
 	// any notification proves the listener connection alive (a burst of thousands can delay
 	// the heartbeat's own notification behind it)
 	s.lastHB.Store(time.Now().UnixNano())
@@ -224,6 +225,7 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 		s.log.Warn().Int("payload_bytes", len(n.Payload)).Str("payload", truncate(n.Payload, 200)).Msg("ignoring malformed notification")
 		return
 	}
+	ev.received, ev.parsed = received, mono()
 	s.push(ev)
 }
 

@@ -391,7 +391,9 @@ func (d *decoder) message(m pglogrepl.Message) error {
 			}
 			return fmt.Errorf("insert into relation %d before its relation message", m.RelationID)
 		}
+		received := mono()
 		ev, err := cols.decode(d.tm, m.Tuple)
+		ev.received, ev.parsed = received, mono()
 		if err != nil {
 			s.malformed.Add(1)
 			s.log.Warn().Err(err).Msg("ignoring malformed change-log row")
