@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -43,7 +44,9 @@ import (
 //   - the load average before and after.
 //
 // LOCKSTEP_BENCH_REPLICAS=N (default 2) starts N replicas on the database: A writes, the
-// other N-1 receive.
+// other N-1 receive. LOCKSTEP_BENCH_PERF=<file> records B's CPU profile with perf(1) (perf
+// record -g) while the writes run. LOCKSTEP_BENCH_ENV=K=V,... adds to every replica's
+// environment (GOMAXPROCS=1, GOGC=..., to compare runtime settings).
 //
 //	go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 //	LOCKSTEP_BENCH_SOURCE=logical go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
@@ -57,13 +60,17 @@ func BenchmarkPropagation(b *testing.B) {
 		if src := os.Getenv("LOCKSTEP_BENCH_SOURCE"); src != "" { // listen (default) or logical
 			args = []string{"--sync-source", src}
 		}
-		p := StartPair(b, GatewayOpts{Args: args})
+		var env []string
+		if e := os.Getenv("LOCKSTEP_BENCH_ENV"); e != "" { // e.g. GOMAXPROCS=1,GOGC=200: the replicas' environment
+			env = strings.Split(e, ",")
+		}
+		p := StartPair(b, GatewayOpts{Args: args, Env: env})
 		recv := []*Gateway{p.B}
 		if v := os.Getenv("LOCKSTEP_BENCH_REPLICAS"); v != "" {
 			n, err := strconv.Atoi(v)
 			require.NoError(b, err, "LOCKSTEP_BENCH_REPLICAS")
 			for r := 2; r < n; r++ {
-				recv = append(recv, StartGateway(b, p.DB, fmt.Sprintf("r%d", r), GatewayOpts{Args: args}))
+				recv = append(recv, StartGateway(b, p.DB, fmt.Sprintf("r%d", r), GatewayOpts{Args: args, Env: env}))
 			}
 		}
 		ctx := context.Background()
@@ -97,6 +104,11 @@ func BenchmarkPropagation(b *testing.B) {
 		i1, pg1, t1 := cpu(), pgCPU(), time.Now()
 		idleSecs := t1.Sub(t0).Seconds()
 
+		var perf *exec.Cmd
+		if out := os.Getenv("LOCKSTEP_BENCH_PERF"); out != "" { // profile B (a receiver) while the writes run
+			perf = exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(p.B.cmd.Process.Pid))
+			require.NoError(b, perf.Start())
+		}
 		acked := make(map[string]time.Time, writes) // id → A's response
 		tick := time.NewTicker(time.Second / rate)
 		for w := range writes {
@@ -120,6 +132,10 @@ func BenchmarkPropagation(b *testing.B) {
 			}
 		}
 		c1, pg2, t2 := cpu(), pgCPU(), time.Now()
+		if perf != nil {
+			_ = perf.Process.Signal(os.Interrupt)
+			_ = perf.Wait()
+		}
 		loadAfter := loadAvg()
 
 		// CPU per notification per replica: over the writes, less the idle rate
