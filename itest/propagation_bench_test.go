@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,12 +97,19 @@ func BenchmarkPropagation(b *testing.B) {
 			}
 			return out
 		}
+		runs := func() []int64 {
+			out := make([]int64, len(all))
+			for j, g := range all {
+				out[j] = procRuns(int32(g.cmd.Process.Pid))
+			}
+			return out
+		}
 		loadBefore := loadAvg()
 
 		// idle: every replica streaming, nothing written
-		i0, pg0, t0 := cpu(), pgCPU(), time.Now()
+		i0, r0, pg0, t0 := cpu(), runs(), pgCPU(), time.Now()
 		time.Sleep(idleWindow) // the idle measurement window, not a wait for a condition
-		i1, pg1, t1 := cpu(), pgCPU(), time.Now()
+		i1, r1, pg1, t1 := cpu(), runs(), pgCPU(), time.Now()
 		idleSecs := t1.Sub(t0).Seconds()
 
 		var perf *exec.Cmd
@@ -131,7 +139,7 @@ func BenchmarkPropagation(b *testing.B) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
-		c1, pg2, t2 := cpu(), pgCPU(), time.Now()
+		c1, r2, pg2, t2 := cpu(), runs(), pgCPU(), time.Now()
 		if perf != nil {
 			_ = perf.Process.Signal(os.Interrupt)
 			_ = perf.Wait()
@@ -142,9 +150,13 @@ func BenchmarkPropagation(b *testing.B) {
 		busySecs := t2.Sub(t1).Seconds()
 		perNote := make([]float64, len(all)) // ms per write
 		idleRate := make([]float64, len(all))
+		idleRuns := make([]float64, len(all))   // thread wake-ups per second, idle
+		runsPerNote := make([]float64, len(all)) // thread wake-ups per write, less the idle rate
 		for j := range all {
 			idleRate[j] = float64((i1[j] - i0[j]).Microseconds()) / 1000 / idleSecs
 			perNote[j] = (float64((c1[j]-i1[j]).Microseconds())/1000 - idleRate[j]*busySecs) / writes
+			idleRuns[j] = float64(r1[j]-r0[j]) / idleSecs
+			runsPerNote[j] = (float64(r2[j]-r1[j]) - idleRuns[j]*busySecs) / writes
 		}
 		pgIdle := float64(sumCPUDelta(pg0, pg1).Microseconds()) / 1000 / idleSecs
 		pgPerWrite := (float64(sumCPUDelta(pg1, pg2).Microseconds())/1000 - pgIdle*busySecs) / writes
@@ -223,12 +235,32 @@ func BenchmarkPropagation(b *testing.B) {
 		ridle := slices.Clone(idleRate[1:])
 		fmt.Printf("  CPU per notification per receiver: median %.3f ms, max %.3f ms (writer A: %.3f ms per write); idle CPU per replica: median %.2f ms/s\n",
 			quantile(rcpu, 0.5), quantile(rcpu, 1), perNote[0], quantile(ridle, 0.5))
+		fmt.Printf("  thread wake-ups (schedstat timeslices) per notification per receiver: median %.1f; idle wake-ups per replica: median %.1f/s\n",
+			quantile(slices.Clone(runsPerNote[1:]), 0.5), quantile(slices.Clone(idleRuns[1:]), 0.5))
 		fmt.Printf("  Postgres CPU per write (the database's backends, less idle): %.3f ms; idle %.2f ms/s\n", pgPerWrite, pgIdle)
 		b.ReportMetric(quantile(allVals, 0.5), "all-p50-ms")
 		b.ReportMetric(quantile(allVals, 0.99), "all-p99-ms")
 		b.ReportMetric(quantile(rcpu, 0.5), "cpu-ms/notification")
 		b.ReportMetric(pgPerWrite, "pg-cpu-ms/write")
 	}
+}
+
+// procRuns is how many times the process's threads were scheduled onto a CPU (the third field
+// of each /proc/<pid>/task/<tid>/schedstat: timeslices run), a count of its wake-ups.
+func procRuns(pid int32) int64 {
+	var n int64
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 2 {
+			v, _ := strconv.ParseInt(f[2], 10, 64)
+			n += v
+		}
+	}
+	return n
 }
 
 // quantile is the q-quantile of v (sorted in place; q=1: the maximum).
