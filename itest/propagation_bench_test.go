@@ -308,7 +308,7 @@ type tracedChange struct {
 	PublishedUs      int64  `json:"published_us"`
 }
 
-func syncTrace(b *testing.B, g *Gateway) []tracedChange {
+func syncTrace(b testing.TB, g *Gateway) []tracedChange {
 	st, body := g.Do(b, "GET", "/sync/trace", nil)
 	require.Equal(b, 200, st, "%s", body)
 	var tr struct {
