@@ -150,7 +150,7 @@ func BenchmarkPropagation(b *testing.B) {
 		busySecs := t2.Sub(t1).Seconds()
 		perNote := make([]float64, len(all)) // ms per write
 		idleRate := make([]float64, len(all))
-		idleRuns := make([]float64, len(all))   // thread wake-ups per second, idle
+		idleRuns := make([]float64, len(all))    // thread wake-ups per second, idle
 		runsPerNote := make([]float64, len(all)) // thread wake-ups per write, less the idle rate
 		for j := range all {
 			idleRate[j] = float64((i1[j] - i0[j]).Microseconds()) / 1000 / idleSecs
