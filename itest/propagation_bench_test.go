@@ -41,7 +41,8 @@ import (
 //     (where the p99 goes);
 //   - CPU: per replica, its processes' CPU time (every thread's /proc/<pid>/task/*/schedstat)
 //     over the writes less its idle rate, ÷ writes; idle CPU per replica per second (measured
-//     over 2 s before the writes); Postgres CPU per write over the database's backends;
+//     over 2 s before the writes); Postgres CPU per write over the database's backends, split into
+//     the listeners, the receivers' pools (their re-reads), the writer's pool and the rest;
 //   - the load average before and after.
 //
 // LOCKSTEP_BENCH_REPLICAS=N (default 2) starts N replicas on the database: A writes, the
@@ -78,15 +79,26 @@ func BenchmarkPropagation(b *testing.B) {
 		admin, err := pgx.Connect(ctx, p.DB)
 		require.NoError(b, err)
 		defer admin.Close(ctx)
-		pgCPU := func() map[int32]time.Duration { // per backend of the database, this session's excluded
-			rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+		pgCPU := func() map[int32]backendCPU { // per backend of the database, this session's excluded
+			rows, err := admin.Query(ctx, `SELECT pid, COALESCE(application_name, '') FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 			require.NoError(b, err)
-			pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-			require.NoError(b, err)
-			out := make(map[int32]time.Duration, len(pids))
-			for _, pid := range pids {
-				out[pid] = procCPU([]int32{pid})
+			out := map[int32]backendCPU{}
+			for rows.Next() {
+				var pid int32
+				var app string
+				require.NoError(b, rows.Scan(&pid, &app))
+				kind := "other"
+				switch {
+				case strings.HasPrefix(app, "lockstep-listener-"):
+					kind = "listeners"
+				case app == "lockstep-pool-a":
+					kind = "writer's pool"
+				case strings.HasPrefix(app, "lockstep-pool-"):
+					kind = "receivers' pools"
+				}
+				out[pid] = backendCPU{kind: kind, cpu: procCPU([]int32{pid})}
 			}
+			require.NoError(b, rows.Err())
 			return out
 		}
 		all := append([]*Gateway{p.A}, recv...)
@@ -158,8 +170,15 @@ func BenchmarkPropagation(b *testing.B) {
 			idleRuns[j] = float64(r1[j]-r0[j]) / idleSecs
 			runsPerNote[j] = (float64(r2[j]-r1[j]) - idleRuns[j]*busySecs) / writes
 		}
-		pgIdle := float64(sumCPUDelta(pg0, pg1).Microseconds()) / 1000 / idleSecs
-		pgPerWrite := (float64(sumCPUDelta(pg1, pg2).Microseconds())/1000 - pgIdle*busySecs) / writes
+		pgIdleBy, pgBusyBy := sumCPUDelta(pg0, pg1), sumCPUDelta(pg1, pg2)
+		var pgIdle, pgPerWrite float64
+		var pgSplit []string
+		for _, kind := range []string{"listeners", "receivers' pools", "writer's pool", "other"} {
+			idle := float64(pgIdleBy[kind].Microseconds()) / 1000 / idleSecs
+			per := (float64(pgBusyBy[kind].Microseconds())/1000 - idle*busySecs) / writes
+			pgIdle, pgPerWrite = pgIdle+idle, pgPerWrite+per
+			pgSplit = append(pgSplit, fmt.Sprintf("%s %.3f", kind, per))
+		}
 
 		// latencies and stages from every receiver's trace
 		var perWriteAll = map[string]float64{} // id → slowest receiver's commit → applied, ms
@@ -237,7 +256,7 @@ func BenchmarkPropagation(b *testing.B) {
 			quantile(rcpu, 0.5), quantile(rcpu, 1), perNote[0], quantile(ridle, 0.5))
 		fmt.Printf("  thread wake-ups (schedstat timeslices) per notification per receiver: median %.1f; idle wake-ups per replica: median %.1f/s\n",
 			quantile(slices.Clone(runsPerNote[1:]), 0.5), quantile(slices.Clone(idleRuns[1:]), 0.5))
-		fmt.Printf("  Postgres CPU per write (the database's backends, less idle): %.3f ms; idle %.2f ms/s\n", pgPerWrite, pgIdle)
+		fmt.Printf("  Postgres CPU per write (the database's backends, less idle): %.3f ms (%s); idle %.2f ms/s\n", pgPerWrite, strings.Join(pgSplit, ", "), pgIdle)
 		b.ReportMetric(quantile(allVals, 0.5), "all-p50-ms")
 		b.ReportMetric(quantile(allVals, 0.99), "all-p99-ms")
 		b.ReportMetric(quantile(rcpu, 0.5), "cpu-ms/notification")
@@ -272,12 +291,18 @@ func quantile(v []float64, q float64) float64 {
 	return v[min(len(v)-1, int(q*float64(len(v))))]
 }
 
-// sumCPUDelta is the CPU the backends spent from one reading to the next: a backend present
-// only in the later reading started meanwhile and counts whole.
-func sumCPUDelta(before, after map[int32]time.Duration) time.Duration {
-	var d time.Duration
+// backendCPU is one backend's CPU time and what it serves (its application_name's kind).
+type backendCPU struct {
+	kind string
+	cpu  time.Duration
+}
+
+// sumCPUDelta is the CPU the backends spent from one reading to the next, per kind: a backend
+// present only in the later reading started meanwhile and counts whole.
+func sumCPUDelta(before, after map[int32]backendCPU) map[string]time.Duration {
+	d := map[string]time.Duration{}
 	for pid, c := range after {
-		d += c - before[pid]
+		d[c.kind] += c.cpu - before[pid].cpu
 	}
 	return d
 }
