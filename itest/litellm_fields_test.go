@@ -161,7 +161,6 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		{"/user/new", map[string]any{"user_id": "cat-no", "organizations": []string{"o-1"}}, "organizations"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "model_rpm_limit": map[string]any{"m": 1}}, "model_rpm_limit"},
 		{"/team/new", map[string]any{"team_id": "cat-no", "policies": []string{"p"}}, "policies"},
-		{"/organization/new", map[string]any{"organization_alias": "cat-no", "model_max_budget": map[string]any{"m": 1}}, "model_max_budget"},
 	} {
 		st, body := a.Do(t, "POST", c.path, c.body)
 		require.Equal(t, 400, st, "%s %v: %s", c.path, c.body, body)
