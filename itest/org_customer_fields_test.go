@@ -19,6 +19,14 @@ func registryCount(t *testing.T, g *Gateway, name string) float64 {
 	return g.SyncLag(t)["registries"].(map[string]any)[name].(map[string]any)["count"].(float64)
 }
 
+// twoMockAgents creates agents <prefix>1 and <prefix>2 answering a mock response; returns
+// their ids.
+func twoMockAgents(t *testing.T, g *Gateway, prefix string) (string, string) {
+	t.Helper()
+	mock := map[string]any{"model": "openai/x", "mock_response": "agent says hi"}
+	return createAgent(t, g, prefix+"1", mock), createAgent(t, g, prefix+"2", mock)
+}
+
 // An organization's model_rpm_limit holds per model group across all its keys and replicas
 // (LiteLLM's model_per_organization descriptor): two keys of the organization calling through
 // A and B share one window of 2; another model group is not limited; a bad value is refused.
@@ -60,9 +68,7 @@ func TestOrgAndCustomerObjectPermissionAgents(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
 	a, b := p.A, p.B
-	mock := map[string]any{"model": "openai/x", "mock_response": "agent says hi"}
-	id1 := createAgent(t, a, "opa-ag1", mock)
-	id2 := createAgent(t, a, "opa-ag2", mock)
+	id1, id2 := twoMockAgents(t, a, "opa-ag")
 	send := func(g *Gateway, key, agent string, hdr map[string]string) (int, []byte) {
 		st, _, body := postAs(t, g, key, "/a2a/"+agent, sendRequest(1, "hi"), hdr)
 		return st, body

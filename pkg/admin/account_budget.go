@@ -152,6 +152,15 @@ func (a *Admin) UpdateAccountWith(ctx context.Context, k AccountKind, id string,
 	if err := x.check(vals, false); err != nil {
 		return store.Row{}, err
 	}
+	return a.updateAccountThen(ctx, k, id, vals, func(ctx context.Context, w *Writer, row store.Row) (store.Row, error) {
+		return x.apply(ctx, w, k, row)
+	})
+}
+
+// updateAccountThen updates account id's columns vals (none: the row is only locked) and runs
+// then on the row in the same transaction; returns then's row. Errors: Invalid
+// (checkAccountValues), NotFound, then's, the store's.
+func (a *Admin) updateAccountThen(ctx context.Context, k AccountKind, id string, vals store.Values, then func(context.Context, *Writer, store.Row) (store.Row, error)) (store.Row, error) {
 	if err := a.checkAccountValues(ctx, vals); err != nil {
 		return store.Row{}, err
 	}
@@ -166,7 +175,7 @@ func (a *Admin) UpdateAccountWith(ctx context.Context, k AccountKind, id string,
 		if err != nil {
 			return err
 		}
-		row, err = x.apply(ctx, w, k, row)
+		row, err = then(ctx, w, row)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
