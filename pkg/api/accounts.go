@@ -471,15 +471,15 @@ var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_k
 
 // newUserKeyFields are the /user/new fields (catalogue: honoured) that LiteLLM's
 // generate_key_helper_fn (request_type "user", key_management_endpoints.py) writes to the
-// auto-created key, where lockstep's key enforcement applies them on every replica: aliases
-// and permissions go to the key row only (true: LiteLLM's user_data has them too, and the user
-// keeps them, returned by /user/info and /user/list): allowed_cache_controls is a column of
-// both rows; model_rpm_limit, model_tpm_limit and guardrails go into the metadata both rows
-// share; object_permission is new_user's object_permission_id, linked from both rows. None of
-// them is enforced per user by LiteLLM (get_key_model_rpm_limit reads the key's and team's
-// metadata, _add_guardrails_from_key_or_team_metadata the key's and team's,
+// auto-created key, where lockstep's key enforcement applies them on every replica. The value
+// is whether the user keeps them too (returned by /user/info and /user/list), as LiteLLM's
+// user_data does: allowed_cache_controls is a column of both rows; model_rpm_limit,
+// model_tpm_limit and guardrails go into the metadata both rows share; object_permission is
+// new_user's object_permission_id, linked from both rows; aliases and permissions are the
+// key's only. None of them is enforced per user by LiteLLM (get_key_model_rpm_limit reads the
+// key's and team's metadata, _add_guardrails_from_key_or_team_metadata the key's and team's,
 // _PROXY_CacheControlCheck and the permissions switches the key's, AgentRequestHandler the
-// key's and team's object_permission), so a user's own copy is informational.
+// key's and team's object_permission), so a user's own copy limits nothing.
 var newUserKeyFields = map[string]bool{
 	"aliases": false, "permissions": false, "allowed_cache_controls": true, "model_rpm_limit": true,
 	"model_tpm_limit": true, "guardrails": true, "object_permission": true,
