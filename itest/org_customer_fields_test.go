@@ -219,7 +219,7 @@ func TestCustomerModelBudgetAndResetAtAcrossReplicas(t *testing.T) {
 		return true
 	})
 
-	resetAt := time.Now().Add(6 * time.Second).UTC().Format(time.RFC3339)
+	resetAt := time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339)
 	st, body = a.Do(t, "POST", "/customer/new", map[string]any{"user_id": "cmb-reset", "max_budget": 0.05,
 		"budget_duration": "1h", "budget_reset_at": resetAt})
 	require.Equal(t, 200, st, "%s", body)
