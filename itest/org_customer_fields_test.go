@@ -128,8 +128,8 @@ func TestOrgAndCustomerObjectPermissionAgents(t *testing.T) {
 
 // model_max_budget on /organization/new goes to a budget the organization is linked to, as
 // LiteLLM's new_organization: the organization's spend on that model group is refused on B
-// once it reached the budget, with LiteLLM's text; /organization/update on B changes that same
-// budget and A serves the group again. With a budget_id, or a bad shape: 400, nothing stored.
+// once it reached the budget, with LiteLLM's text; /organization/update on A changes that same
+// budget and B serves the group again. With a budget_id, or a bad shape: 400, nothing stored.
 func TestOrgModelMaxBudgetAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
@@ -161,12 +161,12 @@ func TestOrgModelMaxBudgetAcrossReplicas(t *testing.T) {
 	st, _, body = govDo(t, b, key, "omb-other", "hi")
 	require.Equal(t, 200, st, "another model group is served: %s", body)
 
-	st, body = b.Do(t, "POST", "/organization/update", map[string]any{"organization_id": "omb",
+	st, body = a.Do(t, "POST", "/organization/update", map[string]any{"organization_id": "omb",
 		"model_max_budget": map[string]any{"omb-m": map[string]any{"budget_limit": 10}}})
 	require.Equal(t, 200, st, "%s", body)
 	require.Equal(t, bid, JSON(t, body)["budget_id"], "the same budget: %s", body)
-	Eventually(t, "a serves the model again", func() bool { st, _, _ := govDo(t, a, key, "omb-m", "hi"); return st == 200 })
-	st, body = a.Do(t, "GET", "/organization/info?organization_id=omb", nil)
+	Eventually(t, "b serves the model again", func() bool { st, _, _ := govDo(t, b, key, "omb-m", "hi"); return st == 200 })
+	st, body = b.Do(t, "GET", "/organization/info?organization_id=omb", nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.Equal(t, 10.0, JSON(t, body)["litellm_budget_table"].(map[string]any)["model_max_budget"].(map[string]any)["omb-m"].(map[string]any)["budget_limit"], "%s", body)
 
