@@ -358,13 +358,7 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 		kind, field string
 	}{{store.EndUser, "end_user", "budget_id"}, {store.Key, "key", "budget_id"}, {store.Organization, "organization", "budget_id"}, {store.Team, "team", "team_member_budget_id"}} {
 		for rid, r := range t.tables[l.typ] {
-			var raw []byte
-			switch v := r["litellm_fields"].(type) {
-			case store.JSONMerge:
-				raw = v
-			case []byte:
-				raw = v
-			}
+			raw := litellmFieldsRaw(store.Values(r))
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
 				out = append(out, l.kind+" "+rid)
@@ -397,13 +391,7 @@ func (t *fakeTx) PolicyLinks(ctx context.Context, name string) ([]string, error)
 		kind string
 	}{{store.Key, "key"}, {store.Team, "team"}} {
 		for rid, r := range t.tables[l.typ] {
-			var raw []byte
-			switch v := r["litellm_fields"].(type) {
-			case store.JSONMerge:
-				raw = v
-			case []byte:
-				raw = v
-			}
+			raw := litellmFieldsRaw(store.Values(r))
 			var lf struct {
 				Policies []string `json:"policies"`
 			}

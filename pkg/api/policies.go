@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -99,25 +100,25 @@ func policyOK(c echo.Context, r mgmt.Row) error {
 // "guardrails_remove"?, "condition"?} → the new policy (200). 400: a duplicate name, a
 // guardrail or parent that does not exist, circular inheritance, a bad condition.
 func (s *Server) policyCreate(c echo.Context) error {
-	in, err := s.decodePolicy(c)
-	if err != nil {
-		return err
-	}
-	row, err := s.mgmt.NewPolicy(c.Request().Context(), mgmtCaller(caller(c)), in)
-	if err != nil {
-		return err
-	}
-	return policyOK(c, row)
+	return s.policyWrite(c, s.mgmt.NewPolicy)
 }
 
 // policyUpdate: PUT /policies/:policy_id with the fields to change → the updated policy.
 // Unknown id: 404; renaming a policy in use: 400 naming its users.
 func (s *Server) policyUpdate(c echo.Context) error {
+	return s.policyWrite(c, func(ctx context.Context, who mgmt.Caller, in mgmt.PolicyInput) (mgmt.Row, error) {
+		return s.mgmt.UpdatePolicy(ctx, who, c.Param("policy_id"), in)
+	})
+}
+
+// policyWrite decodes a /policies write and answers the row write made of it (the
+// use-case's errors as the error table maps them).
+func (s *Server) policyWrite(c echo.Context, write func(context.Context, mgmt.Caller, mgmt.PolicyInput) (mgmt.Row, error)) error {
 	in, err := s.decodePolicy(c)
 	if err != nil {
 		return err
 	}
-	row, err := s.mgmt.UpdatePolicy(c.Request().Context(), mgmtCaller(caller(c)), c.Param("policy_id"), in)
+	row, err := write(c.Request().Context(), mgmtCaller(caller(c)), in)
 	if err != nil {
 		return err
 	}

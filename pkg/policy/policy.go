@@ -142,10 +142,10 @@ func Chain(name string, lookup Lookup) ([]*Policy, error) {
 	seen := map[string]bool{}
 	for n := name; n != ""; {
 		if seen[n] {
-			return nil, fmt.Errorf("Circular inheritance detected: policy '%s' inherits itself", n)
+			return nil, fmt.Errorf("circular inheritance detected: policy '%s' inherits itself", n)
 		}
 		if len(chain) == MaxDepth {
-			return nil, fmt.Errorf("Inheritance chain of policy '%s' too deep (exceeded max depth of %d)", name, MaxDepth)
+			return nil, fmt.Errorf("inheritance chain of policy '%s' too deep (exceeded max depth of %d)", name, MaxDepth)
 		}
 		seen[n] = true
 		p, err := lookup(n)
