@@ -1,6 +1,7 @@
 package itest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -147,6 +148,7 @@ func TestPolicyBadInputsAndFailClosed(t *testing.T) {
 		{map[string]any{"policy_name": "p", "condition": map[string]any{"model": 3}}, "condition.model must be a string or a list of strings"},
 		{map[string]any{"policy_name": "p", "pipeline": map[string]any{"mode": "pre_call", "steps": []any{}}}, "pipeline is not supported yet"},
 		{map[string]any{"policy_name": "p", "guardrail_add": []string{"no-zeus"}}, `unknown field "guardrail_add"`},
+		{map[string]any{"policy_name": "p", "guardrails_remove": manyNames(101)}, "guardrails_remove lists at most 100 guardrails, got 101"},
 	} {
 		st, body := a.Do(t, "POST", "/policies", c.body)
 		require.Equal(t, 400, st, "%v: %s", c.body, body)
@@ -177,6 +179,9 @@ func TestPolicyBadInputsAndFailClosed(t *testing.T) {
 	require.Equal(t, 400, st, "%s", body)
 	require.Contains(t, string(body), "Policy 'ghost' not found")
 	require.Equal(t, 0, queryInt(t, p.DB, `SELECT count(*) FROM gateway.teams WHERE team_id = 'ghost-team'`))
+	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"policies": manyNames(101)})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, errorMessage(t, body), "policies lists at most 100 policies, got 101")
 	st, body = a.Do(t, "POST", "/key/generate", map[string]any{"policies": "pa"})
 	require.Equal(t, 400, st, "%s", body)
 	require.Contains(t, string(body), "policies")
@@ -220,4 +225,12 @@ func mustGet(t *testing.T, g *Gateway, path string) []byte {
 	st, b := g.Do(t, "GET", path, nil)
 	require.Equal(t, 200, st, "%s", b)
 	return b
+}
+
+func manyNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("n%d", i)
+	}
+	return out
 }

@@ -38,6 +38,11 @@ type PolicyInput struct {
 	Condition json.RawMessage
 }
 
+// MaxPolicyList bounds guardrails_add, guardrails_remove and a key's or team's policies (each
+// name is looked up in the write's transaction). Source: none in LiteLLM (unbounded there);
+// the project's "bounded loops".
+const MaxPolicyList = 100
+
 func policyNotFound(id string) error { return notFound("Policy with ID %s not found", id) }
 
 // NewPolicy is POST /policies: inserts a policy with a new uuid policy_id. Errors: Invalid
@@ -227,6 +232,9 @@ func policyValues(in PolicyInput) (store.Values, error) {
 		if l == nil {
 			continue
 		}
+		if len(*l) > MaxPolicyList {
+			return nil, invalid(col, "%s lists at most %d guardrails, got %d", col, MaxPolicyList, len(*l))
+		}
 		for _, g := range *l {
 			if strings.TrimSpace(g) == "" {
 				return nil, invalid(col, "%s must not contain a blank guardrail name", col)
@@ -347,6 +355,9 @@ func (w *Writer) lockLinkedPolicies(ctx context.Context, typ store.ObjectType, v
 	}
 	if json.Unmarshal(raw, &lf) != nil {
 		return nil // not an object: the store refuses it
+	}
+	if len(lf.Policies) > MaxPolicyList {
+		return invalid("policies", "policies lists at most %d policies, got %d", MaxPolicyList, len(lf.Policies))
 	}
 	for _, n := range lf.Policies {
 		if _, err := w.tx.GetByNameForShare(ctx, store.Policy, n); errors.Is(err, store.ErrNotFound) {
