@@ -31,7 +31,8 @@ import (
 //  5. guardrails pre_call (rewrites the request) and during_call (checks it while the
 //     upstream works; a block cancels the call), over every request text location
 //     (format.MapRequestText); the guardrails are resolved by one resolver
-//     (resolveGuardrails) for requests, multipart forms, keys, teams and agents;
+//     (resolveGuardrails) for requests, multipart forms, keys, teams (their guardrail
+//     policies too, pkg/policy) and agents;
 //  6. route: the router (retries, cooldowns) or the agent's own deployment;
 //  7. guardrails post_call over every answer text location (format.MapResponseText) or,
 //     streamed, every frame (format.MapStreamText): BLOCK checks each streamed text as it
