@@ -226,17 +226,8 @@ func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, val
 // linkedBudgetID is the budget a write's values link (their litellm_fields' budget_id, a
 // non-empty string); "" when they link none or unlink (null).
 func linkedBudgetID(vals store.Values) string {
-	var raw []byte
-	switch v := vals["litellm_fields"].(type) {
-	case store.JSONMerge:
-		raw = v
-	case []byte:
-		raw = v
-	case json.RawMessage:
-		raw = v
-	case string:
-		raw = []byte(v)
-	default:
+	raw := litellmFieldsRaw(vals)
+	if raw == nil {
 		return ""
 	}
 	var lf struct {
