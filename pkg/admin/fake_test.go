@@ -277,6 +277,13 @@ func (t *fakeTx) SetBudgetReset(ctx context.Context, token string, every time.Du
 	return ks.BudgetResetAt, nil
 }
 
+func (t *fakeTx) SetBudgetResetAt(ctx context.Context, token string, at time.Time) error {
+	ks := t.f.spendRows()[token]
+	ks.BudgetResetAt = &at
+	t.f.spendRows()[token] = ks
+	return nil
+}
+
 func (t *fakeTx) SetSpend(ctx context.Context, token string, spend float64) error {
 	ks := t.f.spendRows()[token]
 	ks.Spend = spend
@@ -351,8 +358,8 @@ func (f *fakeStore) ListUsers(ctx context.Context, fl store.UserFilter, page, si
 }
 
 // BudgetLinks: the rows whose litellm_fields (as written: JSONMerge or JSON text) link budget id.
-func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
-	var out []string
+func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink, error) {
+	var out []store.BudgetLink
 	for _, l := range []struct {
 		typ         store.ObjectType
 		kind, field string
@@ -361,11 +368,11 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 			raw := litellmFieldsRaw(store.Values(r))
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
-				out = append(out, l.kind+" "+rid)
+				out = append(out, store.BudgetLink{Kind: l.kind, ID: rid})
 			}
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
 }
 

@@ -24,7 +24,7 @@ func routeFields() map[catalogue.Model]fields {
 		catalogue.UpdateUser:       userKind.cols.with(id(userKind)).with(userKind.updateExtra),
 		catalogue.NewTeam:          teamKind.cols.with(id(teamKind)).with(teamMemberBudgetFields),
 		catalogue.UpdateTeam:       teamKind.cols.with(id(teamKind)).with(teamKind.updateExtra),
-		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)),
+		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)).with(orgKind.newExtra),
 		catalogue.UpdateOrg:        orgKind.cols.with(id(orgKind)).with(orgKind.updateExtra),
 		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)).with(endUserKind.newExtra),
 		catalogue.UpdateCustomer:   endUserKind.cols.with(id(endUserKind)),
