@@ -98,6 +98,10 @@ type Deps struct {
 	// Callbacks are the litellm_settings callbacks configured (callbacks, success_callback),
 	// reported by /health/readiness/details as success_callbacks.
 	Callbacks []string
+	// KeyRotation is how often this replica runs the scheduled key rotation job
+	// (admin.RunKeyRotation; LiteLLM's LITELLM_KEY_ROTATION_ENABLED and
+	// LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS). 0: the job is off; it needs DB.
+	KeyRotation time.Duration
 }
 
 // Server is one replica's HTTP API.
@@ -279,6 +283,9 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	if s.Tasks != nil { // tasks/get and tasks/cancel on every replica
 		s.a2a.ShareTasks(ctx, s.Tasks)
+	}
+	if s.KeyRotation > 0 && s.DB != nil { // one replica at a time rotates (admin/rotation.go)
+		go s.mgmt.RunKeyRotation(ctx, s.KeyRotation, s.Log.With().Str("component", "key_rotation").Logger())
 	}
 	srv := s.httpServer()
 	errc := make(chan error, 1)
