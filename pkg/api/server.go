@@ -370,7 +370,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		ae = errf(http.StatusTooManyRequests, "rate_limit_error", "%s", nd.Error())
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int((nd.RetryAfter+time.Second-1)/time.Second))))
 	case errors.As(err, &ue):
-		ae = &Error{Status: ue.Status, Message: liteLLMMessage(err, ue), Type: ue.Type, Code: ue.Code}
+		ae = &Error{Status: ue.Status, Message: routerMessage(err, ue), Type: ue.Type, Code: ue.Code}
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}
