@@ -17,23 +17,34 @@ import (
 //	messages:          event: error / data: {"type": "error", "error": {"type", "message"}}
 //	responses:         event: error / data: {"type": "error", "code", "message"}
 //
-// Only data holding the bytes "error" is parsed, so a stream's ordinary events cost one scan.
+// Only a frame that starts as an error frame does (event: error, or data: {"error"...) is
+// parsed, so an ordinary event costs a look at its first bytes.
 func StreamError(f Format, data []byte) (at, end int, ue *UpstreamError) {
-	if !bytes.Contains(data, []byte(`"error"`)) {
-		return 0, 0, nil
-	}
 	for off := 0; off < len(data); {
 		n := bytes.Index(data[off:], []byte("\n\n"))
 		stop := len(data)
 		if n >= 0 {
 			stop = off + n + 2
 		}
-		if e := frameError(f, data[off:stop]); e != nil {
-			return off, stop, e
+		if frame := data[off:stop]; errorFrameStart(frame) {
+			if e := frameError(f, frame); e != nil {
+				return off, stop, e
+			}
 		}
 		off = stop
 	}
 	return 0, 0, nil
+}
+
+// errorFrameStart reports whether an SSE frame starts as an error frame: "event: error" or a
+// data line whose JSON object opens with an "error" member.
+func errorFrameStart(frame []byte) bool {
+	if v, ok := bytes.CutPrefix(frame, []byte("event:")); ok {
+		v = bytes.TrimLeft(v, " ")
+		return bytes.HasPrefix(v, []byte("error\n")) || bytes.HasPrefix(v, []byte("error\r"))
+	}
+	v, ok := bytes.CutPrefix(frame, []byte("data:"))
+	return ok && bytes.HasPrefix(bytes.TrimLeft(v, " "), []byte(`{"error"`))
 }
 
 // frameError is the error one SSE frame reports in format f (nil: none).

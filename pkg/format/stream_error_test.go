@@ -25,6 +25,7 @@ func TestStreamError(t *testing.T) {
 		{FormatChat, string(ErrorEvent(FormatChat, 503, "rendered")), 503, "", "rendered"},
 		{FormatMessages, "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n", 529, "", "Overloaded"},
 		{FormatResponses, string(ErrorEvent(FormatResponses, 502, "gone")), 502, "", "gone"},
+		{FormatMessages, "event: error\r\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow\"}}\r\n\r\n", 429, "", "slow"},
 	} {
 		at, end, ue := StreamError(c.f, []byte(c.data))
 		require.NotNil(t, ue, c.data)
@@ -41,5 +42,16 @@ func TestStreamError(t *testing.T) {
 		require.Nil(t, ue, d)
 		_, _, ue = StreamError(FormatMessages, []byte(d))
 		require.Nil(t, ue, d)
+	}
+}
+
+// BenchmarkStreamErrorChunk is the cost StreamError adds to each ordinary event a stream writes.
+func BenchmarkStreamErrorChunk(b *testing.B) {
+	data := []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hello there, how are you"},"finish_reason":null}]}` + "\n\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, ue := StreamError(FormatChat, data); ue != nil {
+			b.Fatal(ue)
+		}
 	}
 }
