@@ -163,6 +163,9 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": stored(Strings),
 	"allowed_vector_store_indexes": stored(Any), "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
 	"router_settings": honoured(RouterSettings), "access_group_ids": notYet,
+	// on a key (not a user): the guardrails of the named policies (sql/017) run on every call
+	// of the key (pkg/call callerGuardrails); each must exist when written
+	"policies": honoured(Strings),
 	// on a key (not a user): enforced per call (pkg/access, api/key_access.go)
 	"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
 	"object_permission": honoured(ObjectPermission),
@@ -190,7 +193,7 @@ var teamBase = fieldSet{
 // teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
 var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
-	"policies": notYet, "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
+	"policies": honoured(Strings), "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
 	"allowed_passthrough_routes": stored(Strings), "secret_manager_settings": stored(Object),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": col,
 	"team_member_rpm_limit": col, "team_member_tpm_limit": col,
