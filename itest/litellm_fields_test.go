@@ -154,7 +154,6 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		field string
 	}{
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "access_group_ids": []string{"ag-1"}}, "access_group_ids"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "auto_rotate": true}, "auto_rotate"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "project_id": "p-1"}, "project_id"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "agent_id": "ag-1"}, "agent_id"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "agent_id": "ag-1"}, "agent_id"},

@@ -38,6 +38,11 @@ type Tx interface {
 	LockTable(ctx context.Context, typ store.ObjectType) error
 	// LockName takes a transaction-scoped advisory lock named name.
 	LockName(ctx context.Context, name string) error
+	// TryLockName takes it only if no other transaction holds it (false: another does).
+	TryLockName(ctx context.Context, name string) (bool, error)
+	// DueKeyRotations reads and locks up to limit keys due for rotation at now
+	// (store.RotationTimeLayout), skipping rows other transactions hold.
+	DueKeyRotations(ctx context.Context, now string, limit int) ([]store.Row, error)
 	// SetBudgetReset schedules (every > 0) or clears the budget reset of a key_spend token and
 	// returns the next reset time (nil: none).
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)

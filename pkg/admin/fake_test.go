@@ -208,6 +208,14 @@ func (t *fakeTx) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 
 func (t *fakeTx) LockName(ctx context.Context, name string) error { return nil }
 
+func (t *fakeTx) TryLockName(ctx context.Context, name string) (bool, error) { return true, nil }
+
+// DueKeyRotations is not modelled by the fake (the rotation job is tested on Postgres,
+// itest TestKeyRotation*).
+func (t *fakeTx) DueKeyRotations(ctx context.Context, now string, limit int) ([]store.Row, error) {
+	return nil, errors.New("fake store: DueKeyRotations is not modelled")
+}
+
 func (t *fakeTx) LockTable(ctx context.Context, typ store.ObjectType) error {
 	return t.fail("lock", typ)
 }

@@ -224,11 +224,12 @@ var customerFields = fieldSet{
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": honoured(KeyType),
-		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": honoured(String), "project_id": notYet,
+		// rotated by the cluster's rotation job (admin/rotation.go)
+		"auto_rotate": honoured(Bool), "rotation_interval": honoured(Duration), "organization_id": honoured(String), "project_id": notYet,
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
-		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": notYet,
-		"rotation_interval": notYet, "organization_id": honoured(String),
+		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": honoured(Bool),
+		"rotation_interval": honoured(Duration), "organization_id": honoured(String),
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
 		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,
