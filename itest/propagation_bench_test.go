@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"lockstep/pkg/notify"
 )
 
 // BenchmarkPropagation: 1000 model writes on A at a steady rate (200/s), and for each the
@@ -320,25 +322,11 @@ func appliedSeq(b *testing.B, g *Gateway) int64 {
 	return int64(v)
 }
 
-// tracedChange is one entry of GET /sync/trace (notify.TracedChange).
-type tracedChange struct {
-	Seq              int64  `json:"seq"`
-	ID               string `json:"id"`
-	CommittedUs      int64  `json:"committed_us"`
-	ReceivedUs       int64  `json:"received_us"`
-	ParsedUs         int64  `json:"parsed_us"`
-	DequeuedUs       int64  `json:"dequeued_us"`
-	RereadSentUs     int64  `json:"reread_sent_us"`
-	RereadAnsweredUs int64  `json:"reread_answered_us"`
-	PublishedUs      int64  `json:"published_us"`
-}
-
-func syncTrace(b testing.TB, g *Gateway) []tracedChange {
+// syncTrace fetches GET /sync/trace's changes.
+func syncTrace(b testing.TB, g *Gateway) []notify.TracedChange {
 	st, body := g.Do(b, "GET", "/sync/trace", nil)
 	require.Equal(b, 200, st, "%s", body)
-	var tr struct {
-		Changes []tracedChange `json:"changes"`
-	}
+	var tr notify.Trace
 	require.NoError(b, json.Unmarshal(body, &tr))
 	return tr.Changes
 }

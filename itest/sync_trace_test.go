@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"lockstep/pkg/notify"
 )
 
 // TestSyncTraceRecordsTheChangePath: a model written on A appears in B's GET /sync/trace with
@@ -21,15 +23,15 @@ func TestSyncTraceRecordsTheChangePath(t *testing.T) {
 		"litellm_params": map[string]any{"model": "openai/x", "mock_response": "ok"},
 	})
 	require.Equal(t, 200, st, "%s", body)
-	find := func(g *Gateway) (tracedChange, bool) {
+	find := func(g *Gateway) (notify.TracedChange, bool) {
 		for _, c := range syncTrace(t, g) {
 			if c.ID == id {
 				return c, true
 			}
 		}
-		return tracedChange{}, false
+		return notify.TracedChange{}, false
 	}
-	var c tracedChange
+	var c notify.TracedChange
 	Eventually(t, "B traces the write", func() bool {
 		var ok bool
 		c, ok = find(p.B)
