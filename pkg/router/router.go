@@ -303,7 +303,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 			continue
 		}
 		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, TeamID: d.TeamID, TeamPublicName: d.TeamPublicName, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
-		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
+		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Value: nd})
 	}
 	return out
 }
