@@ -42,7 +42,7 @@ type Policy struct {
 type Builder struct {
 	allowed   []string
 	aead      cipher.AEAD             // nil: no salt key
-	providers map[string]providerSpec // the built-in providers and the vendors
+	providers map[string]*providerSpec // the built-in providers and the vendors
 }
 
 // defaultBuilder is the zero Policy's builder, without vendors (package-level NewDeployment;
