@@ -7,7 +7,8 @@ package main
 // that a replica under load can be profiled; and, when GATEWAY_PROFILE_DIR is set, profiles
 // the start-up: a CPU profile from process start until the initial load is done
 // (DIR/coldstart-cpu.pprof) and the heap then, after the load's garbage was collected
-// (DIR/coldstart-heap.pprof: in-use objects, and everything the load allocated). Release
+// (DIR/coldstart-heap.pprof: in-use objects, and everything the load allocated; the runtime's
+// memory statistics in DIR/coldstart-memstats.txt). Release
 // builds contain none of this.
 
 import (
@@ -16,6 +17,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	rpprof "runtime/pprof"
 	"time"
 )
@@ -70,4 +72,10 @@ func loaded() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway: start-up profile:", err)
 	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	mb := func(b uint64) uint64 { return b >> 20 }
+	_ = os.WriteFile(filepath.Join(os.Getenv("GATEWAY_PROFILE_DIR"), "coldstart-memstats.txt"), fmt.Appendf(nil,
+		"HeapAlloc %d MB, HeapInuse %d MB, HeapIdle %d MB, HeapReleased %d MB, StackInuse %d MB, GCSys %d MB, OtherSys %d MB, Sys %d MB, NumGC %d, PauseTotal %s\n",
+		mb(m.HeapAlloc), mb(m.HeapInuse), mb(m.HeapIdle), mb(m.HeapReleased), mb(m.StackInuse), mb(m.GCSys), mb(m.OtherSys), mb(m.Sys), m.NumGC, time.Duration(m.PauseTotalNs)), 0o644)
 }

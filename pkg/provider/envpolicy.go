@@ -41,7 +41,7 @@ type Policy struct {
 // default policy's.
 type Builder struct {
 	allowed   []string
-	aead      cipher.AEAD             // nil: no salt key
+	aead      cipher.AEAD              // nil: no salt key
 	providers map[string]*providerSpec // the built-in providers and the vendors
 }
 
