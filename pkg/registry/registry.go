@@ -342,15 +342,12 @@ func (r *Registry[T]) newer(id string, version int64, cur *Entry[T]) bool {
 // version is not newer than the entry held, or than its tombstone, is a no-op; config
 // entries are never touched. Returns how many entries changed.
 func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
-	type built struct {
-		row store.Row
-		val T
-	}
 	// Build outside the lock: an invalid row is counted and skipped, the old entry keeps serving.
-	// A large batch (a full load, a bulk insert) is built on every core (buildAll).
+	// A large batch (a full load, a bulk insert) is built on every core (buildAll). The rows
+	// built are those with errs[i] == nil (no copy of them: a million rows are 80 MB).
 	vals, errs := r.buildAll(rows)
-	ok := make([]built, 0, len(rows))
 	var bad []store.Row
+	good := 0
 	for i, row := range rows {
 		switch {
 		case errs[i] == errKnownBad:
@@ -361,7 +358,7 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 			}
 			bad = append(bad, row)
 		default:
-			ok = append(ok, built{row, vals[i]})
+			good++
 		}
 	}
 	r.mu.Lock()
@@ -374,33 +371,37 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 	c := r.edit()
 	r.gen++
 	changed := 0
-	if c.next.n == 0 && len(ok) >= parallelBuild {
+	filled := false
+	if c.next.n == 0 && good >= parallelBuild {
 		// an empty registry's bulk load (a cold start): every shard filled on every core
-		entries := make([]*Entry[T], 0, len(ok))
-		for _, b := range ok {
-			if r.newer(b.row.ID, b.row.Version, nil) && !r.isBad(b.row.ID, b.row.Version) {
-				entries = append(entries, &Entry[T]{ID: b.row.ID, Version: b.row.Version, Value: b.val, gen: r.gen})
+		entries := make([]*Entry[T], 0, good)
+		for i, row := range rows {
+			if errs[i] == nil && r.newer(row.ID, row.Version, nil) && !r.isBad(row.ID, row.Version) {
+				entries = append(entries, &Entry[T]{ID: row.ID, Version: row.Version, Value: vals[i], gen: r.gen})
 			}
 		}
-		if c.fillEmpty(entries) {
+		if filled = c.fillEmpty(entries); filled {
 			for _, e := range entries {
 				if len(r.failed) == 0 {
 					break
 				}
 				delete(r.failed, e.ID)
 			}
-			changed, ok = len(entries), nil
+			changed = len(entries)
 		}
 	}
-	for _, b := range ok {
-		cur, _ := c.next.ByID(b.row.ID)
+	for i, row := range rows {
+		if filled {
+			break
+		}
+		cur, _ := c.next.ByID(row.ID)
 		// re-check the known-bad version under the lock: a newer invalid version may have
 		// been recorded while this row was being built
-		if !r.newer(b.row.ID, b.row.Version, cur) || r.isBad(b.row.ID, b.row.Version) {
+		if errs[i] != nil || !r.newer(row.ID, row.Version, cur) || r.isBad(row.ID, row.Version) {
 			continue
 		}
-		delete(r.failed, b.row.ID)
-		c.put(&Entry[T]{ID: b.row.ID, Version: b.row.Version, Value: b.val, gen: r.gen})
+		delete(r.failed, row.ID)
+		c.put(&Entry[T]{ID: row.ID, Version: row.Version, Value: vals[i], gen: r.gen})
 		changed++
 	}
 	now := time.Now()
