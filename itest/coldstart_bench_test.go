@@ -130,6 +130,14 @@ func startCold(t *testing.T, db, id, bin string, env ...string) (ready time.Dura
 }
 
 func coldStart(t *testing.T, nKeys, nModels int) {
+	// both builds before the seeding: the binaries are of the tree as the run started
+	dir := os.Getenv("LOCKSTEP_BENCH_COLDSTART_PROFILE")
+	bin := ""
+	if dir != "" {
+		bin = filepath.Join(t.TempDir(), "gateway-pprof")
+		out, err := exec.Command("go", "build", "-tags", "pprof", "-o", bin, "lockstep/cmd/gateway").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
 	db := pgtestNewMigratedDB(t)
 	seedStart := time.Now()
 	seedRegistry(t, db, nKeys, nModels)
@@ -138,13 +146,6 @@ func coldStart(t *testing.T, nKeys, nModels int) {
 	runs := 1
 	if v, err := strconv.Atoi(os.Getenv("LOCKSTEP_BENCH_COLDSTART_RUNS")); err == nil && v > 0 {
 		runs = v
-	}
-	dir := os.Getenv("LOCKSTEP_BENCH_COLDSTART_PROFILE")
-	bin := ""
-	if dir != "" {
-		bin = filepath.Join(t.TempDir(), "gateway-pprof")
-		out, err := exec.Command("go", "build", "-tags", "pprof", "-o", bin, "lockstep/cmd/gateway").CombinedOutput()
-		require.NoError(t, err, "%s", out)
 	}
 	for run := 1; run <= runs; run++ {
 		// a subtest per run: its replica is stopped before the next one starts
