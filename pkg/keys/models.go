@@ -1,8 +1,10 @@
 package keys
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 	"unsafe"
 )
@@ -55,7 +57,7 @@ func compactMetadata(m []byte) []byte {
 	case string(m) == "{}":
 		return emptyObject
 	case len(m) <= maxInternedMetadata:
-		v := unique.Make(string(m)).Value()
+		v := canonical(m)
 		return unsafe.Slice(unsafe.StringData(v), len(v))
 	case cap(m) > len(m):
 		return append([]byte(nil), m...)
@@ -73,7 +75,30 @@ func intern(s string) string {
 	if s == "" {
 		return ""
 	}
-	return unique.Make(s).Value()
+	return canonical(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
+
+// canonical returns unique.Make(string(b)).Value() through a direct-mapped cache of recent
+// results: a cold start interns a million keys' metadata, and unique.Make's concurrent map
+// cost ~400 ns a lookup (a weak-pointer deref and a trie walk; half of building a key) against
+// a hash and a compare here for the values that repeat. The cache keeps at most len(recent)
+// canonical strings alive (only those of ≤ maxInternedMetadata bytes: ≤ 2 MB).
+func canonical(b []byte) string {
+	if len(b) > maxInternedMetadata {
+		return unique.Make(string(b)).Value()
+	}
+	slot := &recent[maphash.Bytes(recentSeed, b)&(uint64(len(recent))-1)]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	v := unique.Make(string(b)).Value()
+	slot.Store(&v)
+	return v
+}
+
+var (
+	recent     [1 << 14]atomic.Pointer[string]
+	recentSeed = maphash.MakeSeed()
+)
 
 var emptyObject = []byte("{}")

@@ -160,9 +160,10 @@ func scanLoaded(typ ObjectType, rows pgx.Rows, prepare func([]Row), hint int) ([
 	defer rows.Close()
 	out := make([]Row, 0, hint)
 	done := 0 // rows already handed to prepare
+	var cols slab
 	for rows.Next() {
 		var r Row
-		if err := scanRow(typ, rows, &r); err != nil {
+		if err := scanRowIn(typ, rows, &r, &cols); err != nil {
 			return nil, mapErr(err)
 		}
 		out = append(out, r)
