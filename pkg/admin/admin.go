@@ -57,6 +57,12 @@ type Tx interface {
 	// BudgetLinks names the objects linked to budget id ("end_user <id>", "key <token>",
 	// "organization <id>", "team <id>" for a team's member budget), at most a few.
 	BudgetLinks(ctx context.Context, id string) ([]string, error)
+	// GetByNameForShare reads the row of typ named name (its Table.Name column) and takes a
+	// FOR SHARE lock on it until the transaction ends.
+	GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error)
+	// PolicyLinks names the keys, teams and policies that use policy name ("key <token>",
+	// "team <id>", "policy <name>"), at most a few.
+	PolicyLinks(ctx context.Context, name string) ([]string, error)
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.
@@ -242,7 +248,7 @@ func (w *Writer) LockTable(ctx context.Context, typ store.ObjectType) error {
 
 // Insert writes a new row; it is applied after commit.
 func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Values) (store.Row, error) {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+	if err := w.lockLinks(ctx, typ, vals); err != nil {
 		return store.Row{}, err
 	}
 	row, err := w.tx.Insert(ctx, typ, vals)
@@ -255,7 +261,7 @@ func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Va
 
 // Update rewrites a row; it is applied after commit.
 func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, vals store.Values) (store.Row, error) {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+	if err := w.lockLinks(ctx, typ, vals); err != nil {
 		return store.Row{}, err
 	}
 	row, err := w.tx.Update(ctx, typ, id, vals)
@@ -264,6 +270,15 @@ func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, va
 		w.record(change{row: row})
 	}
 	return row, err
+}
+
+// lockLinks locks, in the write's transaction, the budget and policies a write of typ with
+// vals links (lockLinkedBudget, lockLinkedPolicies).
+func (w *Writer) lockLinks(ctx context.Context, typ store.ObjectType, vals store.Values) error {
+	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+		return err
+	}
+	return w.lockLinkedPolicies(ctx, typ, vals)
 }
 
 // Delete removes a row; its tombstone (the version Delete returns) is applied after commit.

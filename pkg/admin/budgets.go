@@ -189,17 +189,8 @@ func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, val
 	if !budgetLinkers[typ] {
 		return nil
 	}
-	var raw []byte
-	switch v := vals["litellm_fields"].(type) {
-	case store.JSONMerge:
-		raw = v
-	case []byte:
-		raw = v
-	case json.RawMessage:
-		raw = v
-	case string:
-		raw = []byte(v)
-	default:
+	raw := litellmFieldsRaw(vals)
+	if raw == nil {
 		return nil
 	}
 	var lf struct {

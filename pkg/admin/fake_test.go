@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -357,17 +358,51 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 		kind, field string
 	}{{store.EndUser, "end_user", "budget_id"}, {store.Key, "key", "budget_id"}, {store.Organization, "organization", "budget_id"}, {store.Team, "team", "team_member_budget_id"}} {
 		for rid, r := range t.tables[l.typ] {
-			var raw []byte
-			switch v := r["litellm_fields"].(type) {
-			case store.JSONMerge:
-				raw = v
-			case []byte:
-				raw = v
-			}
+			raw := litellmFieldsRaw(store.Values(r))
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
 				out = append(out, l.kind+" "+rid)
 			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// GetByNameForShare: the policy named name (the only type looked up by name in a write).
+func (t *fakeTx) GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error) {
+	rows, err := t.ListBy(ctx, typ, "policy_name", name)
+	if err != nil {
+		return store.Row{}, err
+	}
+	if len(rows) == 0 {
+		return store.Row{}, store.ErrNotFound
+	}
+	t.f.shareLocks = append(t.f.shareLocks, string(typ)+" "+rows[0].ID)
+	return rows[0], nil
+}
+
+// PolicyLinks: the keys and teams whose litellm_fields list policy name, the policies
+// inheriting it.
+func (t *fakeTx) PolicyLinks(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	for _, l := range []struct {
+		typ  store.ObjectType
+		kind string
+	}{{store.Key, "key"}, {store.Team, "team"}} {
+		for rid, r := range t.tables[l.typ] {
+			raw := litellmFieldsRaw(store.Values(r))
+			var lf struct {
+				Policies []string `json:"policies"`
+			}
+			if json.Unmarshal(raw, &lf) == nil && slices.Contains(lf.Policies, name) {
+				out = append(out, l.kind+" "+rid)
+			}
+		}
+	}
+	for _, r := range t.tables[store.Policy] {
+		if r["inherit"] == name {
+			out = append(out, "policy "+fmt.Sprint(r["policy_name"]))
 		}
 	}
 	sort.Strings(out)

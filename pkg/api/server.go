@@ -32,6 +32,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
+	"lockstep/pkg/policy"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -66,6 +67,9 @@ type Deps struct {
 	// Budgets are LiteLLM's budget objects (sql/012; nil: none): the limits step reads the
 	// budget an end user, key, organization or team member links to from it.
 	Budgets *registry.Registry[*accounts.Budget]
+	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): the pipeline runs the
+	// guardrails of the policies a caller's key and team attach.
+	Policies *registry.Registry[*policy.Policy]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -139,7 +143,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.Policies} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -154,7 +158,7 @@ func New(d Deps) *Server {
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = s.governance()
 	}
-	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails,
+	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails, Policies: d.Policies,
 		Agents: d.Agents, Keys: d.Keys, Teams: d.Teams, Users: d.Users, EndUsers: d.EndUsers, Limits: s.Limits, IDs: s.ids}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -261,6 +265,7 @@ func (s *Server) routes() {
 	s.accessGroupRoutes()
 	s.accountRoutes()
 	s.budgetRoutes()
+	s.policyRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }
