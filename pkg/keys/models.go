@@ -87,12 +87,23 @@ func canonical(b []byte) string {
 	if len(b) > maxInternedMetadata {
 		return unique.Make(string(b)).Value()
 	}
-	slot := &recent[maphash.Bytes(recentSeed, b)&(uint64(len(recent))-1)]
-	if p := slot.Load(); p != nil && *p == string(b) {
-		return *p
+	// two slots a value may sit in (fewer collisions for the few thousand values that repeat)
+	h := maphash.Bytes(recentSeed, b)
+	s1, s2 := &recent[h&(uint64(len(recent))-1)], &recent[(h>>32)&(uint64(len(recent))-1)]
+	p1 := s1.Load()
+	if p1 != nil && *p1 == string(b) {
+		return *p1
+	}
+	p2 := s2.Load()
+	if p2 != nil && *p2 == string(b) {
+		return *p2
 	}
 	v := unique.Make(string(b)).Value()
-	slot.Store(&v)
+	if p1 == nil || p2 != nil {
+		s1.Store(&v)
+	} else {
+		s2.Store(&v)
+	}
 	return v
 }
 
