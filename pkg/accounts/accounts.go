@@ -127,6 +127,10 @@ type Team struct {
 		MemberPermissions []string `json:"team_member_permissions"`
 		// RouterSettings is LiteLLM's team router_settings, built into RouterSettings.
 		RouterSettings json.RawMessage `json:"router_settings"`
+		// AccessGroupIDs are LiteLLM's team access_group_ids: the unified access groups
+		// (AccessGroup, sql/016) whose models and agents the team's keys may use (LiteLLM
+		// can_team_access_model; nil: none).
+		AccessGroupIDs []string `json:"access_group_ids"`
 	} `json:"litellm_fields"`
 	// RouterSettings are the team's per-call router settings (router.CallerSettings) for
 	// its keys without router_settings of their own (nil: none).

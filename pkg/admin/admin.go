@@ -57,6 +57,9 @@ type Tx interface {
 	// BudgetLinks names the objects linked to budget id ("end_user <id>", "key <token>",
 	// "organization <id>", "team <id>" for a team's member budget), at most a few.
 	BudgetLinks(ctx context.Context, id string) ([]string, error)
+	// AccessGroupHolders lists the keys (tokens) and teams (ids) whose access_group_ids hold
+	// access group id, each in id order.
+	AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error)
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.
@@ -242,7 +245,7 @@ func (w *Writer) LockTable(ctx context.Context, typ store.ObjectType) error {
 
 // Insert writes a new row; it is applied after commit.
 func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Values) (store.Row, error) {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+	if err := w.lockLinks(ctx, typ, vals); err != nil {
 		return store.Row{}, err
 	}
 	row, err := w.tx.Insert(ctx, typ, vals)
@@ -255,7 +258,7 @@ func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Va
 
 // Update rewrites a row; it is applied after commit.
 func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, vals store.Values) (store.Row, error) {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+	if err := w.lockLinks(ctx, typ, vals); err != nil {
 		return store.Row{}, err
 	}
 	row, err := w.tx.Update(ctx, typ, id, vals)

@@ -189,17 +189,8 @@ func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, val
 	if !budgetLinkers[typ] {
 		return nil
 	}
-	var raw []byte
-	switch v := vals["litellm_fields"].(type) {
-	case store.JSONMerge:
-		raw = v
-	case []byte:
-		raw = v
-	case json.RawMessage:
-		raw = v
-	case string:
-		raw = []byte(v)
-	default:
+	raw := litellmFieldsRaw(vals)
+	if raw == nil {
 		return nil
 	}
 	var lf struct {
@@ -215,6 +206,21 @@ func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, val
 		return invalid("budget_id", "Budget not found, passed budget_id=%s", *lf.BudgetID)
 	} else if err != nil {
 		return err
+	}
+	return nil
+}
+
+// litellmFieldsRaw is the JSON text of a write's litellm_fields value (nil: none given).
+func litellmFieldsRaw(vals store.Values) []byte {
+	switch v := vals["litellm_fields"].(type) {
+	case store.JSONMerge:
+		return v
+	case []byte:
+		return v
+	case json.RawMessage:
+		return v
+	case string:
+		return []byte(v)
 	}
 	return nil
 }

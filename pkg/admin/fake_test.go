@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -372,4 +373,32 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// AccessGroupHolders: the keys and teams whose litellm_fields (as written) hold group id.
+func (t *fakeTx) AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error) {
+	for _, typ := range []store.ObjectType{store.Key, store.Team} {
+		for rid, r := range t.tables[typ] {
+			var raw []byte
+			switch v := r["litellm_fields"].(type) {
+			case store.JSONMerge:
+				raw = v
+			case []byte:
+				raw = v
+			}
+			var lf struct {
+				IDs []string `json:"access_group_ids"`
+			}
+			if json.Unmarshal(raw, &lf) == nil && slices.Contains(lf.IDs, id) {
+				if typ == store.Key {
+					keys = append(keys, rid)
+				} else {
+					teams = append(teams, rid)
+				}
+			}
+		}
+	}
+	sort.Strings(keys)
+	sort.Strings(teams)
+	return keys, teams, nil
 }

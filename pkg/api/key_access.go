@@ -1,14 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/access"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/catalogue"
 	"lockstep/pkg/keys"
 )
@@ -133,24 +136,89 @@ func routeAllowed(k *keys.Key, path string) error {
 	return authErr(http.StatusForbidden, access.RouteRefusal(k.X().AllowedRoutes, path))
 }
 
-// agentAllowed refuses an A2A call (or card) of an agent outside the key's or its team's
-// object_permission.agents with LiteLLM's 403 `Access denied to agent: <agent_id>`. Only a key
-// restricted by either resolves the agent here; an agent that does not resolve is left to the
-// A2A handler's own not-found answer.
+// agentAllowed refuses an A2A call (or card) of an agent outside what the key and its team
+// grant with LiteLLM's 403 `Access denied to agent: <agent_id>`: each grants the agents of its
+// object_permission.agents and of its unified access groups (access_group_ids →
+// access_agent_ids), and one that names either is restricted to them (access.AgentGrant;
+// LiteLLM AgentRequestHandler). Only a restricted key resolves the agent here; an agent that
+// does not resolve is left to the A2A handler's own not-found answer.
 func (s *Server) agentAllowed(c echo.Context, who principal) error {
-	var teamAgents []string
-	if who.Team != nil && who.Team.Fields.ObjectPermission != nil {
-		teamAgents = who.Team.Fields.ObjectPermission.Agents
+	if who.Key == nil {
+		return nil
 	}
-	if who.Key == nil || (len(who.Key.X().Agents) == 0 && len(teamAgents) == 0) {
+	key := agentGrant(who.Caller, who.Key.X().Agents, who.Key.X().AccessGroupIDs)
+	var team access.AgentGrant
+	if who.Team != nil {
+		var agents []string
+		if op := who.Team.Fields.ObjectPermission; op != nil {
+			agents = op.Agents
+		}
+		team = agentGrant(who.Caller, agents, who.Team.Fields.AccessGroupIDs)
+	}
+	if !key.Restricted && !team.Restricted {
 		return nil
 	}
 	ag, err := s.pipe.ResolveAgent(c.Request().Context(), agentParam(c))
 	if err != nil || ag == nil {
 		return nil
 	}
-	if access.AgentAllowed(who.Key.X().Agents, teamAgents, ag.ID, ag.Name) {
+	if access.AgentAllowed(key, team, ag.ID, ag.Name) {
 		return nil
 	}
 	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))
+}
+
+// agentGrant is the agent grant of an object with object_permission.agents agents and
+// access_group_ids groupIDs (their agents as this replica's registry holds the groups).
+func agentGrant(who pipeline.Caller, agents, groupIDs []string) access.AgentGrant {
+	return access.AgentGrant{Restricted: len(agents) > 0 || len(groupIDs) > 0, Agents: agents, GroupIDs: who.GroupAgents(groupIDs)}
+}
+
+// traceHeaders carry a call's trace id, in LiteLLM's order (get_chain_id_from_headers:
+// x-litellm-trace-id, else x-litellm-session-id).
+var traceHeaders = [...]string{"X-Litellm-Trace-Id", "X-Litellm-Session-Id"}
+
+// agentKeyTrace refuses a call made with a key an agent owns (its agent_id) when that agent's
+// litellm_params.require_trace_id_on_calls_by_agent is true and the request carries no trace
+// id: 400 `Requests made with this agent's key must include the x-litellm-trace-id header.`
+// (LiteLLM common_checks, type bad_request_error). An agent that does not resolve (deleted)
+// requires nothing, as LiteLLM's registry lookup.
+func (s *Server) agentKeyTrace(c echo.Context, k *keys.Key) error {
+	id := k.X().AgentID
+	if id == "" {
+		return nil
+	}
+	ag, err := s.pipe.ResolveAgent(c.Request().Context(), id)
+	if err != nil || ag == nil || ag.ID != id || !ag.RequireTraceIDByAgent {
+		return nil
+	}
+	for _, h := range traceHeaders {
+		if strings.TrimSpace(c.Request().Header.Get(h)) != "" {
+			return nil
+		}
+	}
+	return errf(http.StatusBadRequest, "bad_request_error", "Requests made with this agent's key must include the x-litellm-trace-id header.")
+}
+
+// checkKeyLinks checks what a key write links before anything is written: its budget_id
+// (checkBudgetLink) and its agent_id, which must name an existing agent by agent_id (400
+// `agent_id: agent '<id>' not found`; LiteLLM looks the key's agent up by id). Whether the
+// key's access groups exist is checked inside the write's transaction.
+func (s *Server) checkKeyLinks(ctx context.Context, lf map[string]json.RawMessage) error {
+	if err := s.checkBudgetLink(ctx, lf); err != nil {
+		return err
+	}
+	raw, ok := lf["agent_id"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var id string
+	_ = json.Unmarshal(raw, &id) // kind-checked by the catalogue (String)
+	if id == "" {
+		return nil
+	}
+	if ag, err := s.pipe.ResolveAgent(ctx, id); err != nil || ag == nil || ag.ID != id {
+		return badRequest("agent_id: agent '%s' not found", id)
+	}
+	return nil
 }

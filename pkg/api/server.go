@@ -66,6 +66,9 @@ type Deps struct {
 	// Budgets are LiteLLM's budget objects (sql/012; nil: none): the limits step reads the
 	// budget an end user, key, organization or team member links to from it.
 	Budgets *registry.Registry[*accounts.Budget]
+	// AccessGroups are LiteLLM's unified access groups (sql/016; nil: none): a key's or
+	// team's access_group_ids are resolved in it on every call.
+	AccessGroups *registry.Registry[*accounts.AccessGroup]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -139,7 +142,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -261,6 +264,7 @@ func (s *Server) routes() {
 	s.accessGroupRoutes()
 	s.accountRoutes()
 	s.budgetRoutes()
+	s.unifiedGroupRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }
@@ -555,13 +559,16 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			p := principal{Caller: pipeline.Caller{Key: vk}}
+			p := principal{Caller: pipeline.Caller{Key: vk, Groups: s.AccessGroups}}
 			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
 			}
 			if err := routeAllowed(vk, c.Request().URL.Path); err != nil { // allowed_routes, key_type
+				return err
+			}
+			if err := s.agentKeyTrace(c, vk); err != nil { // agent_id: its agent's trace-id rule
 				return err
 			}
 			if level == admin {

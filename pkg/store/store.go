@@ -48,6 +48,8 @@ const (
 	EndUser      ObjectType = "end_user"
 	// LiteLLM's budgets (LiteLLM_BudgetTable): sql/012.
 	Budget ObjectType = "budget"
+	// LiteLLM's unified access groups (LiteLLM_AccessGroupTable): sql/016.
+	AccessGroup ObjectType = "access_group"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -80,6 +82,7 @@ var Tables = []Table{
 	{Type: User, Plural: "users", Table: "gateway.users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
+	{Type: AccessGroup, Plural: "access_groups", Table: "gateway.access_groups", PK: "access_group_id", Name: "access_group_id", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.
