@@ -153,11 +153,10 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "access_group_ids": []string{"ag-1"}}, "access_group_ids"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "auto_rotate": true}, "auto_rotate"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "policies": []string{"p"}}, "policies"},
 		{"/key/generate", map[string]any{"key_alias": "cat-no", "project_id": "p-1"}, "project_id"},
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "agent_id": "ag-1"}, "agent_id"},
+		{"/user/new", map[string]any{"user_id": "cat-no", "agent_id": "ag-1"}, "agent_id"}, // on a key it is honoured
 		{"/user/new", map[string]any{"user_id": "cat-no", "organizations": []string{"o-1"}}, "organizations"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "model_rpm_limit": map[string]any{"m": 1}}, "model_rpm_limit"},
 		{"/team/new", map[string]any{"team_id": "cat-no", "policies": []string{"p"}}, "policies"},

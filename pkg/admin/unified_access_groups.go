@@ -82,12 +82,11 @@ func (a *Admin) NewUnifiedGroup(ctx context.Context, c Caller, req AccessGroupWr
 func (a *Admin) UpdateUnifiedGroup(ctx context.Context, c Caller, id string, req AccessGroupWrite) (AccessGroupView, error) {
 	var out AccessGroupView
 	err := a.Write(ctx, func(w *Writer) error {
-		row, err := w.GetForUpdate(ctx, store.AccessGroup, id)
-		if err != nil {
+		if _, err := w.GetForUpdate(ctx, store.AccessGroup, id); err != nil {
 			return err
 		}
 		req.Vals["updated_by"] = budgetBy(c)
-		row, err = w.Update(ctx, store.AccessGroup, id, req.Vals)
+		row, err := w.Update(ctx, store.AccessGroup, id, req.Vals)
 		if errors.Is(err, store.ErrConflict) {
 			return conflict("Access group '%s' already exists", req.Vals["access_group_name"])
 		}
