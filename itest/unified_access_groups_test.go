@@ -1,10 +1,6 @@
 package itest
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -162,25 +158,6 @@ func TestUnifiedAccessGroupsAcrossReplicas(t *testing.T) {
 	require.Equal(t, 404, st, "%s", body)
 }
 
-// ugCall posts body to path on g with key and extra headers.
-func ugCall(t *testing.T, g *Gateway, key, path string, body any, header map[string]string) (int, []byte) {
-	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest("POST", g.URL+path, bytes.NewReader(raw))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := httpClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, out
-}
-
 // A group's access_agent_ids grant its keys those agents on B (by agent_id); a key naming a
 // group is restricted to the groups' agents even when they grant none (LiteLLM
 // AgentRequestHandler). A key's agent_id names the agent owning it: an unknown agent is a 400;
@@ -226,10 +203,10 @@ func TestUnifiedAccessGroupAgentsAndAgentKeys(t *testing.T) {
 	ak, _ := govKey(t, a, map[string]any{"agent_id": traced})
 	chat := map[string]any{"model": "ug-am", "messages": []map[string]any{{"role": "user", "content": "hi"}}}
 	Eventually(t, "B holds the agent's key", func() bool {
-		st, _ := ugCall(t, b, ak, "/v1/chat/completions", chat, map[string]string{"x-litellm-trace-id": "t-1"})
+		st, _, _ := postAs(t, b, ak, "/v1/chat/completions", chat, map[string]string{"x-litellm-trace-id": "t-1"})
 		return st == 200
 	})
-	st, body = ugCall(t, b, ak, "/v1/chat/completions", chat, nil)
+	st, _, body = postAs(t, b, ak, "/v1/chat/completions", chat, nil)
 	require.Equal(t, 400, st, "%s", body)
 	require.Equal(t, "Requests made with this agent's key must include the x-litellm-trace-id header.", accDetail(body))
 	st, body = b.Do(t, "GET", "/key/info?key="+ak, nil)
@@ -237,14 +214,14 @@ func TestUnifiedAccessGroupAgentsAndAgentKeys(t *testing.T) {
 	require.Equal(t, traced, gjson.GetBytes(body, "info.agent_id").String())
 	free, _ := govKey(t, a, map[string]any{"agent_id": id1}) // an agent without the rule
 	Eventually(t, "B serves the untraced agent's key", func() bool {
-		st, _ := ugCall(t, b, free, "/v1/chat/completions", chat, nil)
+		st, _, _ := postAs(t, b, free, "/v1/chat/completions", chat, nil)
 		return st == 200
 	})
 	// the rule lifted on B holds on A (PATCH merges litellm_params' keys)
 	st, body = b.Do(t, "PATCH", "/v1/agents/"+traced, map[string]any{"litellm_params": map[string]any{"require_trace_id_on_calls_by_agent": false}})
 	require.Equal(t, 200, st, "%s", body)
 	Eventually(t, "A drops the trace-id rule", func() bool {
-		st, _ := ugCall(t, a, ak, "/v1/chat/completions", chat, nil)
+		st, _, _ := postAs(t, a, ak, "/v1/chat/completions", chat, nil)
 		return st == 200
 	})
 }

@@ -358,13 +358,7 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 		kind, field string
 	}{{store.EndUser, "end_user", "budget_id"}, {store.Key, "key", "budget_id"}, {store.Organization, "organization", "budget_id"}, {store.Team, "team", "team_member_budget_id"}} {
 		for rid, r := range t.tables[l.typ] {
-			var raw []byte
-			switch v := r["litellm_fields"].(type) {
-			case store.JSONMerge:
-				raw = v
-			case []byte:
-				raw = v
-			}
+			raw := fakeFields(r)
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
 				out = append(out, l.kind+" "+rid)
@@ -379,13 +373,7 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 func (t *fakeTx) AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error) {
 	for _, typ := range []store.ObjectType{store.Key, store.Team} {
 		for rid, r := range t.tables[typ] {
-			var raw []byte
-			switch v := r["litellm_fields"].(type) {
-			case store.JSONMerge:
-				raw = v
-			case []byte:
-				raw = v
-			}
+			raw := fakeFields(r)
 			var lf struct {
 				IDs []string `json:"access_group_ids"`
 			}
@@ -401,4 +389,15 @@ func (t *fakeTx) AccessGroupHolders(ctx context.Context, id string) (keys, teams
 	sort.Strings(keys)
 	sort.Strings(teams)
 	return keys, teams, nil
+}
+
+// fakeFields is a fake row's litellm_fields as written (JSONMerge or JSON text; nil: none).
+func fakeFields(r map[string]any) []byte {
+	switch v := r["litellm_fields"].(type) {
+	case store.JSONMerge:
+		return v
+	case []byte:
+		return v
+	}
+	return nil
 }

@@ -60,16 +60,7 @@ func (a *Admin) NewUnifiedGroup(ctx context.Context, c Caller, req AccessGroupWr
 	var out AccessGroupView
 	err := a.Write(ctx, func(w *Writer) error {
 		row, err := w.Insert(ctx, store.AccessGroup, vals)
-		if errors.Is(err, store.ErrConflict) {
-			return conflict("Access group '%s' already exists", vals["access_group_name"])
-		}
-		if err != nil {
-			return err
-		}
-		if err := w.attachGroup(ctx, id, req); err != nil {
-			return err
-		}
-		out, err = w.accessGroupView(ctx, row)
+		out, err = w.groupWritten(ctx, id, row, err, req)
 		return err
 	})
 	return out, err
@@ -87,16 +78,7 @@ func (a *Admin) UpdateUnifiedGroup(ctx context.Context, c Caller, id string, req
 		}
 		req.Vals["updated_by"] = budgetBy(c)
 		row, err := w.Update(ctx, store.AccessGroup, id, req.Vals)
-		if errors.Is(err, store.ErrConflict) {
-			return conflict("Access group '%s' already exists", req.Vals["access_group_name"])
-		}
-		if err != nil {
-			return err
-		}
-		if err := w.attachGroup(ctx, id, req); err != nil {
-			return err
-		}
-		out, err = w.accessGroupView(ctx, row)
+		out, err = w.groupWritten(ctx, id, row, err, req)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -163,6 +145,21 @@ func (a *Admin) UnifiedGroups(ctx context.Context) ([]AccessGroupView, error) {
 		return nil
 	})
 	return out, err
+}
+
+// groupWritten finishes a group insert or update (row, err): a name in use is Conflict
+// `Access group '<name>' already exists`; then req's attachments are written and the view read.
+func (w *Writer) groupWritten(ctx context.Context, id string, row store.Row, err error, req AccessGroupWrite) (AccessGroupView, error) {
+	if errors.Is(err, store.ErrConflict) {
+		return AccessGroupView{}, conflict("Access group '%s' already exists", req.Vals["access_group_name"])
+	}
+	if err != nil {
+		return AccessGroupView{}, err
+	}
+	if err := w.attachGroup(ctx, id, req); err != nil {
+		return AccessGroupView{}, err
+	}
+	return w.accessGroupView(ctx, row)
 }
 
 func (w *Writer) accessGroupView(ctx context.Context, row store.Row) (AccessGroupView, error) {
