@@ -386,8 +386,16 @@ type NewUser struct {
 	TeamID   string
 	KeyAlias string
 	Duration string
-	// KeyFields are the key's litellm_fields value (its aliases; nil: none).
+	// KeyFields are the key's litellm_fields value (nil: none): the LiteLLM fields
+	// generate_key_helper_fn gives a /user/new key (aliases, permissions, allowed_cache_controls,
+	// model_rpm_limit, model_tpm_limit, guardrails, object_permission).
 	KeyFields store.Values
+	// Spend sets the user's spend total and its key's (USD >= 0; nil: 0), as LiteLLM's
+	// generate_key_helper_fn writes "spend" to both rows.
+	Spend *float64
+	// Orgs are the organizations the user joins with the role internal_user (LiteLLM
+	// new_user's "organizations": organization_member_add per organization; each must exist).
+	Orgs []string
 }
 
 // UserCreated is the outcome of CreateUser: the user row and, with AutoKey, the key (shown
@@ -398,13 +406,27 @@ type UserCreated struct {
 	KeyRow store.Row
 }
 
-// CreateUser is /user/new: the user, its memberships and its key in one transaction. Errors:
-// CreateAccount's, NotFound (a team that does not exist), Invalid (a team row the registry
-// would refuse, "duration: ...").
+// CreateUser is /user/new: the user, its team and organization memberships, its spend and its
+// key in one transaction. Errors: CreateAccount's, NotFound (a team or organization that does
+// not exist), Invalid (a team row the registry would refuse, "duration: ...", a negative
+// spend), AddOrgMembers'.
 func (a *Admin) CreateUser(ctx context.Context, u NewUser) (UserCreated, error) {
+	if u.Spend != nil && *u.Spend < 0 {
+		return UserCreated{}, invalid("spend", "spend must be a non-negative number (USD)")
+	}
 	var res UserCreated
 	row, err := a.CreateAccount(ctx, UserKind, u.ID, u.Vals, func(ctx context.Context, w *Writer, row store.Row) error {
 		res = UserCreated{}
+		for _, oid := range u.Orgs {
+			if _, err := addOrgMembers(ctx, w, oid, []OrgMember{{UserID: row.ID, UserRole: OrgRoleUser}}, nil); err != nil {
+				return err
+			}
+		}
+		if u.Spend != nil {
+			if err := w.SetSpend(ctx, store.OwnerToken(ownerKinds[store.User], row.ID), *u.Spend); err != nil {
+				return err
+			}
+		}
 		for _, tid := range u.Teams {
 			cur, err := w.GetForUpdate(ctx, store.Team, tid)
 			if errors.Is(err, store.ErrNotFound) {
@@ -453,6 +475,11 @@ func (a *Admin) CreateUser(ctx context.Context, u NewUser) (UserCreated, error) 
 		kr, err := w.Insert(ctx, store.Key, vals)
 		if err != nil {
 			return err
+		}
+		if u.Spend != nil {
+			if err := w.SetSpend(ctx, kr.ID, *u.Spend); err != nil {
+				return err
+			}
 		}
 		res.Key, res.KeyRow = key, kr
 		return nil

@@ -64,7 +64,22 @@ func (a *Admin) AddOrgMembers(ctx context.Context, orgID string, add []OrgMember
 		return OrgMembersAdded{}, err
 	}
 	var res OrgMembersAdded
-	row, err := a.editOrgMembers(ctx, orgID, func(ctx context.Context, w *Writer, cur []OrgMember) ([]OrgMember, error) {
+	err := a.Write(ctx, func(w *Writer) error {
+		var err error
+		res, err = addOrgMembers(ctx, w, orgID, add, maxBudget)
+		return err
+	})
+	if err != nil {
+		return OrgMembersAdded{}, err
+	}
+	return res, nil
+}
+
+// addOrgMembers is AddOrgMembers inside w's transaction (also /user/new's "organizations",
+// CreateUser): the same checks and errors, nothing written when one fails.
+func addOrgMembers(ctx context.Context, w *Writer, orgID string, add []OrgMember, maxBudget *float64) (OrgMembersAdded, error) {
+	var res OrgMembersAdded
+	row, err := editOrgMembersIn(ctx, w, orgID, func(ctx context.Context, w *Writer, cur []OrgMember) ([]OrgMember, error) {
 		req := make([]accounts.Member, len(add))
 		for i, m := range add {
 			if err := CheckOrgRole("member.role", m.UserRole); err != nil {
@@ -191,32 +206,37 @@ func OrgMembersOf(r store.Row) ([]OrgMember, error) {
 
 // editOrgMembers runs a read-modify-write of an organization's members under the row's lock.
 func (a *Admin) editOrgMembers(ctx context.Context, orgID string, edit func(ctx context.Context, w *Writer, cur []OrgMember) ([]OrgMember, error)) (store.Row, error) {
-	if orgID == "" {
-		return store.Row{}, invalid("organization_id", "organization_id is required")
-	}
 	var row store.Row
 	err := a.Write(ctx, func(w *Writer) error {
-		cur, err := w.GetForUpdate(ctx, store.Organization, orgID)
-		if errors.Is(err, store.ErrNotFound) {
-			return OrgKind.NotFound(orgID)
-		}
-		if err != nil {
-			return err
-		}
-		members, err := OrgMembersOf(cur)
-		if err != nil {
-			return invalidf("organization %q: members: %v", orgID, err)
-		}
-		members, err = edit(ctx, w, members)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(members)
-		if err != nil {
-			return err
-		}
-		row, err = w.Update(ctx, store.Organization, orgID, store.Values{"members": b})
+		var err error
+		row, err = editOrgMembersIn(ctx, w, orgID, edit)
 		return err
 	})
 	return row, err
+}
+
+// editOrgMembersIn is editOrgMembers inside w's transaction.
+func editOrgMembersIn(ctx context.Context, w *Writer, orgID string, edit func(ctx context.Context, w *Writer, cur []OrgMember) ([]OrgMember, error)) (store.Row, error) {
+	if orgID == "" {
+		return store.Row{}, invalid("organization_id", "organization_id is required")
+	}
+	cur, err := w.GetForUpdate(ctx, store.Organization, orgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Row{}, OrgKind.NotFound(orgID)
+	}
+	if err != nil {
+		return store.Row{}, err
+	}
+	members, err := OrgMembersOf(cur)
+	if err != nil {
+		return store.Row{}, invalidf("organization %q: members: %v", orgID, err)
+	}
+	if members, err = edit(ctx, w, members); err != nil {
+		return store.Row{}, err
+	}
+	b, err := json.Marshal(members)
+	if err != nil {
+		return store.Row{}, err
+	}
+	return w.Update(ctx, store.Organization, orgID, store.Values{"members": b})
 }

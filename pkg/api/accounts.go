@@ -154,11 +154,15 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 		return nil, nil, err
 	}
 	if k.Type == mgmt.TypeUser {
-		// a new user's aliases are its auto-created key's (LiteLLM new_user passes them to
-		// generate_key_helper_fn); userNew takes them from the body
-		if a, ok := lf["aliases"]; ok {
-			body["aliases"] = a
-			delete(lf, "aliases")
+		// the fields LiteLLM's generate_key_helper_fn gives a new user's auto-created key:
+		// userNew takes them from the body (newUserKeyFields)
+		for name, alsoUser := range newUserKeyFields {
+			if v, ok := lf[name]; ok {
+				body[name] = v
+				if !alsoUser {
+					delete(lf, name)
+				}
+			}
 		}
 	}
 	if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
@@ -462,7 +466,24 @@ func (s *Server) teamNew(c echo.Context) error {
 }
 
 // userNewFields are /user/new's fields besides the user's columns.
-var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_key": fBool, "key_alias": fString, "duration": fString}
+var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_key": fBool, "key_alias": fString, "duration": fString,
+	"spend": fNumber, "organizations": fStrings}
+
+// newUserKeyFields are the /user/new fields (catalogue: honoured) that LiteLLM's
+// generate_key_helper_fn (request_type "user", key_management_endpoints.py) writes to the
+// auto-created key, where lockstep's key enforcement applies them on every replica. The value
+// is whether the user keeps them too (returned by /user/info and /user/list), as LiteLLM's
+// user_data does: allowed_cache_controls is a column of both rows; model_rpm_limit,
+// model_tpm_limit and guardrails go into the metadata both rows share; object_permission is
+// new_user's object_permission_id, linked from both rows; aliases and permissions are the
+// key's only. None of them is enforced per user by LiteLLM (get_key_model_rpm_limit reads the
+// key's and team's metadata, _add_guardrails_from_key_or_team_metadata the key's and team's,
+// _PROXY_CacheControlCheck and the permissions switches the key's, AgentRequestHandler the
+// key's and team's object_permission), so a user's own copy limits nothing.
+var newUserKeyFields = map[string]bool{
+	"aliases": false, "permissions": false, "allowed_cache_controls": true, "model_rpm_limit": true,
+	"model_tpm_limit": true, "guardrails": true, "object_permission": true,
+}
 
 // userNewTeams are the teams /user/new joins: "teams" plus "team_id" (LiteLLM's key-level
 // team_id, which also adds the user to that team).
@@ -474,14 +495,27 @@ func userNewTeams(body map[string]json.RawMessage) []string {
 	return out
 }
 
-// keyAliasesValue is the litellm_fields value of /user/new's auto-created key: the body's
-// aliases (nil: none given).
-func keyAliasesValue(body map[string]json.RawMessage) mgmt.Values {
-	a, ok := body["aliases"]
-	if !ok || isNull(a) {
-		return nil
+// newUserKeyValue is the litellm_fields value of /user/new's auto-created key: the body's
+// newUserKeyFields (nil: none given).
+func newUserKeyValue(body map[string]json.RawMessage) mgmt.Values {
+	lf := map[string]json.RawMessage{}
+	for name := range newUserKeyFields {
+		if v, ok := body[name]; ok && !isNull(v) {
+			lf[name] = v
+		}
 	}
-	return litellmFieldsValue(map[string]json.RawMessage{"aliases": a})
+	return litellmFieldsValue(lf)
+}
+
+// userNewOrgs are /user/new's "organizations", each once.
+func userNewOrgs(body map[string]json.RawMessage) []string {
+	var out []string
+	for _, o := range strs(body, "organizations") {
+		if !slicesContainsStr(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func slicesContainsStr(l []string, v string) bool {
@@ -495,19 +529,29 @@ func slicesContainsStr(l []string, v string) bool {
 
 // userNew: POST /user/new → the user row plus, unless auto_create_key is false, a new key for
 // the user (LiteLLM answers with "key", the raw key, shown once; the key carries the user's
-// models). "teams" adds the user to those teams with the role user (each must exist: 400);
-// "team_id" also does, and makes the new key a key of that team (LiteLLM).
+// models and newUserKeyFields). "teams" adds the user to those teams with the role user (each
+// must exist: 400); "team_id" also does, and makes the new key a key of that team (LiteLLM).
+// "organizations" adds the user to those organizations with the role internal_user, as
+// LiteLLM's _add_user_to_organizations calls organization_member_add (each must exist; LiteLLM
+// ignores a failure, lockstep refuses the call and writes nothing). "spend" is the user's and
+// the key's spend total. All of it is one transaction.
 func (s *Server) userNew(c echo.Context) error {
 	body, vals, err := s.decodeAccountNew(c, userKind, userNewFields)
 	if err != nil {
 		return err
 	}
 	raw, ok := body["auto_create_key"]
+	var spend *float64
+	if v, set, err := optNumber(body, "spend"); err != nil {
+		return err
+	} else if set {
+		spend = &v
+	}
 	res, err := s.mgmt.CreateUser(c.Request().Context(), mgmt.NewUser{
 		ID: str(body, userKind.IDField), Vals: vals, Teams: userNewTeams(body),
 		AutoKey: !ok || string(raw) != "false", Models: strs(body, "models"),
 		TeamID: str(body, "team_id"), KeyAlias: str(body, "key_alias"), Duration: str(body, "duration"),
-		KeyFields: keyAliasesValue(body),
+		KeyFields: newUserKeyValue(body), Spend: spend, Orgs: userNewOrgs(body),
 	})
 	if err != nil {
 		return err

@@ -233,17 +233,31 @@ var Models = map[Model]fieldSet{
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
 		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,
-		"send_invite_email": stored(Bool), "sso_user_id": stored(String), "organizations": notYet,
-		"password": stored(String), "user_name": stored(String),
+		"send_invite_email": stored(Bool), "sso_user_id": stored(String), "organizations": col,
+		"password": stored(String), "user_name": stored(String), "spend": col,
 		// lockstep: a user's own organization (LiteLLM_UserTable.organization_id)
 		"organization_id": col,
+		// generate_key_helper_fn gives these to the auto-created key, where they are enforced
+		// as the key's own (api newUserKeyFields); LiteLLM enforces none per user
+		"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
+		"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
+		"guardrails": honoured(Strings), "object_permission": honoured(ObjectPermission),
 	}),
 	UpdateUser: merge(generateRequestBase, fieldSet{
 		"spend": col, "password": stored(String), "user_alias": col, "user_role": col, "user_email": col,
 		"user_name": stored(String), "organization_id": col,
 		// on a user (not its key) these are LiteLLM_UserTable-less: aliases and key_alias are
-		// informational; duration and team_id would change the user's keys or teams
-		"aliases": stored(StringMap), "key_alias": stored(String), "duration": notYet, "team_id": notYet,
+		// informational; duration is "[NOT IMPLEMENTED]" on user_update and team_id is
+		// LiteLLM_UserTable's legacy team_id (no membership)
+		"aliases": stored(StringMap), "key_alias": stored(String), "duration": stored(Duration), "team_id": stored(String),
+		// user_update keeps these on the user row only (its metadata, allowed_cache_controls,
+		// object_permission_id); LiteLLM's call path reads them from keys and teams, never from
+		// the user (get_key_model_rpm_limit, _add_guardrails_from_key_or_team_metadata,
+		// _PROXY_CacheControlCheck, AgentRequestHandler), and a user's MCP ceiling gates routes
+		// lockstep does not serve
+		"allowed_cache_controls": stored(Strings), "permissions": stored(Permissions),
+		"model_rpm_limit": stored(IntMap), "model_tpm_limit": stored(IntMap),
+		"guardrails": stored(Strings), "object_permission": stored(ObjectPermission),
 	}),
 	NewTeam:    merge(teamBase, teamExtra),
 	UpdateTeam: merge(teamBase, teamExtra),
