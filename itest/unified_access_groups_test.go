@@ -95,6 +95,9 @@ func TestUnifiedAccessGroupsAcrossReplicas(t *testing.T) {
 	require.Equal(t, 200, st, "B serves the group's model at once: %s", body)
 	st, body = ugChat(t, b, narrow, "ug-m2")
 	require.Equal(t, 401, st, "a key with groups and no models is narrowed: %s", body)
+	st, body = b.DoKey(t, narrow, "GET", "/v1/models", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, []any{"ug-m1"}, gjson.GetBytes(body, "data.#.id").Value(), "the key lists its group's models only")
 	wide, _ := govKey(t, a, map[string]any{"models": []string{"ug-m2"}, "access_group_ids": []string{gid}})
 	for _, m := range []string{"ug-m1", "ug-m2"} {
 		st, body = ugChat(t, b, wide, m)

@@ -273,12 +273,6 @@ func BuildEndUserRow(r store.Row) (*EndUser, error) {
 	return build(r, "end user", func(e *EndUser) string { return e.ID }, func(e *EndUser) *Limits { return &e.Limits })
 }
 
-// CanUse reports whether the team's models list allows model group name (whose deployments
-// are in accessGroups), with the key list's rules.
-func (t *Team) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
-	return keys.ListAllows(t.Models, name, accessGroups)
-}
-
 // CanUse reports whether the user's models list allows model group name.
 func (u *User) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
 	return keys.ListAllows(u.Models, name, accessGroups)

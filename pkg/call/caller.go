@@ -83,7 +83,16 @@ func (p Caller) CanUse(name string, group []*registry.Entry[*router.Deployment])
 	if pub := p.TeamPublicName(group); pub != "" {
 		name = pub // a team model is checked under the name its team calls it by (LiteLLM checks before the alias)
 	}
-	ag := GroupAccess(group)
+	return p.ListsAllow(name, GroupAccess(group))
+}
+
+// ListsAllow reports whether the caller's models lists (its key's, then its team's or, for a
+// personal key, its user's), each with its unified access groups, allow model group name whose
+// deployments are in the access groups ag (CanUse without the team-model rule).
+func (p Caller) ListsAllow(name string, ag func(func(string) bool)) bool {
+	if p.Key == nil {
+		return true
+	}
 	if !p.listAllows(p.Key.Models, p.Key.X().AccessGroupIDs, name, ag) {
 		return false
 	}

@@ -412,12 +412,6 @@ func (k *Key) AllModels() bool {
 	return false
 }
 
-// CanUse reports whether the key may call model group name, whose deployments are in the
-// given access groups (LiteLLM: a key's models list may name models or access groups).
-func (k *Key) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
-	return ListAllows(k.Models, name, accessGroups)
-}
-
 // ListAllows reports whether a models list (of a key, team or user) allows model group name,
 // whose deployments are in the given access groups: an empty list or one holding
 // all-proxy-models allows every model; otherwise the list must name the group or one of its
