@@ -191,6 +191,14 @@ func TestUnifiedAccessGroupAgentsAndAgentKeys(t *testing.T) {
 		require.Equal(t, 403, st, "a group granting no agents restricts the key to none: %s", body)
 	}
 
+	// a team's groups restrict its keys' agents the same way
+	st, body = a.Do(t, "POST", "/team/new", map[string]any{"team_id": "ug-ag-team", "access_group_ids": []string{ag["access_group_id"].(string)}})
+	require.Equal(t, 200, st, "%s", body)
+	tk, _ := govKey(t, a, map[string]any{"team_id": "ug-ag-team"})
+	Eventually(t, "B runs the team group's agent", func() bool { st, _ := send(b, tk, id1); return st == 200 })
+	st, body = send(b, tk, id2)
+	require.Equal(t, 403, st, "%s", body)
+
 	// agent_id: the agent owning the key
 	traced := createAgent(t, a, "ug-traced", map[string]any{"model": "openai/x", "mock_response": "hi", "require_trace_id_on_calls_by_agent": true})
 	st, body = a.Do(t, "POST", "/v1/agents", map[string]any{"agent_name": "ug-bad", "agent_card_params": agentCard("ug-bad"),
