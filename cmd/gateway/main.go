@@ -34,6 +34,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
+	"lockstep/pkg/policy"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/provider/bedrock"
 	"lockstep/pkg/provider/gemini"
@@ -378,7 +379,7 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Policies: regs.policies, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
 		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
@@ -422,6 +423,7 @@ type registries struct {
 	budgets    *registry.Registry[*accounts.Budget]
 	// accessGroups: LiteLLM's unified access groups (sql/016)
 	accessGroups *registry.Registry[*accounts.AccessGroup]
+	policies     *registry.Registry[*policy.Policy]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -471,6 +473,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.endUsers = add(r, store.EndUser, accounts.BuildEndUserRow, nil)
 	r.budgets = add(r, store.Budget, accounts.BuildBudgetRow, nil)
 	r.accessGroups = add(r, store.AccessGroup, accounts.BuildAccessGroupRow, nil)
+	r.policies = add(r, store.Policy, policy.BuildRow, policy.Names)
 	return r
 }
 

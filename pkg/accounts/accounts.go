@@ -110,6 +110,9 @@ type Team struct {
 		ModelTPM map[string]int64 `json:"model_tpm_limit"`
 		// Guardrails run on every call of the team's keys (LiteLLM team "guardrails").
 		Guardrails []string `json:"guardrails"`
+		// Policies name the guardrail policies (sql/017) whose guardrails run on every call
+		// of the team's keys (LiteLLM team "policies", kept in its metadata).
+		Policies []string `json:"policies"`
 		// TeamMemberBudgetID is the budget LiteLLM creates from the team's
 		// team_member_budget / team_member_rpm_limit / team_member_tpm_limit /
 		// team_member_budget_duration (sql/012): it holds for every member without a

@@ -210,21 +210,6 @@ func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, val
 	return nil
 }
 
-// litellmFieldsRaw is the JSON text of a write's litellm_fields value (nil: none given).
-func litellmFieldsRaw(vals store.Values) []byte {
-	switch v := vals["litellm_fields"].(type) {
-	case store.JSONMerge:
-		return v
-	case []byte:
-		return v
-	case json.RawMessage:
-		return v
-	case string:
-		return []byte(v)
-	}
-	return nil
-}
-
 // CheckBudgetID refuses a budget_id that is blank (whitespace only; LiteLLM would store it and
 // link nothing): Invalid "budget_id must be a non-blank string, got <json>". "" passes (as
 // unset). Source: none in LiteLLM (which accepts it); the project's "bad input gets a 400".

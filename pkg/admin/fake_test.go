@@ -358,7 +358,7 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 		kind, field string
 	}{{store.EndUser, "end_user", "budget_id"}, {store.Key, "key", "budget_id"}, {store.Organization, "organization", "budget_id"}, {store.Team, "team", "team_member_budget_id"}} {
 		for rid, r := range t.tables[l.typ] {
-			raw := fakeFields(r)
+			raw := litellmFieldsRaw(store.Values(r))
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
 				out = append(out, l.kind+" "+rid)
@@ -373,7 +373,7 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 func (t *fakeTx) AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error) {
 	for _, typ := range []store.ObjectType{store.Key, store.Team} {
 		for rid, r := range t.tables[typ] {
-			raw := fakeFields(r)
+			raw := litellmFieldsRaw(store.Values(r))
 			var lf struct {
 				IDs []string `json:"access_group_ids"`
 			}
@@ -391,13 +391,42 @@ func (t *fakeTx) AccessGroupHolders(ctx context.Context, id string) (keys, teams
 	return keys, teams, nil
 }
 
-// fakeFields is a fake row's litellm_fields as written (JSONMerge or JSON text; nil: none).
-func fakeFields(r map[string]any) []byte {
-	switch v := r["litellm_fields"].(type) {
-	case store.JSONMerge:
-		return v
-	case []byte:
-		return v
+// GetByNameForShare: the policy named name (the only type looked up by name in a write).
+func (t *fakeTx) GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error) {
+	rows, err := t.ListBy(ctx, typ, "policy_name", name)
+	if err != nil {
+		return store.Row{}, err
 	}
-	return nil
+	if len(rows) == 0 {
+		return store.Row{}, store.ErrNotFound
+	}
+	t.f.shareLocks = append(t.f.shareLocks, string(typ)+" "+rows[0].ID)
+	return rows[0], nil
+}
+
+// PolicyLinks: the keys and teams whose litellm_fields list policy name, the policies
+// inheriting it.
+func (t *fakeTx) PolicyLinks(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	for _, l := range []struct {
+		typ  store.ObjectType
+		kind string
+	}{{store.Key, "key"}, {store.Team, "team"}} {
+		for rid, r := range t.tables[l.typ] {
+			raw := litellmFieldsRaw(store.Values(r))
+			var lf struct {
+				Policies []string `json:"policies"`
+			}
+			if json.Unmarshal(raw, &lf) == nil && slices.Contains(lf.Policies, name) {
+				out = append(out, l.kind+" "+rid)
+			}
+		}
+	}
+	for _, r := range t.tables[store.Policy] {
+		if r["inherit"] == name {
+			out = append(out, "policy "+fmt.Sprint(r["policy_name"]))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

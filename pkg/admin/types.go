@@ -34,6 +34,7 @@ const (
 	TypeEndUser      = store.EndUser
 	TypeBudget       = store.Budget
 	TypeAccessGroup  = store.AccessGroup
+	TypePolicy       = store.Policy
 )
 
 // The store's sentinels a use-case's error may wrap (errors.Is): no row, an invalid value,

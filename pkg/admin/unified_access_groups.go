@@ -242,16 +242,6 @@ func (w *Writer) holdGroup(ctx context.Context, typ store.ObjectType, oid, group
 	return err
 }
 
-// lockLinks runs before every insert or update of typ with vals: the budget and the access
-// groups vals link are read FOR SHARE in the write's own transaction (lockLinkedBudget,
-// lockLinkedAccessGroups), so a link to a missing object can never commit.
-func (w *Writer) lockLinks(ctx context.Context, typ store.ObjectType, vals store.Values) error {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
-		return err
-	}
-	return w.lockLinkedAccessGroups(ctx, typ, vals)
-}
-
 // lockLinkedAccessGroups: when vals of a key or team set access_group_ids (litellm_fields), each
 // named group is read FOR SHARE, so a concurrent DeleteUnifiedGroup (FOR UPDATE, then the
 // holders) either waits for this write and detaches it, or deletes first and this write sees

@@ -32,6 +32,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
+	"lockstep/pkg/policy"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -69,6 +70,9 @@ type Deps struct {
 	// AccessGroups are LiteLLM's unified access groups (sql/016; nil: none): a key's or
 	// team's access_group_ids are resolved in it on every call.
 	AccessGroups *registry.Registry[*accounts.AccessGroup]
+	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): the pipeline runs the
+	// guardrails of the policies a caller's key and team attach.
+	Policies *registry.Registry[*policy.Policy]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -142,7 +146,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups, d.Policies} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -157,7 +161,7 @@ func New(d Deps) *Server {
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = s.governance()
 	}
-	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails,
+	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails, Policies: d.Policies,
 		Agents: d.Agents, Keys: d.Keys, Teams: d.Teams, Users: d.Users, EndUsers: d.EndUsers, Limits: s.Limits, IDs: s.ids}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -265,6 +269,7 @@ func (s *Server) routes() {
 	s.accountRoutes()
 	s.budgetRoutes()
 	s.unifiedGroupRoutes()
+	s.policyRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }

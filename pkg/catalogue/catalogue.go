@@ -173,6 +173,9 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 	// the agent owning the key: its require_trace_id_on_calls_by_agent holds for the key's
 	// calls (LiteLLM common_checks; api agentKeyTrace)
 	"agent_id": honoured(String),
+	// on a key (not a user): the guardrails of the named policies (sql/017) run on every call
+	// of the key (pkg/call callerGuardrails); each must exist when written
+	"policies": honoured(Strings),
 	// on a key (not a user): enforced per call (pkg/access, api/key_access.go)
 	"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
 	"object_permission": honoured(ObjectPermission),
@@ -200,7 +203,7 @@ var teamBase = fieldSet{
 // teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
 var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
-	"policies": notYet, "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
+	"policies": honoured(Strings), "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
 	"allowed_passthrough_routes": stored(Strings), "secret_manager_settings": stored(Object),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": col,
 	"team_member_rpm_limit": col, "team_member_tpm_limit": col,

@@ -114,26 +114,32 @@ func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value st
 // (litellm_fields.team_member_budget_id) it is, each "<kind> <id>". A scan of those tables
 // (no index: deleting a budget is rare).
 func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]string, error) {
-	rows, err := t.tx.Query(ctx, `SELECT kind || ' ' || oid FROM (
+	return t.links(ctx, "budget", id, `SELECT kind || ' ' || oid FROM (
 		SELECT 'end_user' AS kind, user_id AS oid FROM gateway.end_users WHERE litellm_fields->>'budget_id' = $1
 		UNION ALL SELECT 'key', token FROM gateway.api_keys WHERE litellm_fields->>'budget_id' = $1
 		UNION ALL SELECT 'organization', organization_id FROM gateway.organizations WHERE litellm_fields->>'budget_id' = $1
 		UNION ALL SELECT 'team', team_id FROM gateway.teams WHERE litellm_fields->>'team_member_budget_id' = $1
-	) l LIMIT 5`, id)
+	) l LIMIT 5`)
+}
+
+// links runs query (one text column, $1 = id) and returns its rows: the "<kind> <id>" names
+// of the objects linked to the what named id (BudgetLinks, PolicyLinks).
+func (t *TxStore) links(ctx context.Context, what, id, query string) ([]string, error) {
+	rows, err := t.tx.Query(ctx, query, id)
 	if err != nil {
-		return nil, fmt.Errorf("budget %q links: %w", id, mapErr(err))
+		return nil, fmt.Errorf("%s %q links: %w", what, id, mapErr(err))
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("budget %q links: %w", id, mapErr(err))
+			return nil, fmt.Errorf("%s %q links: %w", what, id, mapErr(err))
 		}
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("budget %q links: %w", id, mapErr(err))
+		return nil, fmt.Errorf("%s %q links: %w", what, id, mapErr(err))
 	}
 	return out, nil
 }

@@ -50,6 +50,8 @@ const (
 	Budget ObjectType = "budget"
 	// LiteLLM's unified access groups (LiteLLM_AccessGroupTable): sql/016.
 	AccessGroup ObjectType = "access_group"
+	// LiteLLM's guardrail policies (LiteLLM_PolicyTable): sql/017.
+	Policy ObjectType = "policy"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -83,6 +85,7 @@ var Tables = []Table{
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
 	{Type: AccessGroup, Plural: "access_groups", Table: "gateway.access_groups", PK: "access_group_id", Name: "access_group_id", Filter: "true"},
+	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.
