@@ -248,20 +248,7 @@ func (w *Writer) holdGroup(ctx context.Context, typ store.ObjectType, oid, group
 // the group gone. Errors: Invalid `access_group_ids: access group '<id>' not found`, the
 // store's.
 func (w *Writer) lockLinkedAccessGroups(ctx context.Context, typ store.ObjectType, vals store.Values) error {
-	if typ != store.Key && typ != store.Team {
-		return nil
-	}
-	raw := litellmFieldsRaw(vals)
-	if raw == nil {
-		return nil
-	}
-	var lf struct {
-		IDs []string `json:"access_group_ids"`
-	}
-	if json.Unmarshal(raw, &lf) != nil {
-		return nil // not an object: the store refuses it
-	}
-	for _, id := range lf.IDs {
+	for _, id := range linkedList(typ, vals, "access_group_ids") {
 		if _, err := w.tx.GetForShare(ctx, store.AccessGroup, id); errors.Is(err, store.ErrNotFound) {
 			return invalid("access_group_ids", "access_group_ids: access group '%s' not found", id)
 		} else if err != nil {
