@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/access"
+	"lockstep/pkg/accounts"
 	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/catalogue"
 	"lockstep/pkg/keys"
@@ -136,33 +137,46 @@ func routeAllowed(k *keys.Key, path string) error {
 	return authErr(http.StatusForbidden, access.RouteRefusal(k.X().AllowedRoutes, path))
 }
 
-// agentAllowed refuses an A2A call (or card) of an agent outside what the key and its team
-// grant with LiteLLM's 403 `Access denied to agent: <agent_id>`: each grants the agents of its
-// object_permission.agents and of its unified access groups (access_group_ids →
-// access_agent_ids), and one that names either is restricted to them (access.AgentGrant;
-// LiteLLM AgentRequestHandler). Only a restricted key resolves the agent here; an agent that
-// does not resolve is left to the A2A handler's own not-found answer.
+// agentAllowed refuses an A2A call (or card) of an agent outside what the key, its team, its
+// organization and the end user the request names (the x-litellm-customer-id /
+// x-litellm-end-user-id header) grant, with LiteLLM's 403 `Access denied to agent:
+// <agent_id>`: each grant that restricts must allow the agent. The key and the team grant the
+// agents of their object_permission.agents and of their unified access groups
+// (access_group_ids → access_agent_ids), and one naming either is restricted to them
+// (access.AgentGrant; LiteLLM AgentRequestHandler reads the key's and the team's); the
+// organization's and the customer's object_permission.agents (organization_endpoints.py,
+// customer_endpoints.py) hold here too, as a field that limits a caller is never accepted and
+// ignored. Only a restricted key resolves the agent here; an agent that does not resolve is
+// left to the A2A handler's own not-found answer.
 func (s *Server) agentAllowed(c echo.Context, who principal) error {
 	if who.Key == nil {
 		return nil
 	}
-	key := agentGrant(who.Caller, who.Key.X().Agents, who.Key.X().AccessGroupIDs)
-	var team access.AgentGrant
-	if who.Team != nil {
-		var agents []string
-		if op := who.Team.Fields.ObjectPermission; op != nil {
-			agents = op.Agents
+	agents := func(op *access.ObjectPermission) []string {
+		if op == nil {
+			return nil
 		}
-		team = agentGrant(who.Caller, agents, who.Team.Fields.AccessGroupIDs)
+		return op.Agents
 	}
-	if !key.Restricted && !team.Restricted {
+	key := agentGrant(who.Caller, who.Key.X().Agents, who.Key.X().AccessGroupIDs)
+	var team, org, endUser access.AgentGrant
+	if who.Team != nil {
+		team = agentGrant(who.Caller, agents(who.Team.Fields.ObjectPermission), who.Team.Fields.AccessGroupIDs)
+	}
+	if who.Org != nil {
+		org = agentGrant(who.Caller, agents(who.Org.Links.ObjectPermission), nil)
+	}
+	if e := s.headerEndUser(c.Request().Header); e != nil {
+		endUser = agentGrant(who.Caller, agents(e.Links.ObjectPermission), nil)
+	}
+	if !key.Restricted && !team.Restricted && !org.Restricted && !endUser.Restricted {
 		return nil
 	}
 	ag, err := s.pipe.ResolveAgent(c.Request().Context(), agentParam(c))
 	if err != nil || ag == nil {
 		return nil
 	}
-	if access.AgentAllowed(key, team, ag.ID, ag.Name) {
+	if access.AgentAllowed(key, team, ag.ID, ag.Name) && access.AgentAllowed(org, endUser, ag.ID, ag.Name) {
 		return nil
 	}
 	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))
@@ -219,6 +233,24 @@ func (s *Server) checkKeyLinks(ctx context.Context, lf map[string]json.RawMessag
 	}
 	if ag, err := s.pipe.ResolveAgent(ctx, id); err != nil || ag == nil || ag.ID != id {
 		return badRequest("agent_id: agent '%s' not found", id)
+	}
+	return nil
+}
+
+// headerEndUser is the end user an A2A request names by the x-litellm-customer-id or
+// x-litellm-end-user-id header (LiteLLM's order), as this replica's end users registry holds
+// it; nil when none is named or known.
+func (s *Server) headerEndUser(h http.Header) *accounts.EndUser {
+	if s.EndUsers == nil {
+		return nil
+	}
+	for _, name := range [...]string{"X-Litellm-Customer-Id", "X-Litellm-End-User-Id"} {
+		if id := strings.TrimSpace(h.Get(name)); id != "" {
+			if e, ok := s.EndUsers.Load().ByID(id); ok {
+				return e.Value
+			}
+			return nil
+		}
 	}
 	return nil
 }
