@@ -335,12 +335,20 @@ func isSHA256Hex(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+		if !lowerHex[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// lowerHex marks the bytes [0-9a-f] (one load per byte: a cold start checks a million tokens).
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
 
 // MaxDuration caps key durations (100 years): longer ones are refused rather than overflowing
 // into the past.
