@@ -146,3 +146,27 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 		}
 	}
 }
+
+// /user/new's teams (with team_id) and organizations are each once, in first-seen order, and
+// an empty organization id names its index.
+func TestUserNewTeamsOrgsOnce(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	teams := userNewTeams(map[string]json.RawMessage{"teams": raw(`["t2","t1","t2","t1"]`), "team_id": raw(`"t1"`)})
+	if strings.Join(teams, ",") != "t2,t1" {
+		t.Errorf("teams = %v, want [t2 t1]", teams)
+	}
+	if teams := userNewTeams(map[string]json.RawMessage{"team_id": raw(`"t3"`)}); strings.Join(teams, ",") != "t3" {
+		t.Errorf("team_id only: teams = %v", teams)
+	}
+	if teams := userNewTeams(map[string]json.RawMessage{}); teams != nil {
+		t.Errorf("none: teams = %v", teams)
+	}
+	orgs, err := userNewOrgs(map[string]json.RawMessage{"organizations": raw(`["o1","o2","o1"]`)})
+	if err != nil || strings.Join(orgs, ",") != "o1,o2" {
+		t.Errorf("orgs = %v, %v", orgs, err)
+	}
+	if _, err := userNewOrgs(map[string]json.RawMessage{"organizations": raw(`["o1",""]`)}); err == nil ||
+		!strings.Contains(err.Error(), "organizations[1] must be a non-empty organization id") {
+		t.Errorf("empty org: err = %v", err)
+	}
+}
