@@ -170,3 +170,22 @@ func TestUserNewTeamsOrgsOnce(t *testing.T) {
 		t.Errorf("empty org: err = %v", err)
 	}
 }
+
+// A bad duration names its field once: "duration: ..." / "budget_duration: ...", never
+// "duration: duration: ..." (keys.ParseDuration's text already starts with "duration: ").
+func TestDurationTextNamesFieldOnce(t *testing.T) {
+	raw := json.RawMessage(`"soon"`)
+	const tail = `"soon" is not a duration like 30s, 30m, 1h, 30d, 2w or 1mo`
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{checkKind("budget_duration", fDuration, raw), "budget_duration: " + tail},
+		{checkKind("duration", fDuration, raw), "duration: " + tail},
+		{checkAccessKind("duration", catalogue.Duration, raw), "duration: " + tail},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("err = %v, want %q", c.err, c.want)
+		}
+	}
+}
