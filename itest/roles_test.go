@@ -435,6 +435,13 @@ func TestRolesMatrix(t *testing.T) {
 		ghost("GET /budget/list", "GET", "/budget/list", nil, false, 200),
 		ghost("GET /budget/settings", "GET", "/budget/settings?budget_id=b-ghost", nil, false, 200),
 		ghost("POST /budget/delete", "POST", "/budget/delete", map[string]any{"id": "b-ghost"}, true, 404),
+		// guardrail policies (issue 19): admin objects, proxy_admin_viewer reads
+		ghost("POST /policies", "POST", "/policies", map[string]any{"policy_name": "p-1", "guardrails_add": []string{"g-ghost"}}, true, 400),
+		ghost("GET /policies/list", "GET", "/policies/list", nil, false, 200),
+		ghost("GET /policies/:policy_id", "GET", "/policies/p-ghost", nil, false, 404),
+		ghost("PUT /policies/:policy_id", "PUT", "/policies/p-ghost", map[string]any{"description": "x"}, true, 404),
+		ghost("DELETE /policies/:policy_id", "DELETE", "/policies/p-ghost", nil, true, 404),
+		ghost("GET /policies/:policy_id/resolved-guardrails", "GET", "/policies/p-ghost/resolved-guardrails", nil, false, 404),
 	)
 	for _, pre := range []string{"/customer", "/end_user"} {
 		routes = append(routes,

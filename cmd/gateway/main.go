@@ -34,6 +34,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
+	"lockstep/pkg/policy"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/provider/bedrock"
 	"lockstep/pkg/provider/gemini"
@@ -375,13 +376,18 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	rotateEvery, err := keyRotationEvery()
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, Policies: regs.policies, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
 		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
+		KeyRotation: rotateEvery,
 	})
 	if err := srv.EnsureProxyBudget(ctx, cfg.LiteLLMSettings.BudgetDuration); err != nil {
 		log.Warn().Err(err).Msg("could not write the proxy budget user litellm-proxy-budget; it is enforced all the same")
@@ -420,6 +426,7 @@ type registries struct {
 	users      *registry.Registry[*accounts.User]
 	endUsers   *registry.Registry[*accounts.EndUser]
 	budgets    *registry.Registry[*accounts.Budget]
+	policies   *registry.Registry[*policy.Policy]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -468,6 +475,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.users = add(r, store.User, accounts.BuildUserRow, nil)
 	r.endUsers = add(r, store.EndUser, accounts.BuildEndUserRow, nil)
 	r.budgets = add(r, store.Budget, accounts.BuildBudgetRow, nil)
+	r.policies = add(r, store.Policy, policy.BuildRow, policy.Names)
 	return r
 }
 
@@ -575,6 +583,25 @@ func migrate(ctx context.Context, args []string) error {
 	}
 	fmt.Println("migrations applied")
 	return nil
+}
+
+// keyRotationEvery reads LiteLLM's key rotation settings: LITELLM_KEY_ROTATION_ENABLED
+// ("true", any case, turns the job on; default off) and
+// LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS (a whole number of seconds from 1 to 31536000,
+// default 86400), as LiteLLM's proxy reads them (litellm/constants.py). 0: the job is off.
+func keyRotationEvery() (time.Duration, error) {
+	if !strings.EqualFold(strings.TrimSpace(os.Getenv("LITELLM_KEY_ROTATION_ENABLED")), "true") {
+		return 0, nil
+	}
+	raw := strings.TrimSpace(os.Getenv("LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS"))
+	if raw == "" {
+		return admin.DefaultRotationCheck, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > 365*24*3600 {
+		return 0, fmt.Errorf("LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS: want a whole number of seconds from 1 to 31536000, got %q", raw)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // knobs are the governance test knobs read from the environment (documented as test knobs:

@@ -38,9 +38,16 @@ type Tx interface {
 	LockTable(ctx context.Context, typ store.ObjectType) error
 	// LockName takes a transaction-scoped advisory lock named name.
 	LockName(ctx context.Context, name string) error
+	// TryLockName takes it only if no other transaction holds it (false: another does).
+	TryLockName(ctx context.Context, name string) (bool, error)
+	// DueKeyRotations reads and locks up to limit keys due for rotation at now
+	// (store.RotationTimeLayout), skipping rows other transactions hold.
+	DueKeyRotations(ctx context.Context, now string, limit int) ([]store.Row, error)
 	// SetBudgetReset schedules (every > 0) or clears the budget reset of a key_spend token and
 	// returns the next reset time (nil: none).
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
+	// SetBudgetResetAt sets the next budget reset of a key_spend token to at.
+	SetBudgetResetAt(ctx context.Context, token string, at time.Time) error
 	// MoveKeySpend moves a key's spend row to its new token (a regenerated key).
 	MoveKeySpend(ctx context.Context, from, to string) error
 	// SetSpend sets the spend total of a key_spend token (a key's or an owner's).
@@ -54,9 +61,16 @@ type Tx interface {
 	// DeleteBy deletes the rows of typ whose column equals value: their ids with their
 	// tombstone versions.
 	DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error)
-	// BudgetLinks names the objects linked to budget id ("end_user <id>", "key <token>",
-	// "organization <id>", "team <id>" for a team's member budget), at most a few.
-	BudgetLinks(ctx context.Context, id string) ([]string, error)
+	// BudgetLinks lists what links budget id: a few of the objects (end users, keys,
+	// organizations, teams by their member budget) and every team and organization
+	// membership.
+	BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink, error)
+	// GetByNameForShare reads the row of typ named name (its Table.Name column) and takes a
+	// FOR SHARE lock on it until the transaction ends.
+	GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error)
+	// PolicyLinks names the keys, teams and policies that use policy name ("key <token>",
+	// "team <id>", "policy <name>"), at most a few.
+	PolicyLinks(ctx context.Context, name string) ([]string, error)
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.
@@ -242,7 +256,7 @@ func (w *Writer) LockTable(ctx context.Context, typ store.ObjectType) error {
 
 // Insert writes a new row; it is applied after commit.
 func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Values) (store.Row, error) {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+	if err := w.lockLinks(ctx, typ, vals); err != nil {
 		return store.Row{}, err
 	}
 	row, err := w.tx.Insert(ctx, typ, vals)
@@ -255,7 +269,7 @@ func (w *Writer) Insert(ctx context.Context, typ store.ObjectType, vals store.Va
 
 // Update rewrites a row; it is applied after commit.
 func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, vals store.Values) (store.Row, error) {
-	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+	if err := w.lockLinks(ctx, typ, vals); err != nil {
 		return store.Row{}, err
 	}
 	row, err := w.tx.Update(ctx, typ, id, vals)
@@ -264,6 +278,15 @@ func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, va
 		w.record(change{row: row})
 	}
 	return row, err
+}
+
+// lockLinks locks, in the write's transaction, the budget and policies a write of typ with
+// vals links (lockLinkedBudget, lockLinkedPolicies).
+func (w *Writer) lockLinks(ctx context.Context, typ store.ObjectType, vals store.Values) error {
+	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+		return err
+	}
+	return w.lockLinkedPolicies(ctx, typ, vals)
 }
 
 // Delete removes a row; its tombstone (the version Delete returns) is applied after commit.
@@ -313,6 +336,12 @@ func (w *Writer) DeleteBy(ctx context.Context, typ store.ObjectType, column, val
 // SetBudgetReset is Tx.SetBudgetReset (gateway.key_spend has no registry: nothing to apply).
 func (w *Writer) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
 	return w.tx.SetBudgetReset(ctx, token, every)
+}
+
+// SetBudgetResetAt is Tx.SetBudgetResetAt (gateway.key_spend has no registry: nothing to
+// apply).
+func (w *Writer) SetBudgetResetAt(ctx context.Context, token string, at time.Time) error {
+	return w.tx.SetBudgetResetAt(ctx, token, at)
 }
 
 // SetSpend is Tx.SetSpend (gateway.key_spend has no registry: nothing to apply).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -207,6 +208,14 @@ func (t *fakeTx) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 
 func (t *fakeTx) LockName(ctx context.Context, name string) error { return nil }
 
+func (t *fakeTx) TryLockName(ctx context.Context, name string) (bool, error) { return true, nil }
+
+// DueKeyRotations is not modelled by the fake (the rotation job is tested on Postgres,
+// itest TestKeyRotation*).
+func (t *fakeTx) DueKeyRotations(ctx context.Context, now string, limit int) ([]store.Row, error) {
+	return nil, errors.New("fake store: DueKeyRotations is not modelled")
+}
+
 func (t *fakeTx) LockTable(ctx context.Context, typ store.ObjectType) error {
 	return t.fail("lock", typ)
 }
@@ -274,6 +283,13 @@ func (t *fakeTx) SetBudgetReset(ctx context.Context, token string, every time.Du
 	}
 	t.f.spendRows()[token] = ks
 	return ks.BudgetResetAt, nil
+}
+
+func (t *fakeTx) SetBudgetResetAt(ctx context.Context, token string, at time.Time) error {
+	ks := t.f.spendRows()[token]
+	ks.BudgetResetAt = &at
+	t.f.spendRows()[token] = ks
+	return nil
 }
 
 func (t *fakeTx) SetSpend(ctx context.Context, token string, spend float64) error {
@@ -350,24 +366,58 @@ func (f *fakeStore) ListUsers(ctx context.Context, fl store.UserFilter, page, si
 }
 
 // BudgetLinks: the rows whose litellm_fields (as written: JSONMerge or JSON text) link budget id.
-func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
-	var out []string
+func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink, error) {
+	var out []store.BudgetLink
 	for _, l := range []struct {
 		typ         store.ObjectType
 		kind, field string
 	}{{store.EndUser, "end_user", "budget_id"}, {store.Key, "key", "budget_id"}, {store.Organization, "organization", "budget_id"}, {store.Team, "team", "team_member_budget_id"}} {
 		for rid, r := range t.tables[l.typ] {
-			var raw []byte
-			switch v := r["litellm_fields"].(type) {
-			case store.JSONMerge:
-				raw = v
-			case []byte:
-				raw = v
-			}
+			raw := litellmFieldsRaw(store.Values(r))
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
+				out = append(out, store.BudgetLink{Kind: l.kind, ID: rid})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// GetByNameForShare: the policy named name (the only type looked up by name in a write).
+func (t *fakeTx) GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error) {
+	rows, err := t.ListBy(ctx, typ, "policy_name", name)
+	if err != nil {
+		return store.Row{}, err
+	}
+	if len(rows) == 0 {
+		return store.Row{}, store.ErrNotFound
+	}
+	t.f.shareLocks = append(t.f.shareLocks, string(typ)+" "+rows[0].ID)
+	return rows[0], nil
+}
+
+// PolicyLinks: the keys and teams whose litellm_fields list policy name, the policies
+// inheriting it.
+func (t *fakeTx) PolicyLinks(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	for _, l := range []struct {
+		typ  store.ObjectType
+		kind string
+	}{{store.Key, "key"}, {store.Team, "team"}} {
+		for rid, r := range t.tables[l.typ] {
+			raw := litellmFieldsRaw(store.Values(r))
+			var lf struct {
+				Policies []string `json:"policies"`
+			}
+			if json.Unmarshal(raw, &lf) == nil && slices.Contains(lf.Policies, name) {
 				out = append(out, l.kind+" "+rid)
 			}
+		}
+	}
+	for _, r := range t.tables[store.Policy] {
+		if r["inherit"] == name {
+			out = append(out, "policy "+fmt.Sprint(r["policy_name"]))
 		}
 	}
 	sort.Strings(out)

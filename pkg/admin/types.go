@@ -33,6 +33,7 @@ const (
 	TypeOrganization = store.Organization
 	TypeEndUser      = store.EndUser
 	TypeBudget       = store.Budget
+	TypePolicy       = store.Policy
 )
 
 // The store's sentinels a use-case's error may wrap (errors.Is): no row, an invalid value,

@@ -38,7 +38,7 @@ func (s *Server) budgetByID(id string) *accounts.Budget {
 // callError is the API error of the call pipeline's typed errors (pkg/call): a model access
 // denial 401 <scope>_model_access_denied (param "model"); an unknown model 400
 // invalid_request_error (param "model"); a client input error 400 invalid_request_error; an
-// unknown guardrail 404 not_found_error; a key blocked or expired during the access
+// unknown guardrail or policy 404 not_found_error; a key blocked or expired during the access
 // re-check 401 authentication_error; a missing enforced param 401 auth_error (param
 // "None"); a blocked end user 403 permission_error; a cache control the key may not set 403; the limits step's refusals
 // (pipeline.Admitter) 429 rate_limit_error (Retry-After was set by Admit), 400
@@ -49,6 +49,7 @@ func callError(err error) *Error {
 	var um *pipeline.UnknownModel
 	var in *pipeline.Invalid
 	var ug *pipeline.UnknownGuardrail
+	var up *pipeline.UnknownPolicy
 	var ku *pipeline.KeyUnusable
 	var mp *pipeline.MissingParam
 	var eb *pipeline.EndUserBlocked
@@ -62,6 +63,8 @@ func callError(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: in.Error()}
 	case errors.As(err, &ug):
 		return &Error{Status: http.StatusNotFound, Type: "not_found_error", Message: ug.Error()}
+	case errors.As(err, &up):
+		return &Error{Status: http.StatusNotFound, Type: "not_found_error", Message: up.Error()}
 	case errors.As(err, &ku):
 		return &Error{Status: http.StatusUnauthorized, Type: statusType(http.StatusUnauthorized), Message: ku.Error()}
 	case errors.As(err, &mp):

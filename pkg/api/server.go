@@ -32,6 +32,7 @@ import (
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/notify"
+	"lockstep/pkg/policy"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -66,6 +67,9 @@ type Deps struct {
 	// Budgets are LiteLLM's budget objects (sql/012; nil: none): the limits step reads the
 	// budget an end user, key, organization or team member links to from it.
 	Budgets *registry.Registry[*accounts.Budget]
+	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): the pipeline runs the
+	// guardrails of the policies a caller's key and team attach.
+	Policies *registry.Registry[*policy.Policy]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -98,6 +102,10 @@ type Deps struct {
 	// Callbacks are the litellm_settings callbacks configured (callbacks, success_callback),
 	// reported by /health/readiness/details as success_callbacks.
 	Callbacks []string
+	// KeyRotation is how often this replica runs the scheduled key rotation job
+	// (admin.RunKeyRotation; LiteLLM's LITELLM_KEY_ROTATION_ENABLED and
+	// LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS). 0: the job is off; it needs DB.
+	KeyRotation time.Duration
 }
 
 // Server is one replica's HTTP API.
@@ -139,7 +147,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.Policies} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -154,7 +162,7 @@ func New(d Deps) *Server {
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = s.governance()
 	}
-	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails,
+	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails, Policies: d.Policies,
 		Agents: d.Agents, Keys: d.Keys, Teams: d.Teams, Users: d.Users, EndUsers: d.EndUsers, Limits: s.Limits, IDs: s.ids}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -261,6 +269,7 @@ func (s *Server) routes() {
 	s.accessGroupRoutes()
 	s.accountRoutes()
 	s.budgetRoutes()
+	s.policyRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }
@@ -279,6 +288,9 @@ func (s *Server) Start(ctx context.Context, addr string, grace time.Duration) er
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	if s.Tasks != nil { // tasks/get and tasks/cancel on every replica
 		s.a2a.ShareTasks(ctx, s.Tasks)
+	}
+	if s.KeyRotation > 0 && s.DB != nil { // one replica at a time rotates (admin/rotation.go)
+		go s.mgmt.RunKeyRotation(ctx, s.KeyRotation, s.Log.With().Str("component", "key_rotation").Logger())
 	}
 	srv := s.httpServer()
 	errc := make(chan error, 1)
@@ -363,7 +375,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		ae = errf(http.StatusTooManyRequests, "rate_limit_error", "%s", nd.Error())
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int((nd.RetryAfter+time.Second-1)/time.Second))))
 	case errors.As(err, &ue):
-		ae = &Error{Status: ue.Status, Message: liteLLMMessage(err, ue), Type: ue.Type, Code: ue.Code}
+		ae = &Error{Status: ue.Status, Message: routerMessage(err, ue), Type: ue.Type, Code: ue.Code}
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}

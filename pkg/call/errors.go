@@ -151,6 +151,16 @@ func (e *UnknownGuardrail) Error() string {
 	return fmt.Sprintf("Guardrail '%s' not found. Please ensure the guardrail is configured in your LiteLLM proxy.", e.Name)
 }
 
+// UnknownPolicy is a call whose key or team attaches a guardrail policy that does not exist
+// (after read-through), or whose policy inherits one that does not (HTTP 404
+// not_found_error): the call fails closed. Error is `Policy '<Name>' not found. Please ensure
+// the policy exists (/policies/list).`
+type UnknownPolicy struct{ Name string }
+
+func (e *UnknownPolicy) Error() string {
+	return fmt.Sprintf("Policy '%s' not found. Please ensure the policy exists (/policies/list).", e.Name)
+}
+
 // KeyUnusable is a call whose virtual key was blocked or expired while its model access was
 // re-checked (HTTP 401 authentication_error; A2A -31401). Why is keys.Key.Usable's reason;
 // Error is `Authentication Error, <Why>.`

@@ -10,6 +10,7 @@ import (
 	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
+	"lockstep/pkg/policy"
 	"lockstep/pkg/provider"
 	"lockstep/pkg/registry"
 	"lockstep/pkg/router"
@@ -30,7 +31,8 @@ import (
 //  5. guardrails pre_call (rewrites the request) and during_call (checks it while the
 //     upstream works; a block cancels the call), over every request text location
 //     (format.MapRequestText); the guardrails are resolved by one resolver
-//     (resolveGuardrails) for requests, multipart forms, keys, teams and agents;
+//     (resolveGuardrails) for requests, multipart forms, keys, teams (their guardrail
+//     policies too, pkg/policy) and agents;
 //  6. route: the router (retries, cooldowns) or the agent's own deployment;
 //  7. guardrails post_call over every answer text location (format.MapResponseText) or,
 //     streamed, every frame (format.MapStreamText): BLOCK checks each streamed text as it
@@ -51,8 +53,11 @@ type Pipeline struct {
 	// Deployments builds an agent's own deployment under the secrets policy.
 	Deployments *provider.Builder
 	Guardrails  *registry.Registry[*guardrail.Guardrail]
-	Agents      *registry.Registry[*a2a.Agent]
-	Keys        *registry.Registry[*keys.Key]
+	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): a key's or team's
+	// "policies" name them, and their guardrails run as the key's own (callerGuardrails).
+	Policies *registry.Registry[*policy.Policy]
+	Agents   *registry.Registry[*a2a.Agent]
+	Keys     *registry.Registry[*keys.Key]
 	// Teams, Users and EndUsers (nil: none): the access re-check and the end user step.
 	Teams    *registry.Registry[*accounts.Team]
 	Users    *registry.Registry[*accounts.User]
@@ -222,8 +227,8 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 	default:
 		c.gs, c.body, err = p.requestGuardrails(ctx, c.body, rf)
 	}
-	if err == nil && who.Key != nil && (len(who.Key.X().Guardrails) > 0 || (who.Team != nil && len(who.Team.Fields.Guardrails) > 0)) {
-		c.gs, err = p.callerGuardrails(ctx, who, c.gs)
+	if err == nil && who.hasGuardrails() {
+		c.gs, err = p.callerGuardrails(ctx, who, ci.Model, c.gs)
 	}
 	if err != nil {
 		return fail(err)

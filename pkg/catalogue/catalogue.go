@@ -163,15 +163,22 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": stored(Strings),
 	"allowed_vector_store_indexes": stored(Any), "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
 	"router_settings": honoured(RouterSettings), "access_group_ids": notYet,
+	// on a key (not a user): the guardrails of the named policies (sql/017) run on every call
+	// of the key (pkg/call callerGuardrails); each must exist when written
+	"policies": honoured(Strings),
 	// on a key (not a user): enforced per call (pkg/access, api/key_access.go)
 	"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
 	"object_permission": honoured(ObjectPermission),
 })
 
-// budgetTable: LiteLLM_BudgetTable's user-controllable fields.
+// budgetTable: LiteLLM_BudgetTable's user-controllable fields, on the organization and
+// customer models. model_max_budget goes where LiteLLM keeps it, the budget row the object
+// links (organization_endpoints.py new_organization / update_organization, customer_endpoints.py
+// new_end_user): written to the object's linked budget, one made for it when it links none
+// (the route's decoder declares it; admin.AccountExtras).
 var budgetTable = fieldSet{
 	"budget_id": honoured(String), "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
-	"tpm_limit": col, "rpm_limit": col, "model_max_budget": notYet, "budget_duration": col,
+	"tpm_limit": col, "rpm_limit": col, "model_max_budget": col, "budget_duration": col,
 }
 
 // teamBase: LiteLLM's TeamBase.
@@ -190,7 +197,7 @@ var teamBase = fieldSet{
 // teamExtra: the fields NewTeamRequest and UpdateTeamRequest add to TeamBase.
 var teamExtra = fieldSet{
 	"model_aliases": honoured(StringMap), "tags": stored(Strings), "guardrails": honoured(Strings),
-	"policies": notYet, "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
+	"policies": honoured(Strings), "prompts": stored(Strings), "object_permission": honoured(ObjectPermission),
 	"allowed_passthrough_routes": stored(Strings), "secret_manager_settings": stored(Object),
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "team_member_budget": col,
 	"team_member_rpm_limit": col, "team_member_tpm_limit": col,
@@ -199,9 +206,11 @@ var teamExtra = fieldSet{
 	"enforced_file_expires_after": stored(Object),
 }
 
+// customerFields: NewCustomerRequest's and UpdateCustomerRequest's own fields. A customer's
+// object_permission is honoured as a key's (its agents bind the A2A calls made for it).
 var customerFields = fieldSet{
 	"user_id": col, "alias": col, "blocked": col, "budget_id": honoured(String),
-	"allowed_model_region": col, "default_model": col, "object_permission": notYet,
+	"allowed_model_region": col, "default_model": col, "object_permission": honoured(ObjectPermission),
 }
 
 // Models is the catalogue: every field of each LiteLLM request model lockstep serves, with
@@ -215,11 +224,12 @@ var customerFields = fieldSet{
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": honoured(KeyType),
-		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": honoured(String), "project_id": notYet,
+		// rotated by the cluster's rotation job (admin/rotation.go)
+		"auto_rotate": honoured(Bool), "rotation_interval": honoured(Duration), "organization_id": honoured(String), "project_id": notYet,
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
-		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": notYet,
-		"rotation_interval": notYet, "organization_id": honoured(String),
+		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": honoured(Bool),
+		"rotation_interval": honoured(Duration), "organization_id": honoured(String),
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
 		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,
@@ -251,17 +261,22 @@ var Models = map[Model]fieldSet{
 	}),
 	NewTeam:    merge(teamBase, teamExtra),
 	UpdateTeam: merge(teamBase, teamExtra),
+	// an organization's model_rpm_limit / model_tpm_limit hold per model group across all
+	// its keys (LiteLLM keeps them in the organization's metadata; parallel_request_limiter_v3
+	// descriptor model_per_organization)
 	NewOrganization: merge(budgetTable, fieldSet{
 		"organization_id": col, "organization_alias": col, "models": col, "metadata": col,
-		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "object_permission": notYet,
+		"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "object_permission": honoured(ObjectPermission),
 		"blocked": col,
 	}),
 	UpdateOrg: merge(budgetTable, fieldSet{
 		"organization_id": col, "organization_alias": col, "spend": col, "metadata": col,
-		"models": col, "updated_by": stored(String), "object_permission": notYet,
-		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "blocked": col,
+		"models": col, "updated_by": stored(String), "object_permission": honoured(ObjectPermission),
+		"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "blocked": col,
 	}),
-	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": col, "budget_reset_at": notYet, "metadata": col}),
+	// budget_reset_at: when the customer's spend next resets (LiteLLM keeps it in the
+	// customer's budget row, whose reset job resets the linked customers' spend)
+	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": col, "budget_reset_at": col, "metadata": col}),
 	UpdateCustomer: merge(customerFields, fieldSet{
 		"max_budget": col, "metadata": col, "budget_duration": col, "tpm_limit": col, "rpm_limit": col,
 		"max_parallel_requests": col,

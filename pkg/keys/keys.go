@@ -65,6 +65,10 @@ type Extra struct {
 	// Guardrails run on every call with the key, besides the request's own and the default_on
 	// ones (LiteLLM key "guardrails"; nil: none).
 	Guardrails []string
+	// Policies name the guardrail policies (gateway.policies, sql/017) whose guardrails run on
+	// every call with the key, as its own guardrails do (LiteLLM key "policies", kept in its
+	// metadata; nil: none). From litellm_fields.
+	Policies []string
 	// AllowedRoutes are the routes the key may call (LiteLLM allowed_routes: paths, path
 	// prefixes, "*" patterns or LiteLLM route group names; access.RouteAllowed; nil: every
 	// route its role allows). /key/generate's key_type sets them.
@@ -209,6 +213,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			ModelTPM       map[string]int64  `json:"model_tpm_limit"`
 			EnforcedParams []string          `json:"enforced_params"`
 			Guardrails     []string          `json:"guardrails"`
+			Policies       []string          `json:"policies"`
 			BudgetID       string            `json:"budget_id"`
 			TempIncrease   *float64          `json:"temp_budget_increase"`
 			TempExpiry     *time.Time        `json:"temp_budget_expiry"`
@@ -239,6 +244,9 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		}
 		if len(lf.Guardrails) > 0 {
 			x.Guardrails = lf.Guardrails
+		}
+		if len(lf.Policies) > 0 {
+			x.Policies = lf.Policies
 		}
 		x.BudgetID = lf.BudgetID
 		if x.ModelBudgets, err = ParseModelBudgets(lf.ModelMaxBudget); err != nil {
@@ -275,7 +283,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 // empty reports whether no field of x is set (a key's litellm_fields that set none of them
 // leave Extra nil).
 func (x *Extra) empty() bool {
-	return x.Aliases == nil && x.ModelLimits == nil && x.EnforcedParams == nil && x.Guardrails == nil &&
+	return x.Aliases == nil && x.ModelLimits == nil && x.EnforcedParams == nil && x.Guardrails == nil && x.Policies == nil &&
 		x.AllowedRoutes == nil && x.Agents == nil && x.AllowedCacheControls == nil && x.OrganizationID == "" &&
 		x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil && x.RouterSettings == nil
 }

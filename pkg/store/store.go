@@ -48,6 +48,8 @@ const (
 	EndUser      ObjectType = "end_user"
 	// LiteLLM's budgets (LiteLLM_BudgetTable): sql/012.
 	Budget ObjectType = "budget"
+	// LiteLLM's guardrail policies (LiteLLM_PolicyTable): sql/017.
+	Policy ObjectType = "policy"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -80,6 +82,7 @@ var Tables = []Table{
 	{Type: User, Plural: "users", Table: "gateway.users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
+	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.
