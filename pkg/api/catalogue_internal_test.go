@@ -80,7 +80,7 @@ func TestSplitLiteLLM(t *testing.T) {
 		{"model_max_budget", `{"m": 1}`, `Invalid model_max_budget: `},
 		{"project_id", `"p-1"`, `field "project_id" is not supported yet`},
 		{"auto_rotate", `"yes"`, `auto_rotate must be`},
-		{"rotation_interval", `"banana"`, `rotation_interval: duration: "banana" is not a duration`},
+		{"rotation_interval", `"banana"`, `rotation_interval: "banana" is not a duration`},
 		{"rotation_interval", `30`, `rotation_interval must be a duration string`},
 		{"tags", `"a"`, `tags must be an array of strings`},
 		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
