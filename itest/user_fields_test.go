@@ -272,3 +272,33 @@ func pairWithOrg(t *testing.T, orgID string) (a, b *Gateway) {
 	require.Equal(t, 200, st, "%s", body)
 	return p.A, p.B
 }
+
+// Issue 19, organizations: /user/delete on A takes the user out of every organization it
+// joined (LiteLLM's delete_user deletes its LiteLLM_OrganizationMembership rows), so B's
+// /organization/info no longer lists it and a new user of the same id joins afresh.
+func TestUserDeleteLeavesOrganizations(t *testing.T) {
+	t.Parallel()
+	a, b := pairWithOrg(t, "ud-org")
+	st, body := a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ud-u", "organizations": []string{"ud-org"}, "auto_create_key": false})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ud-keep", "organizations": []string{"ud-org"}, "auto_create_key": false})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/user/delete", map[string]any{"user_ids": []string{"ud-u"}})
+	require.Equal(t, 200, st, "%s", body)
+	members := func() []string {
+		st, body := b.Do(t, "GET", "/organization/info?organization_id=ud-org", nil)
+		require.Equal(t, 200, st, "%s", body)
+		var ids []string
+		for _, m := range gjson.GetBytes(body, "members").Array() {
+			ids = append(ids, m.Get("user_id").String())
+		}
+		return ids
+	}
+	Eventually(t, "B's organization lists only ud-keep", func() bool {
+		m := members()
+		return len(m) == 1 && m[0] == "ud-keep"
+	})
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ud-u", "organizations": []string{"ud-org"}, "auto_create_key": false})
+	require.Equal(t, 200, st, "a new user of the id joins afresh: %s", body)
+	Eventually(t, "B lists both", func() bool { return len(members()) == 2 })
+}
