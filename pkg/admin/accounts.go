@@ -198,10 +198,12 @@ func (a *Admin) DeleteAccounts(ctx context.Context, k AccountKind, idsField stri
 			}
 		}
 		if k.Type == store.User {
-			if err := removeMembers(ctx, w, gone); err != nil {
+			// organizations before teams, the order /user/new locks them in (CreateUser), so
+			// a delete and a create never wait on each other's table
+			if err := removeOrgMembers(ctx, w, gone); err != nil {
 				return err
 			}
-			return removeOrgMembers(ctx, w, gone)
+			return removeMembers(ctx, w, gone)
 		}
 		return nil
 	})
