@@ -382,6 +382,13 @@ func Generate() string {
 	return "sk-" + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// DurationError words a ParseDuration error for the field it was read from, naming the field
+// once: `budget_duration: "x" is not a duration like ...` (ParseDuration's own text starts
+// with "duration: ").
+func DurationError(field string, err error) string {
+	return field + strings.TrimPrefix(err.Error(), "duration")
+}
+
 // ParseDuration parses LiteLLM's key durations: "30s", "30m", "1h", "30d", "2w", "1mo".
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
