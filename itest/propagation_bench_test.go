@@ -20,7 +20,7 @@ import (
 	"lockstep/pkg/notify"
 )
 
-// BenchmarkPropagation: 1000 model writes on A at a steady rate (200/s), and for each the
+// BenchmarkPropagation: 1000 model writes on A at a steady rate (200/s unless LOCKSTEP_BENCH_RATE), and for each the
 // time from the commit until every other replica applied it (issue 22: SQL commit → applied
 // on all replicas), with where that time goes and what it costs.
 //
@@ -50,14 +50,24 @@ import (
 // LOCKSTEP_BENCH_REPLICAS=N (default 2) starts N replicas on the database: A writes, the
 // other N-1 receive. LOCKSTEP_BENCH_PERF=<file> records B's CPU profile with perf(1) (perf
 // record -g) while the writes run. LOCKSTEP_BENCH_ENV=K=V,... adds to every replica's
-// environment (GOMAXPROCS=1, GOGC=..., to compare runtime settings).
+// environment (GOMAXPROCS=1, GOGC=..., to compare runtime settings). LOCKSTEP_BENCH_RATE=W
+// (writes per second, 1..1000, default 200) sets A's write rate: with 20 replicas on 2 cores
+// each write costs ~9 ms of CPU in all (19 receivers' apply, Postgres, the writer), so 200/s
+// keeps the cores ~95 % busy and the figures are queueing; a lower rate shows the path's own
+// latency.
 //
 //	go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 //	LOCKSTEP_BENCH_SOURCE=logical go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 //	LOCKSTEP_BENCH_REPLICAS=20 go test ./itest/ -run '^$' -bench Propagation -benchtime 1x
 func BenchmarkPropagation(b *testing.B) {
 	const writes = 1000
-	const rate = 200 // per second
+	rate := 200 // per second
+	if v := os.Getenv("LOCKSTEP_BENCH_RATE"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "LOCKSTEP_BENCH_RATE")
+		require.True(b, n >= 1 && n <= 1000, "LOCKSTEP_BENCH_RATE must be 1..1000 writes per second, got %d", n)
+		rate = n
+	}
 	const idleWindow = 2 * time.Second
 	for i := 0; i < b.N; i++ {
 		var args []string
@@ -132,7 +142,7 @@ func BenchmarkPropagation(b *testing.B) {
 			require.NoError(b, perf.Start())
 		}
 		acked := make(map[string]time.Time, writes) // id → A's response
-		tick := time.NewTicker(time.Second / rate)
+		tick := time.NewTicker(time.Second / time.Duration(rate))
 		for w := range writes {
 			<-tick.C
 			id := fmt.Sprintf("prop-%d-%d", i, w)
