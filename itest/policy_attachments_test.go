@@ -1,9 +1,6 @@
 package itest
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -25,18 +22,8 @@ func attach(t *testing.T, g *Gateway, body map[string]any) map[string]any {
 // tagDo is govDo with the request's metadata.tags.
 func tagDo(t *testing.T, g *Gateway, key, model, text string, tags []string) (int, http.Header, []byte) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"model": model, "messages": []map[string]any{{"role": "user", "content": text}},
-		"metadata": map[string]any{"tags": tags}})
-	req, err := http.NewRequest("POST", g.URL+"/v1/chat/completions", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, resp.Header, out
+	return postAs(t, g, key, "/v1/chat/completions", map[string]any{"model": model,
+		"messages": []map[string]any{{"role": "user", "content": text}}, "metadata": map[string]any{"tags": tags}}, nil)
 }
 
 // Policy attachments (LiteLLM's policy engine attachments, issue 19): an attachment made on
@@ -199,4 +186,36 @@ func TestPolicyAttachmentBadInput(t *testing.T) {
 	st, h, body := govDo(t, g, MasterKey, "bad-m", "x marks")
 	require.Equal(t, 200, st, "%s", body)
 	require.Empty(t, h.Get("X-Litellm-Applied-Policies"))
+}
+
+// /user/new's policies (issue 19): LiteLLM's generate_key_helper_fn puts them in the metadata
+// of the user and of its auto-created key, so the key's calls run the policy's guardrails (on
+// another replica); a policy that does not exist refuses the whole /user/new, nothing written.
+func TestUserNewPoliciesReachKey(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	govMockModel(t, a, "un-m", nil)
+	createGuardrail(t, a, "no-kronos", contentFilter("pre_call", map[string]any{"blocked_words": []any{word("kronos", "BLOCK")}}))
+	policyNew(t, a, map[string]any{"policy_name": "un-pol", "guardrails_add": []string{"no-kronos"}})
+
+	st, body := a.Do(t, "POST", "/user/new", map[string]any{"user_id": "un-ghost", "policies": []string{"nope"}})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, errorMessage(t, body), "Policy 'nope' not found")
+	st, body = a.Do(t, "GET", "/user/info?user_id=un-ghost", nil)
+	require.Equal(t, 404, st, "nothing half-written: %s", body)
+
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "un-1", "policies": []string{"un-pol"}})
+	require.Equal(t, 200, st, "%s", body)
+	key := JSON(t, body)["key"].(string)
+	st, h, body := govDo(t, b, key, "un-m", "kronos rises")
+	require.Equal(t, 400, st, "the user's key runs un-pol on B: %s", body)
+	require.Equal(t, "Content blocked: keyword 'kronos' detected", errorMessage(t, body))
+	st, h, body = govDo(t, b, key, "un-m", "fine")
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, "un-pol", h.Get("X-Litellm-Applied-Policies"))
+	require.Empty(t, h.Get("X-Litellm-Policy-Sources"), "no attachment applied")
+	st, body = a.Do(t, "GET", "/user/info?user_id=un-1", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Contains(t, string(body), `"policies":["un-pol"]`)
 }

@@ -43,6 +43,15 @@ func attachmentJSON(r mgmt.Row) (map[string]any, error) {
 	return m, nil
 }
 
+// attachmentOK answers one attachment row (200).
+func attachmentOK(c echo.Context, r mgmt.Row) error {
+	m, err := attachmentJSON(r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
+}
+
 // attachmentCreate: POST /policies/attachments {"policy_name", "scope"? ("*"), "teams"?,
 // "keys"?, "models"?, "tags"?} → the new attachment (200). 400 naming the field: a missing
 // policy_name, a scope other than "*", nothing to attach to, a bad list; 404 `Policy '<n>'
@@ -65,11 +74,7 @@ func (s *Server) attachmentCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := attachmentJSON(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, m)
+	return attachmentOK(c, row)
 }
 
 // attachmentList: GET /policies/attachments/list → {"attachments": [...], "total_count": n},
@@ -103,11 +108,7 @@ func (s *Server) attachmentGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := attachmentJSON(row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, m)
+	return attachmentOK(c, row)
 }
 
 // attachmentDelete: DELETE /policies/attachments/:attachment_id → {"message": "Attachment <id>
