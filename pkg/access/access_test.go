@@ -72,8 +72,27 @@ func TestAgentAllowed(t *testing.T) {
 		{[]string{"a2"}, []string{"a1", "a2"}, false},
 		{[]string{"support"}, nil, true}, // by name
 	} {
-		if got := AgentAllowed(c.key, c.team, "a1", "support"); got != c.want {
+		grant := func(l []string) AgentGrant { return AgentGrant{Restricted: len(l) > 0, Agents: l} }
+		if got := AgentAllowed(grant(c.key), grant(c.team), "a1", "support"); got != c.want {
 			t.Errorf("key %v team %v: %v, want %v", c.key, c.team, got, c.want)
+		}
+	}
+}
+
+// Unified access groups grant agents by id; a key naming a group is restricted even when the
+// group grants none (LiteLLM AgentRequestHandler).
+func TestAgentAllowedGroups(t *testing.T) {
+	for _, c := range []struct {
+		key  AgentGrant
+		want bool
+	}{
+		{AgentGrant{Restricted: true, GroupIDs: []string{"a1"}}, true},
+		{AgentGrant{Restricted: true, GroupIDs: []string{"support"}}, false}, // groups match ids only
+		{AgentGrant{Restricted: true}, false},                                // a group with no agents
+		{AgentGrant{Restricted: true, Agents: []string{"x"}, GroupIDs: []string{"a1"}}, true},
+	} {
+		if got := AgentAllowed(c.key, AgentGrant{}, "a1", "support"); got != c.want {
+			t.Errorf("key %+v: %v, want %v", c.key, got, c.want)
 		}
 	}
 }
@@ -89,5 +108,36 @@ func TestCheckObjectPermission(t *testing.T) {
 	}
 	if _, ny := CheckObjectPermission([]byte(`{"models": ["m"]}`)).(*NotYetError); !ny {
 		t.Error("models: want NotYetError")
+	}
+}
+
+// The stored members are typed as LiteLLM_ObjectPermissionBase types them (lists of strings,
+// mcp_tool_permissions an object of string lists, mcp_tool_search_enabled a boolean): a value
+// of another type is refused naming the member, not stored and returned as sent.
+func TestCheckObjectPermissionStoredTypes(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"mcp_servers": "x"}`:                       "object_permission.mcp_servers must be a list of strings",
+		`{"vector_stores": 7}`:                       "object_permission.vector_stores must be a list of strings",
+		`{"mcp_access_groups": [1]}`:                 "object_permission.mcp_access_groups must be a list of strings",
+		`{"search_tools": {"a": 1}}`:                 "object_permission.search_tools must be a list of strings",
+		`{"mcp_toolsets": true}`:                     "object_permission.mcp_toolsets must be a list of strings",
+		`{"mcp_tool_permissions": ["t"]}`:            "object_permission.mcp_tool_permissions must be an object of lists of strings",
+		`{"mcp_tool_permissions": {"s": "t"}}`:       "object_permission.mcp_tool_permissions must be an object of lists of strings",
+		`{"mcp_tool_search_enabled": "yes"}`:         "object_permission.mcp_tool_search_enabled must be true or false",
+		`{"mcp_servers": ["s"], "vector_stores": 3}`: "object_permission.vector_stores must be a list of strings",
+	} {
+		err := CheckObjectPermission([]byte(raw))
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: err = %v, want %q", raw, err, want)
+		}
+	}
+	for _, raw := range []string{
+		`{"mcp_servers": null, "vector_stores": [], "search_tools": ["s"], "mcp_toolsets": ["t"]}`,
+		`{"mcp_tool_permissions": {"srv": ["t1", "t2"]}, "mcp_tool_search_enabled": true}`,
+		`{"mcp_tool_permissions": null, "mcp_tool_search_enabled": null}`,
+	} {
+		if err := CheckObjectPermission([]byte(raw)); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
 	}
 }

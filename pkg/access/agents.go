@@ -52,7 +52,7 @@ type NotYetError struct{ Field string }
 func (e *NotYetError) Error() string { return fmt.Sprintf("field %q is not supported yet", e.Field) }
 
 // CheckObjectPermission validates an object_permission value: null or an object whose
-// members ObjectPermissionFields names, agents a list of strings; a member not supported yet
+// members ObjectPermissionFields names, each of its LiteLLM type (checkOPType); a member not supported yet
 // with a value other than null or [] is a *NotYetError naming it ("object_permission.models").
 // Any other error names what is wrong.
 func CheckObjectPermission(raw json.RawMessage) error {
@@ -79,11 +79,38 @@ func CheckObjectPermission(raw json.RawMessage) error {
 			if s := string(v); s != "null" && s != "[]" && s != "{}" {
 				return &NotYetError{Field: "object_permission." + n}
 			}
-		case OPHonoured:
-			var l []string
-			if string(v) != "null" && json.Unmarshal(v, &l) != nil {
-				return fmt.Errorf("object_permission.%s must be a list of strings", n)
+		default:
+			if err := checkOPType(n, v); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkOPType checks an honoured or stored object_permission member's value against its type
+// in LiteLLM_ObjectPermissionBase (litellm/proxy/_types.py): mcp_tool_permissions an object of
+// string lists (server → tools), mcp_tool_search_enabled a boolean, every other member a list
+// of strings; null passes.
+func checkOPType(name string, v json.RawMessage) error {
+	if string(v) == "null" {
+		return nil
+	}
+	switch name {
+	case "mcp_tool_permissions":
+		var m map[string][]string
+		if json.Unmarshal(v, &m) != nil {
+			return fmt.Errorf("object_permission.%s must be an object of lists of strings", name)
+		}
+	case "mcp_tool_search_enabled":
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return fmt.Errorf("object_permission.%s must be true or false", name)
+		}
+	default:
+		var l []string
+		if json.Unmarshal(v, &l) != nil {
+			return fmt.Errorf("object_permission.%s must be a list of strings", name)
 		}
 	}
 	return nil
@@ -98,15 +125,30 @@ func opNames() []string {
 	return out
 }
 
+// AgentGrant is what one object (a key, or its team) lets a key call among the A2A agents:
+// the agents of its object_permission.agents (by agent_id or agent_name) and those of its
+// unified access groups (access_agent_ids, by agent_id; LiteLLM _get_agent_ids_from_access_groups
+// matches agents by id). Restricted: the object names agents or access groups, so only those
+// may be called, even when the names resolve to nothing (LiteLLM AgentRequestHandler: "a key
+// that names agents or access groups is restricted even when those names resolve to nothing,
+// so a group that is empty cannot hand the key every agent"). The zero AgentGrant restricts
+// nothing.
+type AgentGrant struct {
+	Restricted bool
+	Agents     []string // agent_id or agent_name
+	GroupIDs   []string // agent_id only
+}
+
+func (g AgentGrant) allows(id, name string) bool {
+	return !g.Restricted || slices.Contains(g.Agents, id) || (name != "" && slices.Contains(g.Agents, name)) ||
+		slices.Contains(g.GroupIDs, id)
+}
+
 // AgentAllowed reports whether a key may call the agent (its agent_id and agent_name) under
-// the key's and its team's object_permission.agents (nil or empty: no restriction), as LiteLLM's
-// AgentRequestHandler decides: neither restricts → every agent; one restricts → its list; both
-// → the intersection.
-func AgentAllowed(keyAgents, teamAgents []string, id, name string) bool {
-	in := func(l []string) bool {
-		return len(l) == 0 || slices.Contains(l, id) || (name != "" && slices.Contains(l, name))
-	}
-	return in(keyAgents) && in(teamAgents)
+// the key's and its team's grants, as LiteLLM's AgentRequestHandler decides: neither restricts
+// → every agent; one restricts → its agents; both → the intersection.
+func AgentAllowed(key, team AgentGrant, id, name string) bool {
+	return key.allows(id, name) && team.allows(id, name)
 }
 
 // AgentRefusal is LiteLLM's 403 text for an agent the key may not call.

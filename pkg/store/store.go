@@ -48,6 +48,8 @@ const (
 	EndUser      ObjectType = "end_user"
 	// LiteLLM's budgets (LiteLLM_BudgetTable): sql/012.
 	Budget ObjectType = "budget"
+	// LiteLLM's unified access groups (LiteLLM_AccessGroupTable): sql/016.
+	AccessGroup ObjectType = "access_group"
 	// LiteLLM's guardrail policies (LiteLLM_PolicyTable): sql/017.
 	Policy ObjectType = "policy"
 	// LiteLLM's policy attachments (LiteLLM_PolicyAttachmentTable): sql/021.
@@ -84,6 +86,7 @@ var Tables = []Table{
 	{Type: User, Plural: "users", Table: "gateway.users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
+	{Type: AccessGroup, Plural: "access_groups", Table: "gateway.access_groups", PK: "access_group_id", Name: "access_group_id", Filter: "true"},
 	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
 	{Type: PolicyAttachment, Plural: "policy_attachments", Table: "gateway.policy_attachments", PK: "attachment_id", Name: "attachment_id", Filter: "true"},
 }
@@ -556,7 +559,7 @@ func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, mapErr(err))
 	}
-	out, err := scanLoaded(typ, rows, nil)
+	out, err := scanLoaded(typ, rows, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, err)
 	}
