@@ -442,6 +442,11 @@ func TestRolesMatrix(t *testing.T) {
 		ghost("PUT /policies/:policy_id", "PUT", "/policies/p-ghost", map[string]any{"description": "x"}, true, 404),
 		ghost("DELETE /policies/:policy_id", "DELETE", "/policies/p-ghost", nil, true, 404),
 		ghost("GET /policies/:policy_id/resolved-guardrails", "GET", "/policies/p-ghost/resolved-guardrails", nil, false, 404),
+		// policy attachments (issue 19): admin objects, proxy_admin_viewer reads
+		ghost("POST /policies/attachments", "POST", "/policies/attachments", map[string]any{"policy_name": "p-ghost", "scope": "*"}, true, 404),
+		ghost("GET /policies/attachments/list", "GET", "/policies/attachments/list", nil, false, 200),
+		ghost("GET /policies/attachments/:attachment_id", "GET", "/policies/attachments/a-ghost", nil, false, 404),
+		ghost("DELETE /policies/attachments/:attachment_id", "DELETE", "/policies/attachments/a-ghost", nil, true, 404),
 	)
 	// unified access groups (LiteLLM access_group_endpoints.py: _require_proxy_admin writes,
 	// _require_admin_view reads), under both of LiteLLM's paths

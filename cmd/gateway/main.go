@@ -384,7 +384,7 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Policies: regs.policies, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Policies: regs.policies, Attachments: regs.attachments, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
 		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
@@ -430,6 +430,8 @@ type registries struct {
 	// accessGroups: LiteLLM's unified access groups (sql/016)
 	accessGroups *registry.Registry[*accounts.AccessGroup]
 	policies     *registry.Registry[*policy.Policy]
+	// attachments are LiteLLM's policy attachments (sql/021), looked up by id only
+	attachments *registry.Registry[*policy.Attachment]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -480,6 +482,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.budgets = add(r, store.Budget, accounts.BuildBudgetRow, nil)
 	r.accessGroups = add(r, store.AccessGroup, accounts.BuildAccessGroupRow, nil)
 	r.policies = add(r, store.Policy, policy.BuildRow, policy.Names)
+	r.attachments = add(r, store.PolicyAttachment, policy.BuildAttachmentRow, nil)
 	return r
 }
 

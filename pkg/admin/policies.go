@@ -125,8 +125,10 @@ func (a *Admin) UpdatePolicy(ctx context.Context, c Caller, id string, in Policy
 }
 
 // DeletePolicy is DELETE /policies/{policy_id}: the deleted row. A policy still attached to a
-// key or team, or inherited by another policy, is not deleted (their calls would lose its
-// guardrails): Invalid `Policy <name> is still used by <kind> <id>[, ...]: detach it first`.
+// key or team, inherited by another policy or named by a policy attachment (sql/021) is not
+// deleted (their calls would lose its guardrails; LiteLLM deletes it and leaves its
+// attachments dangling, which lockstep's fail-closed resolver would turn into refused calls):
+// Invalid `Policy <name> is still used by <kind> <id>[, ...]: detach it first`.
 // Errors: NotFound, the store's.
 func (a *Admin) DeletePolicy(ctx context.Context, id string) (store.Row, error) {
 	var row store.Row

@@ -35,6 +35,7 @@ const (
 	TypeBudget       = store.Budget
 	TypeAccessGroup  = store.AccessGroup
 	TypePolicy       = store.Policy
+	TypeAttachment   = store.PolicyAttachment
 )
 
 // The store's sentinels a use-case's error may wrap (errors.Is): no row, an invalid value,

@@ -472,7 +472,8 @@ var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_k
 // auto-created key, where lockstep's key enforcement applies them on every replica. The value
 // is whether the user keeps them too (returned by /user/info and /user/list), as LiteLLM's
 // user_data does: allowed_cache_controls is a column of both rows; model_rpm_limit,
-// model_tpm_limit and guardrails go into the metadata both rows share; object_permission is
+// model_tpm_limit, guardrails and policies go into the metadata both rows share (policies:
+// the key's are checked and locked like /key/generate's, admin lockLinkedPolicies); object_permission is
 // new_user's object_permission_id, linked from both rows; aliases and permissions are the
 // key's only. None of them is enforced per user by LiteLLM (get_key_model_rpm_limit reads the
 // key's and team's metadata, _add_guardrails_from_key_or_team_metadata the key's and team's,
@@ -480,7 +481,7 @@ var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_k
 // key's and team's object_permission), so a user's own copy limits nothing.
 var newUserKeyFields = map[string]bool{
 	"aliases": false, "permissions": false, "allowed_cache_controls": true, "model_rpm_limit": true,
-	"model_tpm_limit": true, "guardrails": true, "object_permission": true,
+	"model_tpm_limit": true, "guardrails": true, "object_permission": true, "policies": true,
 }
 
 // userNewTeams are the teams /user/new joins: "teams" plus "team_id" (LiteLLM's key-level

@@ -130,7 +130,7 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 
 	body := map[string]json.RawMessage{"aliases": raw(`{"a":"m"}`), "permissions": raw(`{"get_spend_routes":true}`),
 		"guardrails": raw(`["g"]`), "allowed_cache_controls": raw(`["no-cache"]`), "model_rpm_limit": raw(`{"m":1}`),
-		"model_tpm_limit": raw(`{"m":2}`), "object_permission": raw(`{"agents":["x"]}`), "key_alias": raw(`"k"`),
+		"model_tpm_limit": raw(`{"m":2}`), "object_permission": raw(`{"agents":["x"]}`), "policies": raw(`["p"]`), "key_alias": raw(`"k"`),
 		"models": raw(`["m"]`)}
 	b, ok := newUserKeyValue(body)["litellm_fields"].(mgmt.JSONMerge)
 	if !ok {

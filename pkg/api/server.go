@@ -73,6 +73,9 @@ type Deps struct {
 	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): the pipeline runs the
 	// guardrails of the policies a caller's key and team attach.
 	Policies *registry.Registry[*policy.Policy]
+	// Attachments are LiteLLM's policy attachments (sql/021; nil: none): the pipeline runs the
+	// guardrails of the policies attached to a call (every call, or its team, key, model, tags).
+	Attachments *registry.Registry[*policy.Attachment]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -150,7 +153,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups, d.Policies} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups, d.Policies, d.Attachments} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -165,7 +168,7 @@ func New(d Deps) *Server {
 	if s.Limits == nil && (d.Limiter != nil || d.Spend != nil) {
 		s.Limits = s.governance()
 	}
-	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails, Policies: d.Policies,
+	s.pipe = &pipeline.Pipeline{Router: d.Router, Client: d.Client, Deployments: d.Deployments, Guardrails: d.Guardrails, Policies: d.Policies, Attachments: d.Attachments,
 		Agents: d.Agents, Keys: d.Keys, Teams: d.Teams, Users: d.Users, EndUsers: d.EndUsers, Limits: s.Limits, IDs: s.ids}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -275,6 +278,7 @@ func (s *Server) routes() {
 	s.budgetRoutes()
 	s.unifiedGroupRoutes()
 	s.policyRoutes()
+	s.attachmentRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }

@@ -9,7 +9,6 @@ import (
 	"lockstep/pkg/a2a"
 	"lockstep/pkg/format"
 	"lockstep/pkg/guardrail"
-	"lockstep/pkg/policy"
 	"lockstep/pkg/registry"
 )
 
@@ -158,59 +157,6 @@ func (p *Pipeline) multipartGuardrails(ctx context.Context, body []byte) ([]*gua
 		return nil, nil, err
 	}
 	return gs, out, nil
-}
-
-// hasGuardrails reports whether the caller's key or its team names guardrails or policies
-// (callerGuardrails has something to add).
-func (who Caller) hasGuardrails() bool {
-	if who.Key == nil {
-		return false
-	}
-	x := who.Key.X()
-	return len(x.Guardrails) > 0 || len(x.Policies) > 0 ||
-		(who.Team != nil && (len(who.Team.Fields.Guardrails) > 0 || len(who.Team.Fields.Policies) > 0))
-}
-
-// callerGuardrails adds the guardrails of the caller's key and of its team to gs (LiteLLM key
-// and team "guardrails", which its proxy adds to every request of the key), then those the
-// key's and the team's policies resolve to for a call to model (LiteLLM
-// _add_guardrails_from_policies_in_metadata: key policies, then team policies; policy.Guardrails).
-// A policy no registry row has (after read-through) is an *UnknownPolicy and a guardrail a
-// policy names that does not exist an *UnknownGuardrail: the call fails closed (LiteLLM logs
-// a warning and runs without the policy; lockstep never runs a call without a guardrail it was
-// told to run).
-func (p *Pipeline) callerGuardrails(ctx context.Context, who Caller, model string, gs []*guardrail.Guardrail) ([]*guardrail.Guardrail, error) {
-	x := who.Key.X()
-	var team, teamPolicies []string
-	if who.Team != nil {
-		team, teamPolicies = who.Team.Fields.Guardrails, who.Team.Fields.Policies
-	}
-	var fromPolicies []string
-	if len(x.Policies) > 0 || len(teamPolicies) > 0 {
-		names := append(append([]string(nil), x.Policies...), teamPolicies...)
-		var err error
-		if fromPolicies, err = policy.Guardrails(names, model, func(n string) (*policy.Policy, error) { return p.policyByName(ctx, n) }); err != nil {
-			return nil, err
-		}
-	}
-	return p.resolveGuardrails(ctx, gs, false, x.Guardrails, team, fromPolicies)
-}
-
-// policyByName looks a policy up by name, with a read-through on a miss: an *UnknownPolicy
-// when there is none.
-func (p *Pipeline) policyByName(ctx context.Context, name string) (*policy.Policy, error) {
-	if p.Policies == nil || name == "" {
-		return nil, &UnknownPolicy{Name: name}
-	}
-	if e := p.Policies.Load().ByName(name); len(e) > 0 {
-		return e[0].Value, nil
-	}
-	if err := p.Policies.Resolve(ctx, name); err == nil {
-		if e := p.Policies.Load().ByName(name); len(e) > 0 {
-			return e[0].Value, nil
-		}
-	}
-	return nil, &UnknownPolicy{Name: name}
 }
 
 // agentGuardrails resolves the guardrails an agent call runs: default_on ones plus the

@@ -47,7 +47,7 @@ func TestResolveGuardrails(t *testing.T) {
 
 	// the caller's key and team add theirs after the request's
 	key := &keys.Key{Extra: &keys.Extra{Guardrails: []string{"c", "b"}}}
-	gs, err = p.callerGuardrails(ctx, Caller{Key: key}, "m", gs[:2])
+	gs, _, err = p.callerGuardrails(ctx, Caller{Key: key}, "m", nil, gs[:2])
 	require.NoError(t, err)
 	require.Equal(t, []string{"d", "b", "c"}, names(gs))
 

@@ -32,7 +32,11 @@ import (
 //   - x-litellm-timeout: the request's x-litellm-timeout, else the caller's
 //     router_settings.timeout, else the deployment's timeout, in seconds;
 //   - x-litellm-attempted-fallbacks: how many fallback model groups were called before the
-//     one answering (Serve, fallbacks.go).
+//     one answering (Serve, fallbacks.go);
+//   - x-litellm-applied-policies: the guardrail policies the call applied, joined by ","
+//     (policies.go; only when it applied one);
+//   - x-litellm-policy-sources: why each attached policy applied, "<policy>=<matched_via>"
+//     joined by "; " (only when an attached policy applied).
 //
 // The same headers but the cost go on an error answer of a call that was admitted (res nil;
 // Serve returns that call). Values are assigned under their canonical keys; all but the call id and the cost are shared
@@ -50,6 +54,7 @@ func (c *Call) SetHeaders(h http.Header, res *provider.Response) {
 	if c.timeout != nil {
 		h["X-Litellm-Timeout"] = c.timeout
 	}
+	c.applied.policyHeaders(h)
 	d := c.d
 	if d == nil || d.Headers == nil {
 		return

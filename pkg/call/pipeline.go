@@ -56,8 +56,11 @@ type Pipeline struct {
 	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): a key's or team's
 	// "policies" name them, and their guardrails run as the key's own (callerGuardrails).
 	Policies *registry.Registry[*policy.Policy]
-	Agents   *registry.Registry[*a2a.Agent]
-	Keys     *registry.Registry[*keys.Key]
+	// Attachments are LiteLLM's policy attachments (sql/021; nil: none): the policies they
+	// attach to a call run as the caller's too (callerGuardrails, attachedPolicies).
+	Attachments *registry.Registry[*policy.Attachment]
+	Agents      *registry.Registry[*a2a.Agent]
+	Keys        *registry.Registry[*keys.Key]
 	// Teams, Users and EndUsers (nil: none): the access re-check and the end user step.
 	Teams    *registry.Registry[*accounts.Team]
 	Users    *registry.Registry[*accounts.User]
@@ -103,6 +106,8 @@ type Call struct {
 	span   *telemetry.Span // the call's span (tracing.go); nil when tracing is off
 	respID string          // the answer's id the client saw (response_id.go), for the spend log
 	images int             // images an image generation answered (priced per image)
+	// applied are the guardrail policies the call applied (x-litellm-applied-policies)
+	applied applied
 }
 
 // Spec is what a route gives the pipeline.
@@ -227,8 +232,8 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 	default:
 		c.gs, c.body, err = p.requestGuardrails(ctx, c.body, rf)
 	}
-	if err == nil && who.hasGuardrails() {
-		c.gs, err = p.callerGuardrails(ctx, who, ci.Model, c.gs)
+	if err == nil && (who.hasGuardrails() || p.attached()) {
+		c.gs, c.applied, err = p.callerGuardrails(ctx, who, ci.Model, ci.Tags, c.gs)
 	}
 	if err != nil {
 		return fail(err)

@@ -52,6 +52,8 @@ const (
 	AccessGroup ObjectType = "access_group"
 	// LiteLLM's guardrail policies (LiteLLM_PolicyTable): sql/017.
 	Policy ObjectType = "policy"
+	// LiteLLM's policy attachments (LiteLLM_PolicyAttachmentTable): sql/021.
+	PolicyAttachment ObjectType = "policy_attachment"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -86,6 +88,7 @@ var Tables = []Table{
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
 	{Type: AccessGroup, Plural: "access_groups", Table: "gateway.access_groups", PK: "access_group_id", Name: "access_group_id", Filter: "true"},
 	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
+	{Type: PolicyAttachment, Plural: "policy_attachments", Table: "gateway.policy_attachments", PK: "attachment_id", Name: "attachment_id", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.
