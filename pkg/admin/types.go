@@ -34,6 +34,7 @@ const (
 	TypeEndUser      = store.EndUser
 	TypeBudget       = store.Budget
 	TypePolicy       = store.Policy
+	TypeProject      = store.Project
 )
 
 // The store's sentinels a use-case's error may wrap (errors.Is): no row, an invalid value,

@@ -111,7 +111,8 @@ func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value st
 
 // BudgetLinks names up to 5 objects linked to budget id (sql/012): end users, keys and
 // organizations whose litellm_fields.budget_id is id, and teams whose member budget
-// (litellm_fields.team_member_budget_id) it is, each "<kind> <id>". A scan of those tables
+// (litellm_fields.team_member_budget_id) it is, and projects whose budget_id it is (sql/020),
+// each "<kind> <id>". A scan of those tables
 // (no index: deleting a budget is rare).
 func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 	return t.links(ctx, "budget", id, `SELECT kind || ' ' || oid FROM (
@@ -119,6 +120,7 @@ func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]string, error) 
 		UNION ALL SELECT 'key', token FROM gateway.api_keys WHERE litellm_fields->>'budget_id' = $1
 		UNION ALL SELECT 'organization', organization_id FROM gateway.organizations WHERE litellm_fields->>'budget_id' = $1
 		UNION ALL SELECT 'team', team_id FROM gateway.teams WHERE litellm_fields->>'team_member_budget_id' = $1
+		UNION ALL SELECT 'project', project_id FROM gateway.projects WHERE budget_id = $1
 	) l LIMIT 5`)
 }
 

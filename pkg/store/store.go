@@ -50,6 +50,8 @@ const (
 	Budget ObjectType = "budget"
 	// LiteLLM's guardrail policies (LiteLLM_PolicyTable): sql/017.
 	Policy ObjectType = "policy"
+	// LiteLLM's projects (LiteLLM_ProjectTable): sql/020.
+	Project ObjectType = "project"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -83,6 +85,7 @@ var Tables = []Table{
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
 	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
+	{Type: Project, Plural: "projects", Table: "gateway.projects", PK: "project_id", Name: "project_id", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.
