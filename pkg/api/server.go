@@ -70,6 +70,9 @@ type Deps struct {
 	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): the pipeline runs the
 	// guardrails of the policies a caller's key and team attach.
 	Policies *registry.Registry[*policy.Policy]
+	// Projects are LiteLLM's projects (sql/020; nil: none): a key's project_id names one, whose
+	// models, blocked flag, budget and limits gate the key's calls.
+	Projects *registry.Registry[*accounts.Project]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -143,7 +146,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.Policies} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.Policies, d.Projects} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -266,6 +269,7 @@ func (s *Server) routes() {
 	s.accountRoutes()
 	s.budgetRoutes()
 	s.policyRoutes()
+	s.projectRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }
@@ -561,7 +565,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{Caller: pipeline.Caller{Key: vk}}
-			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" || vk.X().ProjectID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}

@@ -17,6 +17,8 @@ type Caller struct {
 	Team  *accounts.Team
 	User  *accounts.User
 	Org   *accounts.Organization
+	// Project is the key's project (keys.Extra.ProjectID, sql/020; nil: none).
+	Project *accounts.Project
 }
 
 // roleProxyAdmin is LiteLLM's user_role of an admin user (may use team-scoped models).
@@ -84,6 +86,9 @@ func (p Caller) CanUse(name string, group []*registry.Entry[*router.Deployment])
 	if !p.Key.CanUse(name, ag) {
 		return false
 	}
+	if p.Project != nil && !p.Project.CanUse(name, ag) {
+		return false // LiteLLM can_project_access_model
+	}
 	if p.Team != nil {
 		return p.Team.CanUse(name, ag)
 	}
@@ -126,6 +131,9 @@ func (p Caller) TeamPublicName(group []*registry.Entry[*router.Deployment]) stri
 func (p Caller) accessDenied(model string, group []*registry.Entry[*router.Deployment]) error {
 	ag := GroupAccess(group)
 	if p.Key != nil && p.teamModelsOK(group) && p.Key.CanUse(model, ag) {
+		if p.Project != nil && !p.Project.CanUse(model, ag) {
+			return &AccessDenied{Scope: "project", Allowed: p.Project.Models, Model: model}
+		}
 		if p.Team != nil {
 			return &AccessDenied{Scope: "team", Allowed: p.Team.Models, Model: model}
 		}

@@ -276,7 +276,7 @@ func (gc *govCall) Done(o Outcome) {
 			l.OrganizationID = ow.id
 		case "end_user":
 			l.EndUser = ow.id
-		case "org_member": // only for a member with a budget in the organization
+		case "org_member", "project": // a member with a budget in the organization; the key's project
 			l.ExtraTokens = append(l.ExtraTokens, ow.token())
 		}
 	}

@@ -129,8 +129,9 @@ type SpendLog struct {
 	// "success".
 	Status string `json:"status"`
 	// ExtraTokens are further key_spend tokens the call's spend counts toward: its per-model
-	// budgets' (model_max_budget, "model_budget:<kind>:<id>:<model>"), only for a call that
-	// has one. Not a spend_logs column.
+	// budgets' (model_max_budget, "model_budget:<kind>:<id>:<model>"), an organization
+	// membership's with a budget, its key's project's ("project:<id>", sql/020), only for a
+	// call that has one. Not a spend_logs column.
 	ExtraTokens []string `json:"-"`
 	// ResponseID is the answer's "id" the client saw ("" when none: a failed call, an answer
 	// without one); LiteLLM logs it as request_id (sql/013). RequestID stays the call id.
