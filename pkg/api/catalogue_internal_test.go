@@ -65,7 +65,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	known := func(n string) bool { return n == "models" }
 	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
-		"project_id": raw(`null`), "auto_rotate": raw(` false `), "rpm_limt": raw(`1`)}
+		"rotation_interval": raw(`null`), "auto_rotate": raw(` false `), "rpm_limt": raw(`1`)}
 	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
 	if err != nil {
 		t.Fatal(err)
