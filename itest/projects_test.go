@@ -1,7 +1,6 @@
 package itest
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -22,14 +21,6 @@ func projectInfo(t *testing.T, g *Gateway, id string) map[string]any {
 	st, b := g.Do(t, "GET", "/project/info?project_id="+id, nil)
 	require.Equal(t, 200, st, "%s", b)
 	return JSON(t, b)
-}
-
-// projectList is a bare JSON array answer.
-func projectList(t *testing.T, b []byte) []any {
-	t.Helper()
-	var out []any
-	require.NoError(t, json.Unmarshal(b, &out), "%s", b)
-	return out
 }
 
 // Projects (LiteLLM's project management, issue 19): a project created on replica A and a key
@@ -156,7 +147,7 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 	st, body = b.Do(t, "GET", "/project/list", nil)
 	require.Equal(t, 200, st, "%s", body)
 	var ids []string
-	for _, r := range projectList(t, body) {
+	for _, r := range budgetArray(t, body) {
 		ids = append(ids, r.(map[string]any)["project_id"].(string))
 	}
 	require.ElementsMatch(t, []string{"pj-1", "pj-rpm"}, ids)
@@ -238,7 +229,7 @@ func TestProjectBadInputWritesNothing(t *testing.T) {
 	require.Equal(t, 200, st, "%s", body)
 	st, body = b.Do(t, "DELETE", "/project/delete", map[string]any{"project_ids": []string{"pb-2", "pb-1"}})
 	require.Equal(t, 200, st, "%s", body)
-	require.Len(t, projectList(t, body), 2)
+	require.Len(t, budgetArray(t, body), 2)
 	for _, g := range []*Gateway{a, b} {
 		st, body = g.Do(t, "GET", "/project/info?project_id=pb-1", nil)
 		require.Equal(t, 404, st, "%s", body)

@@ -140,12 +140,16 @@ func (s *Server) projectWrite(c echo.Context, write func(context.Context, mgmt.C
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	row, err := write(ctx, mgmtCaller(caller(c)), in)
+	row, err := write(c.Request().Context(), mgmtCaller(caller(c)), in)
 	if err != nil {
 		return err
 	}
-	m, err := s.projectJSON(ctx, row)
+	return s.projectOK(c, row)
+}
+
+// projectOK answers with one project.
+func (s *Server) projectOK(c echo.Context, row mgmt.Row) error {
+	m, err := s.projectJSON(c.Request().Context(), row)
 	if err != nil {
 		return err
 	}
@@ -162,16 +166,11 @@ func (s *Server) projectInfo(c echo.Context) error {
 	if id == "" {
 		return detailErr(http.StatusBadRequest, "project_id query parameter is required")
 	}
-	ctx := c.Request().Context()
-	row, err := s.mgmt.Project(ctx, mgmtCaller(caller(c)), id)
+	row, err := s.mgmt.Project(c.Request().Context(), mgmtCaller(caller(c)), id)
 	if err != nil {
 		return err
 	}
-	m, err := s.projectJSON(ctx, row)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, m)
+	return s.projectOK(c, row)
 }
 
 // projectList: GET /project/list → the projects the caller sees, a bare array, oldest first.
@@ -179,8 +178,7 @@ func (s *Server) projectList(c echo.Context) error {
 	if err := s.requireDB(mgmt.TypeProject, "projects"); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	rows, err := s.mgmt.Projects(ctx, mgmtCaller(caller(c)))
+	rows, err := s.mgmt.Projects(c.Request().Context(), mgmtCaller(caller(c)))
 	if err != nil {
 		return err
 	}
