@@ -102,9 +102,7 @@ func TestAccessObjectPermissionAgents(t *testing.T) {
 	t.Parallel()
 	p := StartPair(t, GatewayOpts{})
 	a, b := p.A, p.B
-	mock := map[string]any{"model": "openai/x", "mock_response": "agent says hi"}
-	id1 := createAgent(t, a, "acc-ag1", mock)
-	id2 := createAgent(t, a, "acc-ag2", mock)
+	id1, id2 := twoMockAgents(t, a, "acc-ag")
 	send := func(g *Gateway, key, agent string) (int, []byte) {
 		return g.DoKey(t, key, "POST", "/a2a/"+agent, sendRequest(1, "hi"))
 	}

@@ -225,7 +225,7 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	require.NotEmpty(t, failedID, "an admitted call's error answer carries its call id")
 	require.Equal(t, "0", h.Get("x-litellm-attempted-fallbacks"))
 	require.Empty(t, h.Values("x-litellm-response-cost"))
-	require.Equal(t, "litellm.RateLimitError: This is a mock exception for model=hd-main, to trigger a rate limit error.", fbErr(t, body)["message"])
+	require.Equal(t, "litellm.RateLimitError: This is a mock exception for model=hd-main, to trigger a rate limit error.. Received Model Group=hd-main\nAvailable Model Group Fallbacks=None", fbErr(t, body)["message"])
 	require.Empty(t, ok.Requests())
 
 	// the spend logs: the answered call under its response id, status success; the failed
@@ -249,7 +249,7 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	// mock_testing_fallbacks: the requested group fails (500), its fallback answers
 	st, _, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "mock_testing_fallbacks": true}, nil)
 	require.Equal(t, 500, st, "%s", body)
-	require.Equal(t, "litellm.InternalServerError: This is a mock exception for model=hd-main, to trigger a fallback. Fallbacks=None", fbErr(t, body)["message"])
+	require.Equal(t, "litellm.InternalServerError: This is a mock exception for model=hd-main, to trigger a fallback. Fallbacks=None. Received Model Group=hd-main\nAvailable Model Group Fallbacks=None", fbErr(t, body)["message"])
 	st, h, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "mock_testing_fallbacks": true, "fallbacks": []any{"hd-other"}}, nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.Equal(t, "hd-other-id", h.Get("x-litellm-model-id"))
@@ -260,7 +260,7 @@ func TestLiteLLMHeadersAndHooks(t *testing.T) {
 	// mock_timeout: waits the request's timeout, then LiteLLM's 408
 	st, _, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "mock_timeout": true, "timeout": 0.2}, nil)
 	require.Equal(t, 408, st, "%s", body)
-	require.Equal(t, "litellm.Timeout: This is a mock timeout error", fbErr(t, body)["message"])
+	require.Equal(t, "litellm.Timeout: This is a mock timeout error. Received Model Group=hd-main\nAvailable Model Group Fallbacks=None", fbErr(t, body)["message"])
 
 	// a hook flag must be a boolean
 	st, _, body = fbChat(t, p.B, MasterKey, map[string]any{"model": "hd-main", "mock_testing_fallbacks": "yes"}, nil)

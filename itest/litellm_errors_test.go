@@ -94,7 +94,17 @@ func TestLiteLLMErrorPrefixes(t *testing.T) {
 			require.Regexp(t, `^litellm\.APIConnectionError: upstream (call|request) failed: `, ae.Message, tc.name)
 			continue
 		}
-		require.Equal(t, tc.want, ae.Message, "%s: %s", tc.name, ae.RawJSON())
+		// LiteLLM's router suffix: the group, and no fallbacks configured
+		// LiteLLM's router texts: its hint for a context-window or content-policy error without
+		// the fallbacks of that kind, the group, and no fallbacks configured
+		hint := ""
+		switch tc.name {
+		case "le-ctx":
+			hint = "\nmodel=le-ctx. context_window_fallbacks=None. fallbacks=None.\n\nSet 'context_window_fallback' - https://docs.litellm.ai/docs/routing#fallbacks"
+		case "le-policy":
+			hint = "\nmodel=le-policy. content_policy_fallback=None. fallbacks=None.\n\nSet 'content_policy_fallback' - https://docs.litellm.ai/docs/routing#fallbacks"
+		}
+		require.Equal(t, tc.want+hint+". Received Model Group="+tc.name+"\nAvailable Model Group Fallbacks=None", ae.Message, "%s: %s", tc.name, ae.RawJSON())
 		if tc.code != "" {
 			require.Equal(t, tc.code, ae.Code, tc.name) // the upstream's code is kept
 		}

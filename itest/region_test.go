@@ -83,9 +83,11 @@ func TestRegionMissFallsBack(t *testing.T) {
 	st, h, b = fbChat(t, p.B, MasterKey, map[string]any{"model": "rf-usonly"}, nil)
 	require.Equal(t, 200, st, "%s", b)
 	require.Equal(t, "rf-us", h.Get("x-litellm-model-id"))
-	// a fallback outside the region too: the first 429 is the answer
-	st, _, b = fbChat(t, p.B, MasterKey, map[string]any{"model": "rf-usonly2", "user": "rf-cust"}, nil)
+	// a fallback outside the region too: the first 429 is the answer, and it says a fallback
+	// was tried (LiteLLM sets x-litellm-attempted-fallbacks on a failure too)
+	st, h, b = fbChat(t, p.B, MasterKey, map[string]any{"model": "rf-usonly2", "user": "rf-cust"}, nil)
 	require.Equal(t, 429, st, "%s", b)
+	require.Equal(t, "1", h.Get("x-litellm-attempted-fallbacks"))
 	require.Equal(t, "No deployments available for selected model, Try again in 1 seconds. Passed model=rf-usonly2. pre-call-checks=True, cooldown_list=[]",
 		fbErr(t, b)["message"])
 }

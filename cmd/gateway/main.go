@@ -376,6 +376,10 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	rotateEvery, err := keyRotationEvery()
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
@@ -383,6 +387,7 @@ func serve(ctx context.Context, args []string) error {
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
 		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
+		KeyRotation: rotateEvery,
 	})
 	if err := srv.EnsureProxyBudget(ctx, cfg.LiteLLMSettings.BudgetDuration); err != nil {
 		log.Warn().Err(err).Msg("could not write the proxy budget user litellm-proxy-budget; it is enforced all the same")
@@ -580,6 +585,25 @@ func migrate(ctx context.Context, args []string) error {
 	}
 	fmt.Println("migrations applied")
 	return nil
+}
+
+// keyRotationEvery reads LiteLLM's key rotation settings: LITELLM_KEY_ROTATION_ENABLED
+// ("true", any case, turns the job on; default off) and
+// LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS (a whole number of seconds from 1 to 31536000,
+// default 86400), as LiteLLM's proxy reads them (litellm/constants.py). 0: the job is off.
+func keyRotationEvery() (time.Duration, error) {
+	if !strings.EqualFold(strings.TrimSpace(os.Getenv("LITELLM_KEY_ROTATION_ENABLED")), "true") {
+		return 0, nil
+	}
+	raw := strings.TrimSpace(os.Getenv("LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS"))
+	if raw == "" {
+		return admin.DefaultRotationCheck, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > 365*24*3600 {
+		return 0, fmt.Errorf("LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS: want a whole number of seconds from 1 to 31536000, got %q", raw)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // knobs are the governance test knobs read from the environment (documented as test knobs:

@@ -105,6 +105,8 @@ type config struct {
 	redirectTo string
 	deltas     []map[string]any
 	modelIDs   []string
+	errAfter   int            // WithStreamErrorAfter: frames before the error event (0: none)
+	errEvent   map[string]any // its {"message", "type", "param", "code"}
 }
 
 // Option configures a [Server].
@@ -482,6 +484,9 @@ type sse struct {
 	delay time.Duration
 	n     int
 	cut   int
+	// errAfter, errEvent: WithStreamErrorAfter (OpenAI chat streams)
+	errAfter int
+	errEvent map[string]any
 }
 
 func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sse {
@@ -490,7 +495,7 @@ func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sse {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, r: r, delay: s.cfg.chunkDelay, cut: s.cfg.cutAfter}
+	return &sse{w: w, r: r, delay: s.cfg.chunkDelay, cut: s.cfg.cutAfter, errAfter: s.cfg.errAfter, errEvent: s.cfg.errEvent}
 }
 
 // frame writes one SSE frame. event may be empty (OpenAI chat); data is a JSON value or "[DONE]".
@@ -504,6 +509,14 @@ func (e *sse) frame(event string, data any) bool {
 	}
 	if e.cut > 0 && e.n >= e.cut {
 		panic(http.ErrAbortHandler) // drop the connection mid-stream
+	}
+	if e.errAfter > 0 && e.n >= e.errAfter && event == "" {
+		// OpenAI's mid-stream failure: one data frame with "error", then the stream ends
+		e.errAfter = 0
+		if !e.frame("", map[string]any{"error": e.errEvent}) {
+			return false
+		}
+		return false
 	}
 	e.n++
 	var buf bytes.Buffer

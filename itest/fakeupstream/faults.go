@@ -14,3 +14,13 @@ func (s *Server) FailWith(status int, code, message string) {
 	s.errMsg.Store(&message)
 	s.status.Store(int64(status))
 }
+
+// WithStreamErrorAfter makes a streamed chat completion send n frames, then OpenAI's
+// mid-stream error event, data: {"error": {"message": msg, "type": typ, "param": null,
+// "code": code}}, and end there (no finish chunk, no [DONE]); code is a status or a word.
+func WithStreamErrorAfter(n int, code any, typ, msg string) Option {
+	return func(c *config) {
+		c.errAfter = max(n, 1)
+		c.errEvent = map[string]any{"message": msg, "type": typ, "param": nil, "code": code}
+	}
+}

@@ -175,8 +175,10 @@ type Organization struct {
 	Alias   *string  `json:"organization_alias"`
 	Models  []string `json:"models"`
 	Blocked bool     `json:"blocked"`
-	// Links: the organization's budget_id (LiteLLM_OrganizationTable.budget_id; sql/012).
-	Links Links `json:"litellm_fields"`
+	// Links are the organization's litellm_fields the call pipeline reads: its budget_id
+	// (LiteLLM_OrganizationTable.budget_id; sql/012), model_rpm_limit / model_tpm_limit and
+	// object_permission.
+	Links OrgFields `json:"litellm_fields"`
 	// Members are the organization's memberships; a budget_id is the member's
 	// max_budget_in_organization budget (LiteLLM LiteLLM_OrganizationMembership.budget_id).
 	Members []struct {
@@ -184,6 +186,29 @@ type Organization struct {
 		BudgetID string `json:"budget_id"`
 	} `json:"members"`
 	Limits
+}
+
+// OrgFields are an organization's LiteLLM fields without a column (sql/011) that limit its
+// keys' calls.
+type OrgFields struct {
+	Links
+	// ModelRPM and ModelTPM are LiteLLM's organization model_rpm_limit / model_tpm_limit
+	// (model group → per minute), held across all the organization's keys (LiteLLM's
+	// parallel_request_limiter_v3 descriptor model_per_organization).
+	ModelRPM map[string]int64 `json:"model_rpm_limit"`
+	ModelTPM map[string]int64 `json:"model_tpm_limit"`
+	// ObjectPermission is the organization's object_permission: its agents bind every key of
+	// the organization (access.AgentAllowed; nil: none).
+	ObjectPermission *access.ObjectPermission `json:"object_permission"`
+}
+
+// EndUserFields are an end user's LiteLLM fields without a column (sql/011) that limit the
+// calls made for it.
+type EndUserFields struct {
+	Links
+	// ObjectPermission is the end user's object_permission (LiteLLM NewCustomerRequest): its
+	// agents bind the A2A calls made for the end user (access.AgentAllowed; nil: none).
+	ObjectPermission *access.ObjectPermission `json:"object_permission"`
 }
 
 // MemberBudgetID is the budget of member userID within the organization ("" none).
@@ -205,8 +230,9 @@ type EndUser struct {
 	// AllowedModelRegion is "eu", "us" or "": the router considers only the deployments of
 	// that region (router.InRegion; LiteLLM's customer region routing).
 	AllowedModelRegion string `json:"allowed_model_region"`
-	// Links: the end user's budget_id (LiteLLM_EndUserTable.budget_id; sql/012).
-	Links Links `json:"litellm_fields"`
+	// Links are the end user's litellm_fields the call pipeline reads: its budget_id
+	// (LiteLLM_EndUserTable.budget_id; sql/012) and object_permission.
+	Links EndUserFields `json:"litellm_fields"`
 	Limits
 }
 

@@ -119,43 +119,6 @@ func (a *Admin) UpdateAccount(ctx context.Context, k AccountKind, id string, val
 // ownerKinds are the key_spend owner kinds of the account registries (store.OwnerToken).
 var ownerKinds = map[store.ObjectType]string{store.User: "user", store.Team: "team", store.Organization: "organization", store.EndUser: "end_user"}
 
-// UpdateAccountSpend is UpdateAccount that also sets the account's spend total (USD, current
-// budget period; LiteLLM /user/update and /organization/update "spend", e.g. 0 to reset it)
-// in the same transaction: every replica's budget check reads the new total at its next spend
-// flush. spend nil: UpdateAccount. Errors: UpdateAccount's ("nothing to update" only when
-// neither vals nor spend is given).
-func (a *Admin) UpdateAccountSpend(ctx context.Context, k AccountKind, id string, vals store.Values, fields []string, spend *float64) (store.Row, error) {
-	if spend == nil {
-		return a.UpdateAccount(ctx, k, id, vals, fields)
-	}
-	if id == "" {
-		return store.Row{}, invalid(k.IDField, "%s is required", k.IDField)
-	}
-	if *spend < 0 {
-		return store.Row{}, invalid("spend", "spend must be a non-negative number (USD)")
-	}
-	if err := a.checkAccountValues(ctx, vals); err != nil {
-		return store.Row{}, err
-	}
-	var row store.Row
-	err := a.Write(ctx, func(w *Writer) error {
-		var err error
-		if len(vals) == 0 {
-			row, err = w.GetForUpdate(ctx, k.Type, id)
-		} else {
-			row, err = w.Update(ctx, k.Type, id, vals)
-		}
-		if err != nil {
-			return err
-		}
-		return w.SetSpend(ctx, store.OwnerToken(ownerKinds[k.Type], id), *spend)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Row{}, k.NotFound(id)
-	}
-	return row, err
-}
-
 func (a *Admin) updateAccount(ctx context.Context, k AccountKind, id string, vals store.Values) (store.Row, error) {
 	var row store.Row
 	err := a.Write(ctx, func(w *Writer) error {
@@ -240,7 +203,8 @@ func (a *Admin) DeleteAccounts(ctx context.Context, k AccountKind, idsField stri
 	})
 }
 
-// removeMembers takes the deleted users out of every team they were members of.
+// removeMembers takes the deleted users out of every team they were members of, and deletes
+// their membership budgets with the memberships (syncMemberBudgets, as /team/member_delete).
 func removeMembers(ctx context.Context, w *Writer, users map[string]bool) error {
 	if err := w.LockTable(ctx, store.Team); err != nil {
 		return err
@@ -262,6 +226,10 @@ func removeMembers(ctx context.Context, w *Writer, users map[string]bool) error 
 		}
 		if len(kept) == len(t.Members) {
 			continue
+		}
+		before := memberBudgetsCopy(t)
+		if err := syncMemberBudgets(ctx, w, before, kept, t.MemberBudgets); err != nil {
+			return err
 		}
 		if _, err := w.Update(ctx, store.Team, t.ID, memberValues(kept, t.MemberBudgets)); err != nil {
 			return err

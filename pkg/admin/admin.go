@@ -38,9 +38,16 @@ type Tx interface {
 	LockTable(ctx context.Context, typ store.ObjectType) error
 	// LockName takes a transaction-scoped advisory lock named name.
 	LockName(ctx context.Context, name string) error
+	// TryLockName takes it only if no other transaction holds it (false: another does).
+	TryLockName(ctx context.Context, name string) (bool, error)
+	// DueKeyRotations reads and locks up to limit keys due for rotation at now
+	// (store.RotationTimeLayout), skipping rows other transactions hold.
+	DueKeyRotations(ctx context.Context, now string, limit int) ([]store.Row, error)
 	// SetBudgetReset schedules (every > 0) or clears the budget reset of a key_spend token and
 	// returns the next reset time (nil: none).
 	SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error)
+	// SetBudgetResetAt sets the next budget reset of a key_spend token to at.
+	SetBudgetResetAt(ctx context.Context, token string, at time.Time) error
 	// MoveKeySpend moves a key's spend row to its new token (a regenerated key).
 	MoveKeySpend(ctx context.Context, from, to string) error
 	// SetSpend sets the spend total of a key_spend token (a key's or an owner's).
@@ -54,9 +61,10 @@ type Tx interface {
 	// DeleteBy deletes the rows of typ whose column equals value: their ids with their
 	// tombstone versions.
 	DeleteBy(ctx context.Context, typ store.ObjectType, column, value string) (map[string]int64, error)
-	// BudgetLinks names the objects linked to budget id ("end_user <id>", "key <token>",
-	// "organization <id>", "team <id>" for a team's member budget), at most a few.
-	BudgetLinks(ctx context.Context, id string) ([]string, error)
+	// BudgetLinks lists what links budget id: a few of the objects (end users, keys,
+	// organizations, teams by their member budget) and every team and organization
+	// membership.
+	BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink, error)
 	// GetByNameForShare reads the row of typ named name (its Table.Name column) and takes a
 	// FOR SHARE lock on it until the transaction ends.
 	GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error)
@@ -333,6 +341,12 @@ func (w *Writer) DeleteBy(ctx context.Context, typ store.ObjectType, column, val
 // SetBudgetReset is Tx.SetBudgetReset (gateway.key_spend has no registry: nothing to apply).
 func (w *Writer) SetBudgetReset(ctx context.Context, token string, every time.Duration) (*time.Time, error) {
 	return w.tx.SetBudgetReset(ctx, token, every)
+}
+
+// SetBudgetResetAt is Tx.SetBudgetResetAt (gateway.key_spend has no registry: nothing to
+// apply).
+func (w *Writer) SetBudgetResetAt(ctx context.Context, token string, at time.Time) error {
+	return w.tx.SetBudgetResetAt(ctx, token, at)
 }
 
 // SetSpend is Tx.SetSpend (gateway.key_spend has no registry: nothing to apply).

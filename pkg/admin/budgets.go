@@ -87,7 +87,8 @@ func (a *Admin) NewBudget(ctx context.Context, c Caller, id string, vals store.V
 }
 
 // UpdateBudget is /budget/update: the given columns of budget id change (LiteLLM
-// exclude_unset: a field not sent keeps its value, null clears it). Errors: Invalid
+// exclude_unset: a field not sent keeps its value, null clears it), and so do the limits of
+// the team memberships whose budget it is (budget_memberships.go). Errors: Invalid
 // "budget_id is required" (LiteLLM's text), NotFound `Budget not found, passed budget_id=<id>`.
 func (a *Admin) UpdateBudget(ctx context.Context, c Caller, id string, vals store.Values) (store.Row, error) {
 	if id == "" {
@@ -96,9 +97,14 @@ func (a *Admin) UpdateBudget(ctx context.Context, c Caller, id string, vals stor
 	vals["updated_by"] = budgetBy(c)
 	var row store.Row
 	err := a.Write(ctx, func(w *Writer) error {
-		var err error
-		row, err = w.Update(ctx, store.Budget, id, vals)
-		return err
+		lm, err := lockMemberships(ctx, w, id)
+		if err != nil {
+			return err
+		}
+		if row, err = w.Update(ctx, store.Budget, id, vals); err != nil {
+			return err
+		}
+		return lm.syncTeamMemberships(ctx, w, row) // budget_memberships.go
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Row{}, budgetNotFound(id)
@@ -146,15 +152,19 @@ func (a *Admin) Budgets(ctx context.Context) ([]store.Row, error) {
 
 // DeleteBudget is /budget/delete {"id"}: the deleted row. A budget still linked from an object
 // is not deleted (its limits would silently stop holding there): Invalid `Budget <id> is still
-// linked from <kind> <id>[, ...]: unlink it first (budget_id: null)`. Errors: NotFound, the
-// store's.
+// linked from <kind> <id>[, ...]: unlink it first (budget_id: null)`. The team and
+// organization memberships whose budget it is are unlinked in the same transaction, as
+// LiteLLM's membership foreign keys do (budget_memberships.go). Errors: NotFound, the store's.
 func (a *Admin) DeleteBudget(ctx context.Context, id string) (store.Row, error) {
 	if id == "" {
 		return store.Row{}, invalid("id", "id is required")
 	}
 	var row store.Row
 	err := a.Write(ctx, func(w *Writer) error {
-		var err error
+		lm, err := lockMemberships(ctx, w, id)
+		if err != nil {
+			return err
+		}
 		if row, err = w.GetForUpdate(ctx, store.Budget, id); err != nil {
 			return err
 		}
@@ -162,8 +172,17 @@ func (a *Admin) DeleteBudget(ctx context.Context, id string) (store.Row, error) 
 		if err != nil {
 			return err
 		}
-		if len(links) > 0 {
-			return invalid("id", "Budget %s is still linked from %s: unlink it first (budget_id: null)", id, strings.Join(links, ", "))
+		var objects []string
+		for _, l := range links {
+			if !l.Membership() {
+				objects = append(objects, l.String())
+			}
+		}
+		if len(objects) > 0 {
+			return invalid("id", "Budget %s is still linked from %s: unlink it first (budget_id: null)", id, strings.Join(objects, ", "))
+		}
+		if err := lm.unlink(ctx, w, id); err != nil {
+			return err
 		}
 		_, err = w.Delete(ctx, store.Budget, id)
 		return err
@@ -189,25 +208,35 @@ func (w *Writer) lockLinkedBudget(ctx context.Context, typ store.ObjectType, val
 	if !budgetLinkers[typ] {
 		return nil
 	}
-	raw := litellmFieldsRaw(vals)
-	if raw == nil {
-		return nil
-	}
-	var lf struct {
-		BudgetID *string `json:"budget_id"`
-	}
-	if json.Unmarshal(raw, &lf) != nil || lf.BudgetID == nil || *lf.BudgetID == "" {
+	id := linkedBudgetID(vals)
+	if id == "" {
 		return nil // no link, an unlink (null), or not an object: the store refuses the latter
 	}
-	if err := CheckBudgetID(*lf.BudgetID); err != nil {
+	if err := CheckBudgetID(id); err != nil {
 		return err
 	}
-	if _, err := w.tx.GetForShare(ctx, store.Budget, *lf.BudgetID); errors.Is(err, store.ErrNotFound) {
-		return invalid("budget_id", "Budget not found, passed budget_id=%s", *lf.BudgetID)
+	if _, err := w.tx.GetForShare(ctx, store.Budget, id); errors.Is(err, store.ErrNotFound) {
+		return invalid("budget_id", "Budget not found, passed budget_id=%s", id)
 	} else if err != nil {
 		return err
 	}
 	return nil
+}
+
+// linkedBudgetID is the budget a write's values link (their litellm_fields' budget_id, a
+// non-empty string); "" when they link none or unlink (null).
+func linkedBudgetID(vals store.Values) string {
+	raw := litellmFieldsRaw(vals)
+	if raw == nil {
+		return ""
+	}
+	var lf struct {
+		BudgetID *string `json:"budget_id"`
+	}
+	if json.Unmarshal(raw, &lf) != nil || lf.BudgetID == nil {
+		return ""
+	}
+	return *lf.BudgetID
 }
 
 // CheckBudgetID refuses a budget_id that is blank (whitespace only; LiteLLM would store it and
@@ -219,19 +248,4 @@ func CheckBudgetID(id string) error {
 		return invalid("budget_id", "budget_id must be a non-blank string, got %s", b)
 	}
 	return nil
-}
-
-// CreateAccountSpend is CreateAccount that also sets the new account's spend total (USD, its
-// current budget period; LiteLLM NewCustomerRequest "spend") in the same transaction. spend
-// nil: CreateAccount. Errors: CreateAccount's, Invalid for a negative spend.
-func (a *Admin) CreateAccountSpend(ctx context.Context, k AccountKind, id string, vals store.Values, spend *float64) (store.Row, error) {
-	if spend == nil {
-		return a.CreateAccount(ctx, k, id, vals, nil)
-	}
-	if *spend < 0 {
-		return store.Row{}, invalid("spend", "spend must be a non-negative number (USD)")
-	}
-	return a.CreateAccount(ctx, k, id, vals, func(ctx context.Context, w *Writer, row store.Row) error {
-		return w.SetSpend(ctx, store.OwnerToken(ownerKinds[k.Type], row.ID), *spend)
-	})
 }

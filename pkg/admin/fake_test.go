@@ -208,6 +208,14 @@ func (t *fakeTx) Delete(ctx context.Context, typ store.ObjectType, id string) (i
 
 func (t *fakeTx) LockName(ctx context.Context, name string) error { return nil }
 
+func (t *fakeTx) TryLockName(ctx context.Context, name string) (bool, error) { return true, nil }
+
+// DueKeyRotations is not modelled by the fake (the rotation job is tested on Postgres,
+// itest TestKeyRotation*).
+func (t *fakeTx) DueKeyRotations(ctx context.Context, now string, limit int) ([]store.Row, error) {
+	return nil, errors.New("fake store: DueKeyRotations is not modelled")
+}
+
 func (t *fakeTx) LockTable(ctx context.Context, typ store.ObjectType) error {
 	return t.fail("lock", typ)
 }
@@ -275,6 +283,13 @@ func (t *fakeTx) SetBudgetReset(ctx context.Context, token string, every time.Du
 	}
 	t.f.spendRows()[token] = ks
 	return ks.BudgetResetAt, nil
+}
+
+func (t *fakeTx) SetBudgetResetAt(ctx context.Context, token string, at time.Time) error {
+	ks := t.f.spendRows()[token]
+	ks.BudgetResetAt = &at
+	t.f.spendRows()[token] = ks
+	return nil
 }
 
 func (t *fakeTx) SetSpend(ctx context.Context, token string, spend float64) error {
@@ -351,8 +366,8 @@ func (f *fakeStore) ListUsers(ctx context.Context, fl store.UserFilter, page, si
 }
 
 // BudgetLinks: the rows whose litellm_fields (as written: JSONMerge or JSON text) link budget id.
-func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
-	var out []string
+func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink, error) {
+	var out []store.BudgetLink
 	for _, l := range []struct {
 		typ         store.ObjectType
 		kind, field string
@@ -361,11 +376,11 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]string, error) {
 			raw := litellmFieldsRaw(store.Values(r))
 			var lf map[string]any
 			if json.Unmarshal(raw, &lf) == nil && lf[l.field] == id {
-				out = append(out, l.kind+" "+rid)
+				out = append(out, store.BudgetLink{Kind: l.kind, ID: rid})
 			}
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
 }
 

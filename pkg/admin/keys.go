@@ -520,11 +520,8 @@ func (a *Admin) RegenerateKey(ctx context.Context, key, newKey string) (KeyResul
 		if err != nil {
 			return err
 		}
-		if row, err = w.Update(ctx, store.Key, oldToken, store.Values{"token": newToken}); err != nil {
-			return err
-		}
-		w.Deleted(store.Key, oldToken, old.Version+1)
-		return w.MoveKeySpend(ctx, oldToken, newToken)
+		row, err = w.regenerate(ctx, old, newToken, nil)
+		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return KeyResult{}, notFound(keyNotFound)
@@ -534,6 +531,23 @@ func (a *Admin) RegenerateKey(ctx context.Context, key, newKey string) (KeyResul
 	}
 	ks, _ := a.keySpendOf(ctx, newToken)
 	return KeyResult{Row: row, Key: newKey, Spend: ks}, nil
+}
+
+// regenerate moves the key row old to newToken (vals: more columns written by the same
+// statement, nil: none) with its spend: the trigger logs the old token deleted at its
+// version + 1 (a primary-key change), recorded here so the write path applies that tombstone
+// and the old value is refused on every replica. Errors: the store's.
+func (w *Writer) regenerate(ctx context.Context, old store.Row, newToken string, vals store.Values) (store.Row, error) {
+	set := store.Values{"token": newToken}
+	for k, v := range vals {
+		set[k] = v
+	}
+	row, err := w.Update(ctx, store.Key, old.ID, set)
+	if err != nil {
+		return store.Row{}, err
+	}
+	w.Deleted(store.Key, old.ID, old.Version+1)
+	return row, w.MoveKeySpend(ctx, old.ID, newToken)
 }
 
 // DeleteKeys is /key/delete: all or nothing, an unknown key (NotFound "Key not found:

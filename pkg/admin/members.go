@@ -167,12 +167,7 @@ func (a *Admin) editMembers(ctx context.Context, teamID string, edit func(ctx co
 		if t.MemberBudgets == nil {
 			t.MemberBudgets = map[string]*accounts.MemberBudget{}
 		}
-		before := map[string]accounts.MemberBudget{}
-		for u, b := range t.MemberBudgets {
-			if b != nil {
-				before[u] = *b
-			}
-		}
+		before := memberBudgetsCopy(t)
 		members, err := edit(ctx, w, t)
 		if err != nil {
 			return err
@@ -310,6 +305,17 @@ func (a *Admin) UpdateTeamMember(ctx context.Context, teamID string, who account
 		return accounts.Member{}, nil, err
 	}
 	return got, mb, nil
+}
+
+// memberBudgetsCopy is a copy of team t's member budgets (the before of syncMemberBudgets).
+func memberBudgetsCopy(t *accounts.Team) map[string]accounts.MemberBudget {
+	out := map[string]accounts.MemberBudget{}
+	for u, b := range t.MemberBudgets {
+		if b != nil {
+			out[u] = *b
+		}
+	}
+	return out
 }
 
 // syncMemberBudgets makes each team membership budget a gateway.budgets row in w's

@@ -93,25 +93,7 @@ func (a *Admin) UpdateTeam(ctx context.Context, id string, vals store.Values, fi
 	if id == "" {
 		return store.Row{}, invalid(TeamKind.IDField, "%s is required", TeamKind.IDField)
 	}
-	if err := a.checkAccountValues(ctx, vals); err != nil {
-		return store.Row{}, err
-	}
-	var row store.Row
-	err := a.Write(ctx, func(w *Writer) error {
-		var err error
-		if len(vals) == 0 {
-			row, err = w.GetForUpdate(ctx, store.Team, id)
-		} else {
-			row, err = w.Update(ctx, store.Team, id, vals)
-		}
-		if err != nil {
-			return err
-		}
-		row, err = setTeamMemberBudget(ctx, w, row, m, proxyAdminName)
-		return err
+	return a.updateAccountThen(ctx, TeamKind, id, vals, func(ctx context.Context, w *Writer, row store.Row) (store.Row, error) {
+		return setTeamMemberBudget(ctx, w, row, m, proxyAdminName)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Row{}, TeamKind.NotFound(id)
-	}
-	return row, err
 }

@@ -34,9 +34,11 @@ type accountKind struct {
 	// newModel and updateModel are the LiteLLM request models of /new and /update, whose
 	// other fields the catalogue treats (pkg/catalogue).
 	newModel, updateModel catalogue.Model
-	// updateExtra are /update's fields besides the columns (spend: UpdateAccountSpend).
+	// updateExtra are /update's fields besides the columns (spend, model_max_budget:
+	// accountExtras).
 	updateExtra fields
-	// newExtra are /new's fields besides the columns (spend: CreateAccountSpend).
+	// newExtra are /new's fields besides the columns (spend, model_max_budget,
+	// budget_reset_at: accountExtras).
 	newExtra fields
 }
 
@@ -45,9 +47,9 @@ var (
 		cols: limitFields.with(fields{"team_alias": fString, "organization_id": fString, "models": fStrings, "members_with_roles": fMembers})}
 	userKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewUser, updateModel: catalogue.UpdateUser, AccountKind: mgmt.UserKind, infoParam: "user_id",
 		cols: limitFields.with(fields{"user_alias": fString, "user_email": fString, "user_role": fString, "organization_id": fString, "models": fStrings})}
-	orgKind = accountKind{updateExtra: fields{"spend": fNumber}, newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
+	orgKind = accountKind{newExtra: budgetLinkedFields, updateExtra: budgetLinkedFields.with(fields{"spend": fNumber}), newModel: catalogue.NewOrganization, updateModel: catalogue.UpdateOrg, AccountKind: mgmt.OrgKind, infoParam: "organization_id",
 		cols: limitFields.with(fields{"organization_alias": fString, "models": fStrings})}
-	endUserKind = accountKind{newExtra: fields{"spend": fNumber}, newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
+	endUserKind = accountKind{newExtra: budgetLinkedFields.with(fields{"spend": fNumber, "budget_reset_at": fString}), newModel: catalogue.NewCustomer, updateModel: catalogue.UpdateCustomer, AccountKind: mgmt.EndUserKind, infoParam: "end_user_id",
 		cols: limitFields.with(fields{"alias": fString, "allowed_model_region": fString, "default_model": fString})}
 )
 
@@ -125,13 +127,11 @@ func (s *Server) accountNew(k accountKind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		var spend *float64
-		if v, ok, err := optNumber(body, "spend"); err != nil {
+		x, err := accountExtras(body)
+		if err != nil {
 			return err
-		} else if ok {
-			spend = &v
 		}
-		row, err := s.mgmt.CreateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, spend)
+		row, err := s.mgmt.CreateAccountWith(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, x)
 		if err != nil {
 			return err
 		}
@@ -201,17 +201,15 @@ func (s *Server) accountUpdate(k accountKind) echo.HandlerFunc {
 		for c, v := range litellmFieldsValue(lf) {
 			vals[c] = v
 		}
-		var spend *float64
-		if v, ok, err := optNumber(body, "spend"); err != nil {
-			return err
-		} else if ok {
-			spend = &v
-		}
 		var row mgmt.Row
 		if k.Type == mgmt.TypeTeam {
 			row, err = s.mgmt.UpdateTeam(c.Request().Context(), str(body, k.IDField), vals, k.cols.names(), teamMemberBudget(body))
 		} else {
-			row, err = s.mgmt.UpdateAccountSpend(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), spend)
+			x, xerr := accountExtras(body)
+			if xerr != nil {
+				return xerr
+			}
+			row, err = s.mgmt.UpdateAccountWith(c.Request().Context(), k.AccountKind, str(body, k.IDField), vals, k.cols.names(), x)
 		}
 		if err != nil {
 			return err

@@ -24,7 +24,7 @@ func routeFields() map[catalogue.Model]fields {
 		catalogue.UpdateUser:       userKind.cols.with(id(userKind)).with(userKind.updateExtra),
 		catalogue.NewTeam:          teamKind.cols.with(id(teamKind)).with(teamMemberBudgetFields),
 		catalogue.UpdateTeam:       teamKind.cols.with(id(teamKind)).with(teamKind.updateExtra),
-		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)),
+		catalogue.NewOrganization:  orgKind.cols.with(id(orgKind)).with(orgKind.newExtra),
 		catalogue.UpdateOrg:        orgKind.cols.with(id(orgKind)).with(orgKind.updateExtra),
 		catalogue.NewCustomer:      endUserKind.cols.with(id(endUserKind)).with(endUserKind.newExtra),
 		catalogue.UpdateCustomer:   endUserKind.cols.with(id(endUserKind)),
@@ -65,7 +65,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	known := func(n string) bool { return n == "models" }
 	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
-		"rotation_interval": raw(`null`), "auto_rotate": raw(` false `), "rpm_limt": raw(`1`)}
+		"agent_id": raw(` "" `), "rpm_limt": raw(`1`)}
 	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,11 @@ func TestSplitLiteLLM(t *testing.T) {
 	}
 	for _, c := range []struct{ field, value, want string }{
 		{"model_max_budget", `{"m": 1}`, `Invalid model_max_budget: `},
-		{"auto_rotate", `true`, `field "auto_rotate" is not supported yet`},
+		{"agent_id", `"a-1"`, `field "agent_id" is not supported yet`},
+		{"project_id", `7`, `project_id must be a string`},
+		{"auto_rotate", `"yes"`, `auto_rotate must be`},
+		{"rotation_interval", `"banana"`, `rotation_interval: duration: "banana" is not a duration`},
+		{"rotation_interval", `30`, `rotation_interval must be a duration string`},
 		{"tags", `"a"`, `tags must be an array of strings`},
 		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
 		{"model_rpm_limit", `{"m": -1}`, `model_rpm_limit["m"] must be an integer >= 0`},

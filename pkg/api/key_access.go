@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"lockstep/pkg/access"
+	"lockstep/pkg/accounts"
 	"lockstep/pkg/catalogue"
 	"lockstep/pkg/keys"
 )
@@ -133,24 +135,62 @@ func routeAllowed(k *keys.Key, path string) error {
 	return authErr(http.StatusForbidden, access.RouteRefusal(k.X().AllowedRoutes, path))
 }
 
-// agentAllowed refuses an A2A call (or card) of an agent outside the key's or its team's
-// object_permission.agents with LiteLLM's 403 `Access denied to agent: <agent_id>`. Only a key
-// restricted by either resolves the agent here; an agent that does not resolve is left to the
-// A2A handler's own not-found answer.
+// agentAllowed refuses an A2A call (or card) of an agent outside the object_permission.agents
+// of the key, its team, its organization or the end user the request names (the
+// x-litellm-customer-id / x-litellm-end-user-id header) with LiteLLM's 403 `Access denied to
+// agent: <agent_id>`: each list that is set must allow the agent. LiteLLM's
+// AgentRequestHandler reads the key's and the team's; the organization's and the customer's
+// object_permission (organization_endpoints.py, customer_endpoints.py) hold here too, as a
+// field that limits a caller is never accepted and ignored. Only a key restricted by one of
+// them resolves the agent here; an agent that does not resolve is left to the A2A handler's
+// own not-found answer.
 func (s *Server) agentAllowed(c echo.Context, who principal) error {
-	var teamAgents []string
-	if who.Team != nil && who.Team.Fields.ObjectPermission != nil {
-		teamAgents = who.Team.Fields.ObjectPermission.Agents
+	if who.Key == nil {
+		return nil
 	}
-	if who.Key == nil || (len(who.Key.X().Agents) == 0 && len(teamAgents) == 0) {
+	agents := func(op *access.ObjectPermission) []string {
+		if op == nil {
+			return nil
+		}
+		return op.Agents
+	}
+	var teamAgents, orgAgents, endUserAgents []string
+	if who.Team != nil {
+		teamAgents = agents(who.Team.Fields.ObjectPermission)
+	}
+	if who.Org != nil {
+		orgAgents = agents(who.Org.Links.ObjectPermission)
+	}
+	if e := s.headerEndUser(c.Request().Header); e != nil {
+		endUserAgents = agents(e.Links.ObjectPermission)
+	}
+	if len(who.Key.X().Agents) == 0 && len(teamAgents) == 0 && len(orgAgents) == 0 && len(endUserAgents) == 0 {
 		return nil
 	}
 	ag, err := s.pipe.ResolveAgent(c.Request().Context(), agentParam(c))
 	if err != nil || ag == nil {
 		return nil
 	}
-	if access.AgentAllowed(who.Key.X().Agents, teamAgents, ag.ID, ag.Name) {
+	if access.AgentAllowed(who.Key.X().Agents, teamAgents, ag.ID, ag.Name) && access.AgentAllowed(orgAgents, endUserAgents, ag.ID, ag.Name) {
 		return nil
 	}
 	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))
+}
+
+// headerEndUser is the end user an A2A request names by the x-litellm-customer-id or
+// x-litellm-end-user-id header (LiteLLM's order), as this replica's end users registry holds
+// it; nil when none is named or known.
+func (s *Server) headerEndUser(h http.Header) *accounts.EndUser {
+	if s.EndUsers == nil {
+		return nil
+	}
+	for _, name := range [...]string{"X-Litellm-Customer-Id", "X-Litellm-End-User-Id"} {
+		if id := strings.TrimSpace(h.Get(name)); id != "" {
+			if e, ok := s.EndUsers.Load().ByID(id); ok {
+				return e.Value
+			}
+			return nil
+		}
+	}
+	return nil
 }

@@ -73,6 +73,12 @@ func (s *Server) keyResponse(r mgmt.Row, ks *mgmt.KeySpend) (map[string]any, err
 	if _, ok := out["aliases"]; !ok {
 		out["aliases"] = map[string]any{}
 	}
+	// LiteLLM_VerificationToken's rotation defaults for a key that never rotated
+	for k, v := range map[string]any{"auto_rotate": false, "rotation_interval": nil, "rotation_count": 0, "last_rotation_at": nil, "key_rotation_at": nil} {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
 	return out, nil
 }
 
@@ -90,6 +96,9 @@ func (s *Server) keyGenerate(c echo.Context) error {
 		return err
 	}
 	applyKeyType(extra) // key_type → allowed_routes, as LiteLLM
+	if err := mgmt.CheckRotation(extra, time.Now()); err != nil {
+		return err
+	}
 	req.Extra = extra
 	res, err := s.mgmt.GenerateKeyAs(c.Request().Context(), mgmtCaller(caller(c)), req)
 	if err != nil {
@@ -123,6 +132,9 @@ func (s *Server) keyUpdate(c echo.Context) error {
 		return err
 	}
 	if err := mgmt.CheckTempBudget(extra, time.Now()); err != nil {
+		return err
+	}
+	if err := mgmt.CheckRotation(extra, time.Now()); err != nil {
 		return err
 	}
 	req.Extra = extra

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"errors"
 	"strings"
 
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/format"
 	"lockstep/pkg/router"
 )
@@ -79,4 +81,46 @@ func liteLLMPrefix(c router.Class, ue *format.UpstreamError) string {
 		return "litellm.Timeout: "
 	}
 	return "litellm.APIError: "
+}
+
+// routerMessage is liteLLMMessage for a call that failed in the router (a
+// *pipeline.FallbackError: every retry spent, its fallbacks tried or none applying), with the
+// texts LiteLLM's router appends to such a failure (litellm/router.py
+// async_function_with_fallbacks_common_utils):
+//
+//	<message><note>. Received Model Group=<group>
+//	Available Model Group Fallbacks=<['b', 'c'] or None>
+//	Error doing the fallback: <the last fallback's message>
+//
+// the last line only when a fallback was called and failed (its message as it would be
+// answered, without texts of its own: a fallback's fallbacks are not followed), or when
+// LiteLLM raised the failure again in its fallback handling (no entry for the group in the
+// list of the error's class: the line repeats <message><note>). The note is LiteLLM's
+// context-window / content-policy hint or its "No fallback model group found for original
+// model_group=<group>. Fallbacks=<fallbacks>" (pipeline.FallbackError.Note). Any other
+// failure: liteLLMMessage.
+func routerMessage(err error, ue *format.UpstreamError) string {
+	msg := liteLLMMessage(err, ue)
+	var fe *pipeline.FallbackError
+	if !errors.As(err, &fe) {
+		return msg
+	}
+	base := msg + fe.Note
+	out := base + ". Received Model Group=" + fe.Group + "\nAvailable Model Group Fallbacks=" + fe.Available
+	switch {
+	case fe.Again:
+		out += "\nError doing the fallback: " + base
+	case fe.Last != nil:
+		out += "\nError doing the fallback: " + failureText(fe.Last)
+	}
+	return out
+}
+
+// failureText is a failed call's message as its own answer would carry it.
+func failureText(err error) string {
+	var ue *format.UpstreamError
+	if errors.As(err, &ue) {
+		return liteLLMMessage(err, ue)
+	}
+	return err.Error()
 }

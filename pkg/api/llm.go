@@ -180,16 +180,33 @@ func (s *Server) stream(ctx context.Context, c echo.Context, f format.Format, ca
 		}
 		if err != nil {
 			ae := s.errorInfo(c, err)
+			var ue *format.UpstreamError
+			if errors.As(err, &ue) {
+				ae.Message = midStreamMessage(ae.Message)
+			}
 			_, _ = w.Write(format.ErrorEventOf(f, ae.Status, ae.Type, ae.Message))
 			w.Flush()
 			return nil
 		}
-		if _, err := w.Write(ev.Data); err != nil {
+		data := ev.Data
+		if at, end, ue := format.StreamError(f, data); ue != nil {
+			// the upstream's own error event: worded as LiteLLM's proxy words it
+			out := append(append([]byte(nil), data[:at]...), format.ErrorEventOf(f, ue.Status, ue.Type, midStreamMessage(liteLLMMessage(ue, ue)))...)
+			data = append(out, data[end:]...)
+		}
+		if _, err := w.Write(data); err != nil {
 			return nil // client went away
 		}
 		w.Flush()
 	}
 }
+
+// midStreamMessage is the message of an upstream failure after a stream's first byte, as
+// LiteLLM's proxy sends it (proxy_server.py async_data_generator: data: {"error":
+// ProxyException(message=e.message, ...)}): its streaming wrapper raises the mapped failure
+// as a MidStreamFallbackError (litellm/exceptions.py: message "litellm.MidStreamFallbackError:
+// " + the mapped exception's, "litellm.<Class>: <upstream text>"; status the original's).
+func midStreamMessage(msg string) string { return "litellm.MidStreamFallbackError: " + msg }
 
 // the headers of an SSE answer (stream)
 var (

@@ -38,8 +38,15 @@ func (s *Server) orgJSON(r mgmt.Row) (map[string]any, error) {
 		return nil, err
 	}
 	out["members"] = ms
-	out["litellm_budget_table"] = map[string]any{"max_budget": out["max_budget"], "budget_duration": out["budget_duration"],
-		"tpm_limit": out["tpm_limit"], "rpm_limit": out["rpm_limit"], "max_parallel_requests": out["max_parallel_requests"]}
+	bt := map[string]any{"max_budget": out["max_budget"], "budget_duration": out["budget_duration"],
+		"tpm_limit": out["tpm_limit"], "rpm_limit": out["rpm_limit"], "max_parallel_requests": out["max_parallel_requests"],
+		"model_max_budget": map[string]any{}}
+	if id, _ := out["budget_id"].(string); id != "" {
+		if b := s.budgetByID(id); b != nil && len(b.ModelMaxBudget) > 0 {
+			bt["budget_id"], bt["model_max_budget"] = id, b.ModelMaxBudget // the linked budget's (LiteLLM)
+		}
+	}
+	out["litellm_budget_table"] = bt
 	return out, nil
 }
 

@@ -105,6 +105,10 @@ type Deps struct {
 	// Callbacks are the litellm_settings callbacks configured (callbacks, success_callback),
 	// reported by /health/readiness/details as success_callbacks.
 	Callbacks []string
+	// KeyRotation is how often this replica runs the scheduled key rotation job
+	// (admin.RunKeyRotation; LiteLLM's LITELLM_KEY_ROTATION_ENABLED and
+	// LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS). 0: the job is off; it needs DB.
+	KeyRotation time.Duration
 }
 
 // Server is one replica's HTTP API.
@@ -289,6 +293,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	if s.Tasks != nil { // tasks/get and tasks/cancel on every replica
 		s.a2a.ShareTasks(ctx, s.Tasks)
 	}
+	if s.KeyRotation > 0 && s.DB != nil { // one replica at a time rotates (admin/rotation.go)
+		go s.mgmt.RunKeyRotation(ctx, s.KeyRotation, s.Log.With().Str("component", "key_rotation").Logger())
+	}
 	srv := s.httpServer()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -372,7 +379,7 @@ func (s *Server) errorInfo(c echo.Context, err error) *Error {
 		ae = errf(http.StatusTooManyRequests, "rate_limit_error", "%s", nd.Error())
 		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int((nd.RetryAfter+time.Second-1)/time.Second))))
 	case errors.As(err, &ue):
-		ae = &Error{Status: ue.Status, Message: liteLLMMessage(err, ue), Type: ue.Type, Code: ue.Code}
+		ae = &Error{Status: ue.Status, Message: routerMessage(err, ue), Type: ue.Type, Code: ue.Code}
 		if ae.Status < 400 {
 			ae.Status = http.StatusBadGateway
 		}

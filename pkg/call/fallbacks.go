@@ -24,8 +24,10 @@ import (
 // 400 budget, a guardrail BLOCK) is the answer. When every fallback fails in its router too,
 // the first failure is answered (LiteLLM raises the original exception). A fallback group
 // that does not exist is skipped. A streamed call falls back only before its first byte was
-// sent (once the stream has started its failures end it, as without fallbacks). The answer
-// carries x-litellm-attempted-fallbacks: how many fallback groups were called (0 without).
+// sent (once the stream has started its failures end it, as without fallbacks). The answer,
+// a success or the failure, carries x-litellm-attempted-fallbacks: how many fallback groups
+// were called (0 without). A failure in the router is returned as a *FallbackError (with
+// LiteLLM's "Received Model Group=" texts), whether fallbacks were tried or not.
 // A fallback's own fallbacks are not followed. A group none of whose deployments is in the
 // end user's allowed_model_region (preCallMiss) falls back the same way.
 //
@@ -55,8 +57,8 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 			ctx = router.WithNumRetries(ctx, rs.NumRetries)
 		}
 	}
-	var first error
-	var firstCall *Call
+	var fe FallbackError // the first failure, with LiteLLM's texts for it (fallback_error.go)
+	var answerCall *Call // whose headers the error answer carries: the first call, else the last
 	var groups []string
 	called := 0 // fallback runs started (x-litellm-attempted-fallbacks)
 	for tried := 0; ; {
@@ -79,13 +81,25 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 		if !ok {
 			return call, err
 		}
-		if first == nil {
-			first, firstCall = err, call
-			groups = rs.Apply(p.Router.Settings()).FallbackGroups(sp.Model, class, hk.fallbacks)
+		if fe.Err == nil {
+			groups, fe = fallbackPlan(rs.Apply(p.Router.Settings()), sp.Model, class, hk.fallbacks)
+			fe.Err, answerCall = err, call
+		} else {
+			fe.Last = err
+			if answerCall == nil {
+				answerCall = call
+			}
 		}
 		for {
 			if tried >= len(groups) {
-				return firstCall, first
+				// LiteLLM sets x-litellm-attempted-fallbacks on a failure too (also when no call
+				// was admitted: a region miss, whose answer carries no other call header)
+				if answerCall != nil {
+					answerCall.fallbacks = called
+				} else if sp.Header != nil {
+					sp.Header["X-Litellm-Attempted-Fallbacks"] = smallInt(called)
+				}
+				return answerCall, &fe
 			}
 			next := groups[tried]
 			tried++
@@ -95,7 +109,7 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 			}
 			body, err := sjson.SetBytes(sp.Body, "model", next)
 			if err != nil {
-				return firstCall, first
+				return answerCall, &fe
 			}
 			// the fallback is called as a request naming it would be
 			sp.Model, sp.Body, sp.resolve, sp.guardrails = next, body, nil, nil

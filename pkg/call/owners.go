@@ -87,24 +87,28 @@ func (g *Governance) callOwners(ci CallInfo) []owner {
 			}
 		}
 	}
-	// per-model rate limits of the key and of its team (LiteLLM model_rpm_limit /
-	// model_tpm_limit; its v3 limiter's descriptors model_per_key and model_per_team)
+	// per-model rate limits of the key, of its team and of its organization (LiteLLM
+	// model_rpm_limit / model_tpm_limit; its v3 limiter's descriptors model_per_key,
+	// model_per_team and model_per_organization: one window per model group shared by all
+	// the team's or organization's keys)
 	if k := ci.Key; k != nil {
 		if l, ok := k.X().ModelLimits[ci.Model]; ok {
 			out = append(out, owner{kind: "model_per_key", label: "Key", id: k.Token + ":" + ci.Model, lim: l})
 		}
 	}
 	if pr := ci.Project; pr != nil {
-		if l := pr.ModelLimits(ci.Model); l.Any() {
+		if l, ok := modelLimits(pr.ModelRPM, pr.ModelTPM, ci.Model); ok {
 			out = append(out, owner{kind: "model_per_project", label: "Project", id: pr.ID + ":" + ci.Model, lim: l})
 		}
 	}
-	if t := ci.Team; t != nil && (len(t.Fields.ModelRPM) > 0 || len(t.Fields.ModelTPM) > 0) {
-		rpm, hasRPM := t.Fields.ModelRPM[ci.Model]
-		tpm, hasTPM := t.Fields.ModelTPM[ci.Model]
-		if hasRPM || hasTPM {
-			out = append(out, owner{kind: "model_per_team", label: "Team", id: t.ID + ":" + ci.Model,
-				lim: limits.Limits{RPM: rpm, HasRPM: hasRPM, TPM: tpm, HasTPM: hasTPM}})
+	if t := ci.Team; t != nil {
+		if l, ok := modelLimits(t.Fields.ModelRPM, t.Fields.ModelTPM, ci.Model); ok {
+			out = append(out, owner{kind: "model_per_team", label: "Team", id: t.ID + ":" + ci.Model, lim: l})
+		}
+	}
+	if o := ci.Organization; o != nil {
+		if l, ok := modelLimits(o.Links.ModelRPM, o.Links.ModelTPM, ci.Model); ok {
+			out = append(out, owner{kind: "model_per_organization", label: "Organization", id: o.ID + ":" + ci.Model, lim: l})
 		}
 	}
 	if ci.EndUserID != "" {
@@ -115,6 +119,17 @@ func (g *Governance) callOwners(ci CallInfo) []owner {
 		out = append(out, eo)
 	}
 	return out
+}
+
+// modelLimits are the per-minute limits model_rpm_limit / model_tpm_limit (model group → n)
+// set for model; ok false when neither names it.
+func modelLimits(rpm, tpm map[string]int64, model string) (limits.Limits, bool) {
+	if len(rpm) == 0 && len(tpm) == 0 {
+		return limits.Limits{}, false
+	}
+	r, hasRPM := rpm[model]
+	n, hasTPM := tpm[model]
+	return limits.Limits{RPM: r, HasRPM: hasRPM, TPM: n, HasTPM: hasTPM}, hasRPM || hasTPM
 }
 
 // ownerBudgets refuses the call when an owner's spend reached its max_budget: a *BudgetExceeded,

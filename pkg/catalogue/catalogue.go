@@ -171,10 +171,14 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"object_permission": honoured(ObjectPermission),
 })
 
-// budgetTable: LiteLLM_BudgetTable's user-controllable fields.
+// budgetTable: LiteLLM_BudgetTable's user-controllable fields, on the organization and
+// customer models. model_max_budget goes where LiteLLM keeps it, the budget row the object
+// links (organization_endpoints.py new_organization / update_organization, customer_endpoints.py
+// new_end_user): written to the object's linked budget, one made for it when it links none
+// (the route's decoder declares it; admin.AccountExtras).
 var budgetTable = fieldSet{
 	"budget_id": honoured(String), "soft_budget": stored(Number), "max_budget": col, "max_parallel_requests": col,
-	"tpm_limit": col, "rpm_limit": col, "model_max_budget": notYet, "budget_duration": col,
+	"tpm_limit": col, "rpm_limit": col, "model_max_budget": col, "budget_duration": col,
 }
 
 // teamBase: LiteLLM's TeamBase.
@@ -202,9 +206,11 @@ var teamExtra = fieldSet{
 	"enforced_file_expires_after": stored(Object),
 }
 
+// customerFields: NewCustomerRequest's and UpdateCustomerRequest's own fields. A customer's
+// object_permission is honoured as a key's (its agents bind the A2A calls made for it).
 var customerFields = fieldSet{
 	"user_id": col, "alias": col, "blocked": col, "budget_id": honoured(String),
-	"allowed_model_region": col, "default_model": col, "object_permission": notYet,
+	"allowed_model_region": col, "default_model": col, "object_permission": honoured(ObjectPermission),
 }
 
 // Models is the catalogue: every field of each LiteLLM request model lockstep serves, with
@@ -218,15 +224,16 @@ var customerFields = fieldSet{
 var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": honoured(KeyType),
-		"auto_rotate": notYet, "rotation_interval": notYet, "organization_id": honoured(String),
+		// rotated by the cluster's rotation job (admin/rotation.go)
+		"auto_rotate": honoured(Bool), "rotation_interval": honoured(Duration), "organization_id": honoured(String),
 		// the key's project (sql/020): its models, blocked flag, budget and limits gate the key's
 		// calls; it must exist when written (LiteLLM GenerateKeyRequest.project_id; not in
 		// UpdateKeyRequest)
 		"project_id": honoured(String),
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
-		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": notYet,
-		"rotation_interval": notYet, "organization_id": honoured(String),
+		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": honoured(Bool),
+		"rotation_interval": honoured(Duration), "organization_id": honoured(String),
 	}),
 	NewUser: merge(generateRequestBase, fieldSet{
 		"user_email": col, "user_alias": col, "user_role": col, "teams": col, "auto_create_key": col,
@@ -258,17 +265,22 @@ var Models = map[Model]fieldSet{
 	}),
 	NewTeam:    merge(teamBase, teamExtra),
 	UpdateTeam: merge(teamBase, teamExtra),
+	// an organization's model_rpm_limit / model_tpm_limit hold per model group across all
+	// its keys (LiteLLM keeps them in the organization's metadata; parallel_request_limiter_v3
+	// descriptor model_per_organization)
 	NewOrganization: merge(budgetTable, fieldSet{
 		"organization_id": col, "organization_alias": col, "models": col, "metadata": col,
-		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "object_permission": notYet,
+		"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "object_permission": honoured(ObjectPermission),
 		"blocked": col,
 	}),
 	UpdateOrg: merge(budgetTable, fieldSet{
 		"organization_id": col, "organization_alias": col, "spend": col, "metadata": col,
-		"models": col, "updated_by": stored(String), "object_permission": notYet,
-		"model_rpm_limit": notYet, "model_tpm_limit": notYet, "blocked": col,
+		"models": col, "updated_by": stored(String), "object_permission": honoured(ObjectPermission),
+		"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap), "blocked": col,
 	}),
-	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": col, "budget_reset_at": notYet, "metadata": col}),
+	// budget_reset_at: when the customer's spend next resets (LiteLLM keeps it in the
+	// customer's budget row, whose reset job resets the linked customers' spend)
+	NewCustomer: merge(budgetTable, customerFields, fieldSet{"spend": col, "budget_reset_at": col, "metadata": col}),
 	UpdateCustomer: merge(customerFields, fieldSet{
 		"max_budget": col, "metadata": col, "budget_duration": col, "tpm_limit": col, "rpm_limit": col,
 		"max_parallel_requests": col,

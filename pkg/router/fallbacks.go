@@ -22,9 +22,9 @@ type FallbackEntry struct {
 	Fallbacks []string
 }
 
-// lookup returns the fallbacks of group: its own entry, else the "*" entry; ok false when
+// Lookup returns the fallbacks of group: its own entry, else the "*" entry; ok false when
 // neither exists.
-func (l FallbackList) lookup(group string) ([]string, bool) {
+func (l FallbackList) Lookup(group string) ([]string, bool) {
 	var star []string
 	found := false
 	for _, e := range l {
@@ -51,16 +51,16 @@ func (s Settings) FallbackGroups(group string, c Class, request []string) []stri
 	}
 	switch {
 	case c == ClassContextWindow && s.ContextWindowFallbacks != nil:
-		fb, _ := s.ContextWindowFallbacks.lookup(group)
+		fb, _ := s.ContextWindowFallbacks.Lookup(group)
 		return fb
 	case c == ClassContentPolicy && s.ContentPolicyFallbacks != nil:
-		fb, _ := s.ContentPolicyFallbacks.lookup(group)
+		fb, _ := s.ContentPolicyFallbacks.Lookup(group)
 		return fb
 	}
 	if request != nil {
 		return request
 	}
-	if fb, ok := s.Fallbacks.lookup(group); ok {
+	if fb, ok := s.Fallbacks.Lookup(group); ok {
 		return fb
 	}
 	return s.DefaultFallbacks

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -109,19 +110,63 @@ func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value st
 	return out, nil
 }
 
-// BudgetLinks names up to 5 objects linked to budget id (sql/012): end users, keys and
-// organizations whose litellm_fields.budget_id is id, and teams whose member budget
-// (litellm_fields.team_member_budget_id) it is, and projects whose budget_id it is (sql/020),
-// each "<kind> <id>". A scan of those tables
-// (no index: deleting a budget is rare).
-func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]string, error) {
-	return t.links(ctx, "budget", id, `SELECT kind || ' ' || oid FROM (
-		SELECT 'end_user' AS kind, user_id AS oid FROM gateway.end_users WHERE litellm_fields->>'budget_id' = $1
-		UNION ALL SELECT 'key', token FROM gateway.api_keys WHERE litellm_fields->>'budget_id' = $1
-		UNION ALL SELECT 'organization', organization_id FROM gateway.organizations WHERE litellm_fields->>'budget_id' = $1
-		UNION ALL SELECT 'team', team_id FROM gateway.teams WHERE litellm_fields->>'team_member_budget_id' = $1
-		UNION ALL SELECT 'project', project_id FROM gateway.projects WHERE budget_id = $1
-	) l LIMIT 5`)
+// BudgetLink is one object or membership linked to a budget (sql/012).
+type BudgetLink struct {
+	// Kind is "end_user", "key", "organization" (their litellm_fields.budget_id), "project"
+	// (its budget_id column, sql/020), "team" (its
+	// member budget, litellm_fields.team_member_budget_id), "team_membership" (a member's
+	// budget in the team, teams.team_member_budgets) or "organization_membership" (a member's
+	// max_budget_in_organization, organizations.members[].budget_id).
+	Kind string
+	// ID is the object's id (a membership's team or organization); UserID a membership's user.
+	ID, UserID string
+}
+
+// Membership reports whether l is a team or organization membership.
+func (l BudgetLink) Membership() bool {
+	return l.Kind == "team_membership" || l.Kind == "organization_membership"
+}
+
+// String names the link in messages: "<kind> <id>", a membership "<kind> <id>/<user>".
+func (l BudgetLink) String() string {
+	if l.Membership() {
+		return l.Kind + " " + l.ID + "/" + l.UserID
+	}
+	return l.Kind + " " + l.ID
+}
+
+// BudgetLinks lists what links budget id: up to 5 objects (end users, keys and organizations
+// whose litellm_fields.budget_id is id, teams whose member budget it is, projects whose
+// budget_id it is, sql/020) and every team and
+// organization membership whose budget it is. A scan of those tables (no index: deleting or
+// changing a membership budget is rare).
+func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]BudgetLink, error) {
+	rows, err := t.links(ctx, "budget", id, `SELECT json_build_array(kind, oid, uid)::text FROM (
+		(SELECT kind, oid, '' AS uid FROM (
+			SELECT 'end_user' AS kind, user_id AS oid FROM gateway.end_users WHERE litellm_fields->>'budget_id' = $1
+			UNION ALL SELECT 'key', token FROM gateway.api_keys WHERE litellm_fields->>'budget_id' = $1
+			UNION ALL SELECT 'organization', organization_id FROM gateway.organizations WHERE litellm_fields->>'budget_id' = $1
+			UNION ALL SELECT 'team', team_id FROM gateway.teams WHERE litellm_fields->>'team_member_budget_id' = $1
+			UNION ALL SELECT 'project', project_id FROM gateway.projects WHERE budget_id = $1
+		) o LIMIT 5)
+		UNION ALL SELECT 'team_membership', t.team_id, e.key FROM gateway.teams t,
+			jsonb_each(CASE WHEN jsonb_typeof(t.team_member_budgets) = 'object' THEN t.team_member_budgets ELSE '{}'::jsonb END) e
+			WHERE e.value->>'budget_id' = $1
+		UNION ALL SELECT 'organization_membership', o.organization_id, coalesce(m->>'user_id', '') FROM gateway.organizations o,
+			jsonb_array_elements(CASE WHEN jsonb_typeof(o.members) = 'array' THEN o.members ELSE '[]'::jsonb END) m
+			WHERE m->>'budget_id' = $1) l`)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BudgetLink, 0, len(rows))
+	for _, r := range rows {
+		var l [3]string
+		if err := json.Unmarshal([]byte(r), &l); err != nil {
+			return nil, fmt.Errorf("budget %q links: %w", id, err)
+		}
+		out = append(out, BudgetLink{Kind: l[0], ID: l[1], UserID: l[2]})
+	}
+	return out, nil
 }
 
 // links runs query (one text column, $1 = id) and returns its rows: the "<kind> <id>" names

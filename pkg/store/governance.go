@@ -436,6 +436,15 @@ func (t *TxStore) SetBudgetReset(ctx context.Context, token string, every time.D
 	return at, nil
 }
 
+// SetBudgetResetAt sets a key_spend token's next budget reset to at (LiteLLM
+// budget_reset_at: when the spend is next reset to 0; the resets after it come every
+// budget_duration, FlushSpend), creating its spend row when absent. Errors: ErrUnavailable.
+func (t *TxStore) SetBudgetResetAt(ctx context.Context, token string, at time.Time) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO gateway.key_spend AS s (token, budget_reset_at) VALUES ($1, $2)
+		ON CONFLICT (token) DO UPDATE SET budget_reset_at = EXCLUDED.budget_reset_at, updated_at = now()`, token, at)
+	return mapErr(err)
+}
+
 // SetSpend sets the spend total (USD, current budget period) of a key_spend token: a key's
 // token or an owner's ("user:<id>", OwnerToken), its budget reset kept (LiteLLM /key/update
 // and /user/update "spend"). Every replica reads the new total at its next spend flush; later
