@@ -57,7 +57,7 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 	require.Equal(t, "pj-team", info["team_id"])
 	require.EqualValues(t, 0, info["spend"])
 
-	key, _ := govKey(t, a, map[string]any{"team_id": "pj-team", "project_id": "pj-1"})
+	key, tok := govKey(t, a, map[string]any{"team_id": "pj-team", "project_id": "pj-1"})
 	st, body = b.Do(t, "GET", "/key/info?key="+key, nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.Equal(t, "pj-1", JSON(t, body)["info"].(map[string]any)["project_id"])
@@ -96,6 +96,18 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 	Eventually(t, "project spend in /project/info", func() bool {
 		sp, _ := projectInfo(t, a, "pj-1")["spend"].(float64)
 		return sp >= 0.08
+	})
+	// the spend logs name the project (LiteLLM metadata user_api_key_project_id)
+	Eventually(t, "spend logs name the project", func() bool {
+		st, body := b.Do(t, "GET", "/spend/logs?api_key="+tok, nil)
+		require.Equal(t, 200, st, "%s", body)
+		logs := budgetArray(t, body)
+		if len(logs) == 0 {
+			return false
+		}
+		meta := logs[0].(map[string]any)["metadata"].(map[string]any)
+		require.Equal(t, "pj-1", meta["user_api_key_project_id"])
+		return true
 	})
 	// a second key of the project shares the project's spend: refused too
 	key2, _ := govKey(t, a, map[string]any{"team_id": "pj-team", "project_id": "pj-1"})
@@ -151,6 +163,19 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 		ids = append(ids, r.(map[string]any)["project_id"].(string))
 	}
 	require.ElementsMatch(t, []string{"pj-1", "pj-rpm"}, ids)
+
+	// removed behind the API (psql): its keys' calls fail closed on both replicas
+	PSQL(t, p.DB, `DELETE FROM gateway.projects WHERE project_id = 'pj-rpm'`)
+	for _, g := range []*Gateway{a, b} {
+		Eventually(t, g.ReplicaID+" refuses the deleted project's key", func() bool {
+			st, _, body := govDo(t, g, rk, "pj-b", "hi")
+			if st != 401 {
+				return false
+			}
+			require.Contains(t, string(body), "project pj-rpm of this key does not exist")
+			return true
+		})
+	}
 }
 
 // Bad project input is a 400 naming the field (404 an unknown team or project) and writes

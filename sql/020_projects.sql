@@ -31,3 +31,7 @@ CREATE TABLE IF NOT EXISTS gateway.projects (
 );
 
 SELECT gateway.registry_attach('projects', 'project', 'project_id');
+
+-- A spend log names the key's project (LiteLLM metadata user_api_key_project_id, shown by
+-- /spend/logs); rows written before this migration have ''.
+ALTER TABLE gateway.spend_logs ADD COLUMN IF NOT EXISTS project_id text NOT NULL DEFAULT '';
