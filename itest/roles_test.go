@@ -445,6 +445,17 @@ func TestRolesMatrix(t *testing.T) {
 		ghost("DELETE /policies/:policy_id", "DELETE", "/policies/p-ghost", nil, true, 404),
 		ghost("GET /policies/:policy_id/resolved-guardrails", "GET", "/policies/p-ghost/resolved-guardrails", nil, false, 404),
 	)
+	// unified access groups (LiteLLM access_group_endpoints.py: _require_proxy_admin writes,
+	// _require_admin_view reads), under both of LiteLLM's paths
+	for _, pre := range []string{"/v1/access_group", "/v1/unified_access_group"} {
+		routes = append(routes,
+			ghost("POST "+pre, "POST", pre, map[string]any{"access_group_name": " "}, true, 400),
+			ghost("GET "+pre, "GET", pre, nil, false, 200),
+			ghost("GET "+pre+"/:id", "GET", pre+"/ag-ghost", nil, false, 404),
+			ghost("PUT "+pre+"/:id", "PUT", pre+"/ag-ghost", map[string]any{"description": "x"}, true, 404),
+			ghost("DELETE "+pre+"/:id", "DELETE", pre+"/ag-ghost", nil, true, 404),
+		)
+	}
 	for _, pre := range []string{"/customer", "/end_user"} {
 		routes = append(routes,
 			ghost("POST "+pre+"/new", "POST", pre+"/new", map[string]any{"user_id": "c-1", "max_budget": -1}, true, 400),

@@ -383,7 +383,7 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, Policies: regs.policies, Projects: regs.projects, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Policies: regs.policies, Projects: regs.projects, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
 		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
@@ -426,8 +426,10 @@ type registries struct {
 	users      *registry.Registry[*accounts.User]
 	endUsers   *registry.Registry[*accounts.EndUser]
 	budgets    *registry.Registry[*accounts.Budget]
-	policies   *registry.Registry[*policy.Policy]
-	projects   *registry.Registry[*accounts.Project]
+	// accessGroups: LiteLLM's unified access groups (sql/016)
+	accessGroups *registry.Registry[*accounts.AccessGroup]
+	policies     *registry.Registry[*policy.Policy]
+	projects     *registry.Registry[*accounts.Project]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -476,6 +478,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.users = add(r, store.User, accounts.BuildUserRow, nil)
 	r.endUsers = add(r, store.EndUser, accounts.BuildEndUserRow, nil)
 	r.budgets = add(r, store.Budget, accounts.BuildBudgetRow, nil)
+	r.accessGroups = add(r, store.AccessGroup, accounts.BuildAccessGroupRow, nil)
 	r.policies = add(r, store.Policy, policy.BuildRow, policy.Names)
 	r.projects = add(r, store.Project, accounts.BuildProjectRow, nil)
 	return r

@@ -53,6 +53,10 @@ type Agent struct {
 	// calls the upstream directly (api_base, api_key, ...). It may hold secrets: never serve it
 	// unmasked.
 	LitellmParams json.RawMessage
+	// RequireTraceIDByAgent is litellm_params.require_trace_id_on_calls_by_agent: a call made
+	// with a key the agent owns (the key's agent_id) must carry x-litellm-trace-id (LiteLLM
+	// common_checks; pkg/api agentKeyTrace).
+	RequireTraceIDByAgent bool
 	// FromConfig: the agent comes from the config file, whose objects may take the
 	// provider's implicit environment credentials whatever allowed_env_secrets says
 	// (provider.NewConfigDeployment); false for database agents.
@@ -96,13 +100,14 @@ func NewAgent(id, name string, agentCardParams, litellmParams []byte) (*Agent, e
 		return nil, &ValidationError{Problems: problems}
 	}
 	return &Agent{
-		ID:                id,
-		Name:              name,
-		Card:              bytes.Clone(bytes.TrimSpace(agentCardParams)),
-		Model:             params.model,
-		CustomLLMProvider: params.customLLMProvider,
-		Guardrails:        params.guardrails,
-		LitellmParams:     bytes.Clone(bytes.TrimSpace(litellmParams)),
+		ID:                    id,
+		Name:                  name,
+		Card:                  bytes.Clone(bytes.TrimSpace(agentCardParams)),
+		Model:                 params.model,
+		CustomLLMProvider:     params.customLLMProvider,
+		Guardrails:            params.guardrails,
+		RequireTraceIDByAgent: params.traceByAgent,
+		LitellmParams:         bytes.Clone(bytes.TrimSpace(litellmParams)),
 	}, nil
 }
 
@@ -183,6 +188,7 @@ type litellmParams struct {
 	model             string
 	customLLMProvider string
 	guardrails        []string
+	traceByAgent      bool
 }
 
 func parseLiteLLMParams(raw []byte) (litellmParams, []string) {
@@ -203,6 +209,8 @@ func parseLiteLLMParams(raw []byte) (litellmParams, []string) {
 	}
 	out.model, _ = c.nonEmptyString("model")
 	out.customLLMProvider, _ = c.optionalString("custom_llm_provider")
+	c.optionalBool("require_trace_id_on_calls_by_agent")
+	out.traceByAgent = string(bytes.TrimSpace(fields["require_trace_id_on_calls_by_agent"])) == "true"
 	if g, ok := fields["guardrails"]; ok {
 		switch jsonKind(g) {
 		case kindNull:

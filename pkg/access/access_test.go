@@ -72,8 +72,27 @@ func TestAgentAllowed(t *testing.T) {
 		{[]string{"a2"}, []string{"a1", "a2"}, false},
 		{[]string{"support"}, nil, true}, // by name
 	} {
-		if got := AgentAllowed(c.key, c.team, "a1", "support"); got != c.want {
+		grant := func(l []string) AgentGrant { return AgentGrant{Restricted: len(l) > 0, Agents: l} }
+		if got := AgentAllowed(grant(c.key), grant(c.team), "a1", "support"); got != c.want {
 			t.Errorf("key %v team %v: %v, want %v", c.key, c.team, got, c.want)
+		}
+	}
+}
+
+// Unified access groups grant agents by id; a key naming a group is restricted even when the
+// group grants none (LiteLLM AgentRequestHandler).
+func TestAgentAllowedGroups(t *testing.T) {
+	for _, c := range []struct {
+		key  AgentGrant
+		want bool
+	}{
+		{AgentGrant{Restricted: true, GroupIDs: []string{"a1"}}, true},
+		{AgentGrant{Restricted: true, GroupIDs: []string{"support"}}, false}, // groups match ids only
+		{AgentGrant{Restricted: true}, false},                                // a group with no agents
+		{AgentGrant{Restricted: true, Agents: []string{"x"}, GroupIDs: []string{"a1"}}, true},
+	} {
+		if got := AgentAllowed(c.key, AgentGrant{}, "a1", "support"); got != c.want {
+			t.Errorf("key %+v: %v, want %v", c.key, got, c.want)
 		}
 	}
 }

@@ -98,15 +98,30 @@ func opNames() []string {
 	return out
 }
 
+// AgentGrant is what one object (a key, or its team) lets a key call among the A2A agents:
+// the agents of its object_permission.agents (by agent_id or agent_name) and those of its
+// unified access groups (access_agent_ids, by agent_id; LiteLLM _get_agent_ids_from_access_groups
+// matches agents by id). Restricted: the object names agents or access groups, so only those
+// may be called, even when the names resolve to nothing (LiteLLM AgentRequestHandler: "a key
+// that names agents or access groups is restricted even when those names resolve to nothing,
+// so a group that is empty cannot hand the key every agent"). The zero AgentGrant restricts
+// nothing.
+type AgentGrant struct {
+	Restricted bool
+	Agents     []string // agent_id or agent_name
+	GroupIDs   []string // agent_id only
+}
+
+func (g AgentGrant) allows(id, name string) bool {
+	return !g.Restricted || slices.Contains(g.Agents, id) || (name != "" && slices.Contains(g.Agents, name)) ||
+		slices.Contains(g.GroupIDs, id)
+}
+
 // AgentAllowed reports whether a key may call the agent (its agent_id and agent_name) under
-// the key's and its team's object_permission.agents (nil or empty: no restriction), as LiteLLM's
-// AgentRequestHandler decides: neither restricts → every agent; one restricts → its list; both
-// → the intersection.
-func AgentAllowed(keyAgents, teamAgents []string, id, name string) bool {
-	in := func(l []string) bool {
-		return len(l) == 0 || slices.Contains(l, id) || (name != "" && slices.Contains(l, name))
-	}
-	return in(keyAgents) && in(teamAgents)
+// the key's and its team's grants, as LiteLLM's AgentRequestHandler decides: neither restricts
+// → every agent; one restricts → its agents; both → the intersection.
+func AgentAllowed(key, team AgentGrant, id, name string) bool {
+	return key.allows(id, name) && team.allows(id, name)
 }
 
 // AgentRefusal is LiteLLM's 403 text for an agent the key may not call.

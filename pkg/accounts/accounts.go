@@ -130,6 +130,10 @@ type Team struct {
 		MemberPermissions []string `json:"team_member_permissions"`
 		// RouterSettings is LiteLLM's team router_settings, built into RouterSettings.
 		RouterSettings json.RawMessage `json:"router_settings"`
+		// AccessGroupIDs are LiteLLM's team access_group_ids: the unified access groups
+		// (AccessGroup, sql/016) whose models and agents the team's keys may use (LiteLLM
+		// can_team_access_model; nil: none).
+		AccessGroupIDs []string `json:"access_group_ids"`
 	} `json:"litellm_fields"`
 	// RouterSettings are the team's per-call router settings (router.CallerSettings) for
 	// its keys without router_settings of their own (nil: none).
@@ -296,12 +300,6 @@ func BuildOrganizationRow(r store.Row) (*Organization, error) {
 // BuildEndUserRow builds an EndUser from a gateway.end_users row.
 func BuildEndUserRow(r store.Row) (*EndUser, error) {
 	return build(r, "end user", func(e *EndUser) string { return e.ID }, func(e *EndUser) *Limits { return &e.Limits })
-}
-
-// CanUse reports whether the team's models list allows model group name (whose deployments
-// are in accessGroups), with the key list's rules.
-func (t *Team) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
-	return keys.ListAllows(t.Models, name, accessGroups)
 }
 
 // CanUse reports whether the user's models list allows model group name.

@@ -65,6 +65,9 @@ type Tx interface {
 	// organizations, teams by their member budget) and every team and organization
 	// membership.
 	BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink, error)
+	// AccessGroupHolders lists the keys (tokens) and teams (ids) whose access_group_ids hold
+	// access group id, each in id order.
+	AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error)
 	// GetByNameForShare reads the row of typ named name (its Table.Name column) and takes a
 	// FOR SHARE lock on it until the transaction ends.
 	GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error)
@@ -282,8 +285,9 @@ func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, va
 	return row, err
 }
 
-// lockLinks locks, in the write's transaction, the budget, project and policies a write of
-// typ with vals links (lockLinkedBudget, lockLinkedProject, lockLinkedPolicies).
+// lockLinks locks, in the write's transaction, the budget, project, policies and unified
+// access groups a write of typ with vals links (lockLinkedBudget, lockLinkedProject,
+// lockLinkedPolicies, lockLinkedAccessGroups), so a link to a missing object can never commit.
 func (w *Writer) lockLinks(ctx context.Context, typ store.ObjectType, vals store.Values) error {
 	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
 		return err
@@ -291,7 +295,10 @@ func (w *Writer) lockLinks(ctx context.Context, typ store.ObjectType, vals store
 	if err := w.lockLinkedProject(ctx, typ, vals); err != nil {
 		return err
 	}
-	return w.lockLinkedPolicies(ctx, typ, vals)
+	if err := w.lockLinkedPolicies(ctx, typ, vals); err != nil {
+		return err
+	}
+	return w.lockLinkedAccessGroups(ctx, typ, vals)
 }
 
 // Delete removes a row; its tombstone (the version Delete returns) is applied after commit.

@@ -384,6 +384,28 @@ func (t *fakeTx) BudgetLinks(ctx context.Context, id string) ([]store.BudgetLink
 	return out, nil
 }
 
+// AccessGroupHolders: the keys and teams whose litellm_fields (as written) hold group id.
+func (t *fakeTx) AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error) {
+	for _, typ := range []store.ObjectType{store.Key, store.Team} {
+		for rid, r := range t.tables[typ] {
+			raw := litellmFieldsRaw(store.Values(r))
+			var lf struct {
+				IDs []string `json:"access_group_ids"`
+			}
+			if json.Unmarshal(raw, &lf) == nil && slices.Contains(lf.IDs, id) {
+				if typ == store.Key {
+					keys = append(keys, rid)
+				} else {
+					teams = append(teams, rid)
+				}
+			}
+		}
+	}
+	sort.Strings(keys)
+	sort.Strings(teams)
+	return keys, teams, nil
+}
+
 // GetByNameForShare: the policy named name (the only type looked up by name in a write).
 func (t *fakeTx) GetByNameForShare(ctx context.Context, typ store.ObjectType, name string) (store.Row, error) {
 	rows, err := t.ListBy(ctx, typ, "policy_name", name)

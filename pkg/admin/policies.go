@@ -343,23 +343,11 @@ func (a *Admin) guardrailExists(ctx context.Context, w *Writer, name string) (bo
 // missing policy can never commit. Errors: Invalid `Policy '<name>' not found. Create it
 // first with POST /policies`, the store's.
 func (w *Writer) lockLinkedPolicies(ctx context.Context, typ store.ObjectType, vals store.Values) error {
-	if typ != store.Key && typ != store.Team {
-		return nil
+	names := linkedList(typ, vals, "policies")
+	if len(names) > MaxPolicyList {
+		return invalid("policies", "policies lists at most %d policies, got %d", MaxPolicyList, len(names))
 	}
-	raw := litellmFieldsRaw(vals)
-	if raw == nil {
-		return nil
-	}
-	var lf struct {
-		Policies []string `json:"policies"`
-	}
-	if json.Unmarshal(raw, &lf) != nil {
-		return nil // not an object: the store refuses it
-	}
-	if len(lf.Policies) > MaxPolicyList {
-		return invalid("policies", "policies lists at most %d policies, got %d", MaxPolicyList, len(lf.Policies))
-	}
-	for _, n := range lf.Policies {
+	for _, n := range names {
 		if _, err := w.tx.GetByNameForShare(ctx, store.Policy, n); errors.Is(err, store.ErrNotFound) {
 			return invalid("policies", "Policy '%s' not found. Create it first with POST /policies", n)
 		} else if err != nil {
@@ -367,6 +355,25 @@ func (w *Writer) lockLinkedPolicies(ctx context.Context, typ store.ObjectType, v
 		}
 	}
 	return nil
+}
+
+// linkedList is the list a write of a key or team sets in litellm_fields member (its policies,
+// its access_group_ids; nil for other types, when not set, or when litellm_fields is not an
+// object, which the store refuses).
+func linkedList(typ store.ObjectType, vals store.Values, member string) []string {
+	if typ != store.Key && typ != store.Team {
+		return nil
+	}
+	raw := litellmFieldsRaw(vals)
+	if raw == nil {
+		return nil
+	}
+	var lf map[string]json.RawMessage
+	var l []string
+	if json.Unmarshal(raw, &lf) != nil || json.Unmarshal(lf[member], &l) != nil {
+		return nil
+	}
+	return l
 }
 
 // litellmFieldsRaw is the litellm_fields value of a write as JSON text (nil when vals set

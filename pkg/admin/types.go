@@ -33,6 +33,7 @@ const (
 	TypeOrganization = store.Organization
 	TypeEndUser      = store.EndUser
 	TypeBudget       = store.Budget
+	TypeAccessGroup  = store.AccessGroup
 	TypePolicy       = store.Policy
 	TypeProject      = store.Project
 )

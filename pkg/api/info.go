@@ -51,22 +51,10 @@ func (s *Server) accessGroupsFor(p principal, snap *registry.Snapshot[*router.De
 	return out
 }
 
-// canUseGroup reports whether the caller's lists grant access group g.
+// canUseGroup reports whether the caller's lists (with their unified access groups) grant
+// model access group g.
 func (p principal) canUseGroup(g string) bool {
-	yield := func(f func(string) bool) { f(g) }
-	if p.Key == nil {
-		return true
-	}
-	if !p.Key.CanUse("\x00", yield) {
-		return false
-	}
-	if p.Team != nil {
-		return p.Team.CanUse("\x00", yield)
-	}
-	if p.User != nil {
-		return p.User.CanUse("\x00", yield)
-	}
-	return true
+	return p.ListsAllow("\x00", func(f func(string) bool) { f(g) })
 }
 
 // modelGroupInfo: GET /model_group/info[?model_group=] → {"data": [{"model_group",

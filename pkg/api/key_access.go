@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"lockstep/pkg/access"
 	"lockstep/pkg/accounts"
+	pipeline "lockstep/pkg/call"
 	"lockstep/pkg/catalogue"
 	"lockstep/pkg/keys"
 )
@@ -135,15 +137,17 @@ func routeAllowed(k *keys.Key, path string) error {
 	return authErr(http.StatusForbidden, access.RouteRefusal(k.X().AllowedRoutes, path))
 }
 
-// agentAllowed refuses an A2A call (or card) of an agent outside the object_permission.agents
-// of the key, its team, its organization or the end user the request names (the
-// x-litellm-customer-id / x-litellm-end-user-id header) with LiteLLM's 403 `Access denied to
-// agent: <agent_id>`: each list that is set must allow the agent. LiteLLM's
-// AgentRequestHandler reads the key's and the team's; the organization's and the customer's
-// object_permission (organization_endpoints.py, customer_endpoints.py) hold here too, as a
-// field that limits a caller is never accepted and ignored. Only a key restricted by one of
-// them resolves the agent here; an agent that does not resolve is left to the A2A handler's
-// own not-found answer.
+// agentAllowed refuses an A2A call (or card) of an agent outside what the key, its team, its
+// organization and the end user the request names (the x-litellm-customer-id /
+// x-litellm-end-user-id header) grant, with LiteLLM's 403 `Access denied to agent:
+// <agent_id>`: each grant that restricts must allow the agent. The key and the team grant the
+// agents of their object_permission.agents and of their unified access groups
+// (access_group_ids → access_agent_ids), and one naming either is restricted to them
+// (access.AgentGrant; LiteLLM AgentRequestHandler reads the key's and the team's); the
+// organization's and the customer's object_permission.agents (organization_endpoints.py,
+// customer_endpoints.py) hold here too, as a field that limits a caller is never accepted and
+// ignored. Only a restricted key resolves the agent here; an agent that does not resolve is
+// left to the A2A handler's own not-found answer.
 func (s *Server) agentAllowed(c echo.Context, who principal) error {
 	if who.Key == nil {
 		return nil
@@ -154,27 +158,83 @@ func (s *Server) agentAllowed(c echo.Context, who principal) error {
 		}
 		return op.Agents
 	}
-	var teamAgents, orgAgents, endUserAgents []string
+	key := agentGrant(who.Caller, who.Key.X().Agents, who.Key.X().AccessGroupIDs)
+	var team, org, endUser access.AgentGrant
 	if who.Team != nil {
-		teamAgents = agents(who.Team.Fields.ObjectPermission)
+		team = agentGrant(who.Caller, agents(who.Team.Fields.ObjectPermission), who.Team.Fields.AccessGroupIDs)
 	}
 	if who.Org != nil {
-		orgAgents = agents(who.Org.Links.ObjectPermission)
+		org = agentGrant(who.Caller, agents(who.Org.Links.ObjectPermission), nil)
 	}
 	if e := s.headerEndUser(c.Request().Header); e != nil {
-		endUserAgents = agents(e.Links.ObjectPermission)
+		endUser = agentGrant(who.Caller, agents(e.Links.ObjectPermission), nil)
 	}
-	if len(who.Key.X().Agents) == 0 && len(teamAgents) == 0 && len(orgAgents) == 0 && len(endUserAgents) == 0 {
+	if !key.Restricted && !team.Restricted && !org.Restricted && !endUser.Restricted {
 		return nil
 	}
 	ag, err := s.pipe.ResolveAgent(c.Request().Context(), agentParam(c))
 	if err != nil || ag == nil {
 		return nil
 	}
-	if access.AgentAllowed(who.Key.X().Agents, teamAgents, ag.ID, ag.Name) && access.AgentAllowed(orgAgents, endUserAgents, ag.ID, ag.Name) {
+	if access.AgentAllowed(key, team, ag.ID, ag.Name) && access.AgentAllowed(org, endUser, ag.ID, ag.Name) {
 		return nil
 	}
 	return authErr(http.StatusForbidden, access.AgentRefusal(ag.ID))
+}
+
+// agentGrant is the agent grant of an object with object_permission.agents agents and
+// access_group_ids groupIDs (their agents as this replica's registry holds the groups).
+func agentGrant(who pipeline.Caller, agents, groupIDs []string) access.AgentGrant {
+	return access.AgentGrant{Restricted: len(agents) > 0 || len(groupIDs) > 0, Agents: agents, GroupIDs: who.GroupAgents(groupIDs)}
+}
+
+// traceHeaders carry a call's trace id, in LiteLLM's order (get_chain_id_from_headers:
+// x-litellm-trace-id, else x-litellm-session-id).
+var traceHeaders = [...]string{"X-Litellm-Trace-Id", "X-Litellm-Session-Id"}
+
+// agentKeyTrace refuses a call made with a key an agent owns (its agent_id) when that agent's
+// litellm_params.require_trace_id_on_calls_by_agent is true and the request carries no trace
+// id: 400 `Requests made with this agent's key must include the x-litellm-trace-id header.`
+// (LiteLLM common_checks, type bad_request_error). An agent that does not resolve (deleted)
+// requires nothing, as LiteLLM's registry lookup.
+func (s *Server) agentKeyTrace(c echo.Context, k *keys.Key) error {
+	id := k.X().AgentID
+	if id == "" {
+		return nil
+	}
+	ag, err := s.pipe.ResolveAgent(c.Request().Context(), id)
+	if err != nil || ag == nil || ag.ID != id || !ag.RequireTraceIDByAgent {
+		return nil
+	}
+	for _, h := range traceHeaders {
+		if strings.TrimSpace(c.Request().Header.Get(h)) != "" {
+			return nil
+		}
+	}
+	return errf(http.StatusBadRequest, "bad_request_error", "Requests made with this agent's key must include the x-litellm-trace-id header.")
+}
+
+// checkKeyLinks checks what a key write links before anything is written: its budget_id
+// (checkBudgetLink) and its agent_id, which must name an existing agent by agent_id (400
+// `agent_id: agent '<id>' not found`; LiteLLM looks the key's agent up by id). Whether the
+// key's access groups exist is checked inside the write's transaction.
+func (s *Server) checkKeyLinks(ctx context.Context, lf map[string]json.RawMessage) error {
+	if err := s.checkBudgetLink(ctx, lf); err != nil {
+		return err
+	}
+	raw, ok := lf["agent_id"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var id string
+	_ = json.Unmarshal(raw, &id) // kind-checked by the catalogue (String)
+	if id == "" {
+		return nil
+	}
+	if ag, err := s.pipe.ResolveAgent(ctx, id); err != nil || ag == nil || ag.ID != id {
+		return badRequest("agent_id: agent '%s' not found", id)
+	}
+	return nil
 }
 
 // headerEndUser is the end user an A2A request names by the x-litellm-customer-id or

@@ -92,7 +92,7 @@ func (s *Server) keyGenerate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkBudgetLink(c.Request().Context(), extra); err != nil {
+	if err := s.checkKeyLinks(c.Request().Context(), extra); err != nil {
 		return err
 	}
 	applyKeyType(extra) // key_type → allowed_routes, as LiteLLM
@@ -128,7 +128,7 @@ func (s *Server) keyUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkBudgetLink(c.Request().Context(), extra); err != nil {
+	if err := s.checkKeyLinks(c.Request().Context(), extra); err != nil {
 		return err
 	}
 	if err := mgmt.CheckTempBudget(extra, time.Now()); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	mgmt "lockstep/pkg/admin"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -79,6 +80,8 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 		if _, err := router.ParseCallerSettings(raw); err != nil {
 			return badRequest("%v", err)
 		}
+	case catalogue.GroupIDs:
+		return checkGroupIDs(name, raw)
 	case catalogue.String:
 		return checkKind(name, fString, raw)
 	case catalogue.Strings:
@@ -114,6 +117,35 @@ func checkCatalogueKind(name string, k catalogue.Kind, raw json.RawMessage) erro
 		if json.Unmarshal(raw, &m) != nil {
 			return badRequest("%s must be an object of model names: {\"alias\": \"model group\"}", name)
 		}
+	}
+	return nil
+}
+
+// maxGroupIDs bounds a key's or team's access_group_ids.
+const maxGroupIDs = 100
+
+// checkGroupIDs checks access_group_ids: null or a list of at most maxGroupIDs non-blank,
+// distinct strings (whether each group exists is checked in the write's transaction).
+func checkGroupIDs(name string, raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var l []string
+	if json.Unmarshal(raw, &l) != nil {
+		return badRequest("%s must be a list of access group ids (strings)", name)
+	}
+	if len(l) > maxGroupIDs {
+		return badRequest("%s: at most %d access groups, got %d", name, maxGroupIDs, len(l))
+	}
+	seen := make(map[string]bool, len(l))
+	for i, id := range l {
+		if strings.TrimSpace(id) == "" {
+			return badRequest("%s[%d] must be a non-blank access group id", name, i)
+		}
+		if seen[id] {
+			return badRequest("%s: %q is listed twice", name, id)
+		}
+		seen[id] = true
 	}
 	return nil
 }

@@ -67,6 +67,9 @@ type Deps struct {
 	// Budgets are LiteLLM's budget objects (sql/012; nil: none): the limits step reads the
 	// budget an end user, key, organization or team member links to from it.
 	Budgets *registry.Registry[*accounts.Budget]
+	// AccessGroups are LiteLLM's unified access groups (sql/016; nil: none): a key's or
+	// team's access_group_ids are resolved in it on every call.
+	AccessGroups *registry.Registry[*accounts.AccessGroup]
 	// Policies are LiteLLM's guardrail policies (sql/017; nil: none): the pipeline runs the
 	// guardrails of the policies a caller's key and team attach.
 	Policies *registry.Registry[*policy.Policy]
@@ -150,7 +153,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.Policies, d.Projects} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups, d.Policies, d.Projects} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -272,6 +275,7 @@ func (s *Server) routes() {
 	s.accessGroupRoutes()
 	s.accountRoutes()
 	s.budgetRoutes()
+	s.unifiedGroupRoutes()
 	s.policyRoutes()
 	s.projectRoutes()
 	s.spendReportRoutes()
@@ -571,13 +575,16 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			p := principal{Caller: pipeline.Caller{Key: vk}}
+			p := principal{Caller: pipeline.Caller{Key: vk, Groups: s.AccessGroups}}
 			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" || vk.X().ProjectID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}
 			}
 			if err := routeAllowed(vk, c.Request().URL.Path); err != nil { // allowed_routes, key_type
+				return err
+			}
+			if err := s.agentKeyTrace(c, vk); err != nil { // agent_id: its agent's trace-id rule
 				return err
 			}
 			if level == admin {

@@ -118,8 +118,9 @@ func (p *Pipeline) checkAccess(ctx context.Context, who Caller, model string, t 
 }
 
 // recheckAccess runs when a virtual key is denied a model: this replica may hold an older
-// version of the key (models just widened), of its team, or of the group's deployments
-// (access group just tagged) than the writer committed. It re-reads them once through the
+// version of the key (models just widened), of its team, of the group's deployments (access
+// group just tagged) or of a unified access group the key or team names than the writer
+// committed. It re-reads them once through the
 // bounded read-throughs (same budgets, fail closed; the model group only when isGroup); if
 // that does not settle it (budget exhausted), it waits up to accessRecheckWait for the change
 // feed to publish newer versions, then the denial stands: *AccessDenied (401
@@ -138,6 +139,12 @@ func (p *Pipeline) recheckAccess(ctx context.Context, who Caller, model string, 
 	if who.Key.TeamID != "" && p.Teams != nil {
 		_ = p.Teams.Resolve(ctx, who.Key.TeamID)
 	}
+	var groupsChanged <-chan struct{}
+	if who.Groups != nil {
+		for _, id := range p.refresh(who).MissingGroups() { // access groups attached on another replica just now
+			_ = who.Groups.Resolve(ctx, id)
+		}
+	}
 	var modelsChanged <-chan struct{}
 	if isGroup {
 		_ = p.Router.Models().Resolve(ctx, model)
@@ -146,6 +153,9 @@ func (p *Pipeline) recheckAccess(ctx context.Context, who Caller, model string, 
 	defer timer.Stop()
 	for {
 		keysChanged, teamsChanged := p.Keys.Changed(), p.teamsChanged()
+		if who.Groups != nil {
+			groupsChanged = who.Groups.Changed()
+		}
 		if isGroup {
 			modelsChanged = p.Router.Models().Changed()
 		}
@@ -160,6 +170,7 @@ func (p *Pipeline) recheckAccess(ctx context.Context, who Caller, model string, 
 		case <-keysChanged:
 		case <-modelsChanged:
 		case <-teamsChanged:
+		case <-groupsChanged:
 		case <-timer.C:
 			return nil, cur.accessDenied(model, group)
 		case <-ctx.Done():

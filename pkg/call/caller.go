@@ -19,6 +19,9 @@ type Caller struct {
 	Org   *accounts.Organization
 	// Project is the key's project (keys.Extra.ProjectID, sql/020; nil: none).
 	Project *accounts.Project
+	// Groups are LiteLLM's unified access groups as this replica holds them (sql/016), where
+	// the key's and team's access_group_ids are resolved (nil: none resolve).
+	Groups *registry.Registry[*accounts.AccessGroup]
 }
 
 // roleProxyAdmin is LiteLLM's user_role of an admin user (may use team-scoped models).
@@ -82,20 +85,96 @@ func (p Caller) CanUse(name string, group []*registry.Entry[*router.Deployment])
 	if pub := p.TeamPublicName(group); pub != "" {
 		name = pub // a team model is checked under the name its team calls it by (LiteLLM checks before the alias)
 	}
-	ag := GroupAccess(group)
-	if !p.Key.CanUse(name, ag) {
+	return p.ListsAllow(name, GroupAccess(group))
+}
+
+// ListsAllow reports whether the caller's models lists (its key's, then its team's or, for a
+// personal key, its user's), each with its unified access groups, allow model group name whose
+// deployments are in the access groups ag (CanUse without the team-model rule).
+func (p Caller) ListsAllow(name string, ag func(func(string) bool)) bool {
+	if p.Key == nil {
+		return true
+	}
+	if !p.listAllows(p.Key.Models, p.Key.X().AccessGroupIDs, name, ag) {
 		return false
 	}
 	if p.Project != nil && !p.Project.CanUse(name, ag) {
 		return false // LiteLLM can_project_access_model
 	}
 	if p.Team != nil {
-		return p.Team.CanUse(name, ag)
+		return p.listAllows(p.Team.Models, p.Team.Fields.AccessGroupIDs, name, ag)
 	}
 	if p.User != nil {
 		return p.User.CanUse(name, ag)
 	}
 	return true
+}
+
+// listAllows is a key's or team's model check with its unified access groups groupIDs
+// (LiteLLM auth_checks.py can_key_call_model / can_team_access_model): without groups, the
+// models list alone (keys.ListAllows); with groups and no models of its own, only the groups'
+// access_model_names (a key narrowed to its groups; no group resolving, or none naming a
+// model, allows nothing); with both, the models list, else the groups' models (the groups
+// widen it). A group id this replica does not hold grants nothing.
+func (p Caller) listAllows(models, groupIDs []string, name string, ag func(func(string) bool)) bool {
+	if len(groupIDs) == 0 {
+		return keys.ListAllows(models, name, ag)
+	}
+	if len(models) > 0 && keys.ListAllows(models, name, ag) {
+		return true
+	}
+	return p.groupsAllow(groupIDs, name, ag)
+}
+
+// groupsAllow reports whether one of the groups groupIDs lists model group name (or one of its
+// access groups, or a wildcard matching it) in its access_model_names.
+func (p Caller) groupsAllow(groupIDs []string, name string, ag func(func(string) bool)) bool {
+	if p.Groups == nil {
+		return false
+	}
+	snap := p.Groups.Load()
+	for _, id := range groupIDs {
+		if e, ok := snap.ByID(id); ok && len(e.Value.Models) > 0 && keys.ListAllows(e.Value.Models, name, ag) {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupAgents are the agent ids of the unified access groups groupIDs as this replica holds
+// them (LiteLLM _get_agent_ids_from_access_groups; nil: none).
+func (p Caller) GroupAgents(groupIDs []string) []string {
+	if p.Groups == nil || len(groupIDs) == 0 {
+		return nil
+	}
+	snap := p.Groups.Load()
+	var out []string
+	for _, id := range groupIDs {
+		if e, ok := snap.ByID(id); ok {
+			out = append(out, e.Value.Agents...)
+		}
+	}
+	return out
+}
+
+// MissingGroups lists the ids among the key's and its team's access_group_ids this replica
+// does not hold (for a read-through before a denial stands).
+func (p Caller) MissingGroups() []string {
+	if p.Key == nil || p.Groups == nil {
+		return nil
+	}
+	ids := p.Key.X().AccessGroupIDs
+	if p.Team != nil {
+		ids = append(ids[:len(ids):len(ids)], p.Team.Fields.AccessGroupIDs...)
+	}
+	snap := p.Groups.Load()
+	var out []string
+	for _, id := range ids {
+		if _, ok := snap.ByID(id); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // teamModelsOK reports whether every team-scoped deployment of group (router.Deployment.TeamID,
@@ -130,7 +209,7 @@ func (p Caller) TeamPublicName(group []*registry.Entry[*router.Deployment]) stri
 // team_model_access_denied; answered 401).
 func (p Caller) accessDenied(model string, group []*registry.Entry[*router.Deployment]) error {
 	ag := GroupAccess(group)
-	if p.Key != nil && p.teamModelsOK(group) && p.Key.CanUse(model, ag) {
+	if p.Key != nil && p.teamModelsOK(group) && p.listAllows(p.Key.Models, p.Key.X().AccessGroupIDs, model, ag) {
 		if p.Project != nil && !p.Project.CanUse(model, ag) {
 			return &AccessDenied{Scope: "project", Allowed: p.Project.Models, Model: model}
 		}

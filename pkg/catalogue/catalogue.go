@@ -95,6 +95,10 @@ const (
 	// content_policy_fallbacks, num_retries, timeout, model_group_alias); any other member
 	// is a 400 naming it.
 	RouterSettings
+	// GroupIDs is a key's or team's access_group_ids: a list of at most 100 non-blank ids of
+	// unified access groups (gateway.access_groups, sql/016), each of which must exist when
+	// the write commits (admin Writer.lockLinkedAccessGroups).
+	GroupIDs
 )
 
 // Field is one field of a LiteLLM request model.
@@ -162,7 +166,13 @@ var keyRequestBase = merge(generateRequestBase, fieldSet{
 	"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
 	"guardrails": honoured(Strings), "allowed_routes": honoured(Strings), "allowed_passthrough_routes": stored(Strings),
 	"allowed_vector_store_indexes": stored(Any), "rpm_limit_type": honoured(LimitType), "tpm_limit_type": honoured(LimitType),
-	"router_settings": honoured(RouterSettings), "access_group_ids": notYet,
+	"router_settings": honoured(RouterSettings),
+	// LiteLLM's unified access groups by id (sql/016): their models and agents grant or, for
+	// a key without models, narrow access on every call (call.Caller.CanUse, api agentAllowed)
+	"access_group_ids": honoured(GroupIDs),
+	// the agent owning the key: its require_trace_id_on_calls_by_agent holds for the key's
+	// calls (LiteLLM common_checks; api agentKeyTrace)
+	"agent_id": honoured(String),
 	// on a key (not a user): the guardrails of the named policies (sql/017) run on every call
 	// of the key (pkg/call callerGuardrails); each must exist when written
 	"policies": honoured(Strings),
@@ -189,7 +199,7 @@ var teamBase = fieldSet{
 	"team_alias": col, "team_id": col, "organization_id": col, "admins": stored(Any), "members": stored(Any),
 	"members_with_roles": col, "team_member_permissions": honoured(KeyRoutes), "metadata": col, "tpm_limit": col,
 	"rpm_limit": col, "max_budget": col, "soft_budget": stored(Number), "budget_duration": col,
-	"models": col, "blocked": col, "router_settings": honoured(RouterSettings), "access_group_ids": notYet,
+	"models": col, "blocked": col, "router_settings": honoured(RouterSettings), "access_group_ids": honoured(GroupIDs),
 	// not in TeamBase but in LiteLLM_TeamTable, and a lockstep column since issue 13
 	"max_parallel_requests": col,
 }

@@ -102,6 +102,14 @@ type Extra struct {
 	// fallbacks, num_retries, timeout, model_group_alias; router.CallerSettings), which win
 	// over its team's; nil: none. From litellm_fields.
 	RouterSettings *router.CallerSettings
+	// AccessGroupIDs are LiteLLM's key access_group_ids: the unified access groups
+	// (gateway.access_groups, sql/016) whose models and agents the key may use (LiteLLM
+	// can_key_call_model; a key with none of its own models is narrowed to theirs); nil: none.
+	AccessGroupIDs []string
+	// AgentID is LiteLLM's key agent_id: the agent (by agent_id) that owns the key, its
+	// identity when it calls the gateway; "" none. LiteLLM's common_checks hold such a key to
+	// its agent's require_trace_id_on_calls_by_agent.
+	AgentID string
 }
 
 // noExtra is what X returns for a key without Extra: shared, never written.
@@ -228,6 +236,8 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			OrgID          string            `json:"organization_id"`
 			ProjectID      string            `json:"project_id"`
 			RouterSettings json.RawMessage   `json:"router_settings"`
+			AccessGroups   []string          `json:"access_group_ids"`
+			AgentID        string            `json:"agent_id"`
 			ObjectPerm     *struct {
 				Agents []string `json:"agents"`
 			} `json:"object_permission"`
@@ -278,6 +288,10 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		if x.RouterSettings, err = router.ParseCallerSettings(lf.RouterSettings); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
 		}
+		if len(lf.AccessGroups) > 0 {
+			x.AccessGroupIDs = lf.AccessGroups
+		}
+		x.AgentID = intern(lf.AgentID)
 		if !x.empty() {
 			heap := x // only a key that sets one of them allocates its Extra
 			k.Extra = &heap
@@ -291,7 +305,8 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 func (x *Extra) empty() bool {
 	return x.Aliases == nil && x.ModelLimits == nil && x.EnforcedParams == nil && x.Guardrails == nil && x.Policies == nil &&
 		x.AllowedRoutes == nil && x.Agents == nil && x.AllowedCacheControls == nil && x.OrganizationID == "" &&
-		x.ProjectID == "" && x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil && x.RouterSettings == nil
+		x.ProjectID == "" && x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil && x.RouterSettings == nil &&
+		x.AccessGroupIDs == nil && x.AgentID == ""
 }
 
 // ModelLimits builds per-model rate limits from LiteLLM's model_rpm_limit and model_tpm_limit
@@ -409,12 +424,6 @@ func (k *Key) AllModels() bool {
 		}
 	}
 	return false
-}
-
-// CanUse reports whether the key may call model group name, whose deployments are in the
-// given access groups (LiteLLM: a key's models list may name models or access groups).
-func (k *Key) CanUse(name string, accessGroups func(yield func(string) bool)) bool {
-	return ListAllows(k.Models, name, accessGroups)
 }
 
 // ListAllows reports whether a models list (of a key, team or user) allows model group name,

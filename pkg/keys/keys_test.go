@@ -45,13 +45,12 @@ func TestAccess(t *testing.T) {
 			}
 		}
 	}
-	all := &keys.Key{}
-	require.True(t, all.CanUse("x", nil))
+	require.True(t, keys.ListAllows(nil, "x", nil))
 	k := &keys.Key{Models: []string{"m1", "team-a"}}
-	require.True(t, k.CanUse("m1", groups()))
-	require.True(t, k.CanUse("m2", groups("team-b", "team-a")), "access group grants the model")
-	require.False(t, k.CanUse("m2", groups("team-b")))
-	require.True(t, (&keys.Key{Models: []string{keys.AllProxyModels}}).CanUse("any", nil))
+	require.True(t, keys.ListAllows(k.Models, "m1", groups()))
+	require.True(t, keys.ListAllows(k.Models, "m2", groups("team-b", "team-a")), "access group grants the model")
+	require.False(t, keys.ListAllows(k.Models, "m2", groups("team-b")))
+	require.True(t, keys.ListAllows([]string{keys.AllProxyModels}, "any", nil))
 	require.Contains(t, (&keys.Key{Blocked: true}).Usable(time.Now()), "blocked")
 	require.Contains(t, (&keys.Key{Expires: time.Now().Add(-time.Second)}).Usable(time.Now()), "expired")
 	require.Empty(t, (&keys.Key{Expires: time.Now().Add(time.Hour)}).Usable(time.Now()))

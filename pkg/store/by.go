@@ -190,3 +190,32 @@ func (t *TxStore) links(ctx context.Context, what, id, query string) ([]string, 
 	}
 	return out, nil
 }
+
+// AccessGroupHolders lists the keys (tokens) and teams (ids) whose litellm_fields
+// access_group_ids hold access group id (sql/016), each in id order: the group's
+// assigned_key_ids and assigned_team_ids. A scan of both tables (no index: the management
+// answers of a group are rare next to calls, which read the registries).
+func (t *TxStore) AccessGroupHolders(ctx context.Context, id string) (keys, teams []string, err error) {
+	rows, err := t.tx.Query(ctx, `SELECT 'key', token FROM gateway.api_keys WHERE litellm_fields->'access_group_ids' ? $1
+		UNION ALL SELECT 'team', team_id FROM gateway.teams WHERE litellm_fields->'access_group_ids' ? $1
+		ORDER BY 1, 2`, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("access group %q holders: %w", id, mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, oid string
+		if err := rows.Scan(&kind, &oid); err != nil {
+			return nil, nil, fmt.Errorf("access group %q holders: %w", id, mapErr(err))
+		}
+		if kind == "key" {
+			keys = append(keys, oid)
+		} else {
+			teams = append(teams, oid)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("access group %q holders: %w", id, mapErr(err))
+	}
+	return keys, teams, nil
+}

@@ -48,6 +48,8 @@ const (
 	EndUser      ObjectType = "end_user"
 	// LiteLLM's budgets (LiteLLM_BudgetTable): sql/012.
 	Budget ObjectType = "budget"
+	// LiteLLM's unified access groups (LiteLLM_AccessGroupTable): sql/016.
+	AccessGroup ObjectType = "access_group"
 	// LiteLLM's guardrail policies (LiteLLM_PolicyTable): sql/017.
 	Policy ObjectType = "policy"
 	// LiteLLM's projects (LiteLLM_ProjectTable): sql/020.
@@ -84,6 +86,7 @@ var Tables = []Table{
 	{Type: User, Plural: "users", Table: "gateway.users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: EndUser, Plural: "end_users", Table: "gateway.end_users", PK: "user_id", Name: "user_id", Filter: "true"},
 	{Type: Budget, Plural: "budgets", Table: "gateway.budgets", PK: "budget_id", Name: "budget_id", Filter: "true"},
+	{Type: AccessGroup, Plural: "access_groups", Table: "gateway.access_groups", PK: "access_group_id", Name: "access_group_id", Filter: "true"},
 	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
 	{Type: Project, Plural: "projects", Table: "gateway.projects", PK: "project_id", Name: "project_id", Filter: "true"},
 }
