@@ -164,6 +164,13 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"pj-1", "pj-rpm"}, ids)
 
+	// a replica started now loads both projects cold, before any call reads them through
+	c := StartGateway(t, p.DB, "c", GatewayOpts{})
+	require.EqualValues(t, 2, c.SyncLag(t)["registries"].(map[string]any)["projects"].(map[string]any)["count"], "cold load")
+	st, _, body = govDo(t, c, key, "pj-a", "hi")
+	require.Equal(t, 401, st, "%s", body)
+	require.Contains(t, string(body), "Project=pj-1 is blocked.")
+
 	// removed behind the API (psql): its keys' calls fail closed on both replicas
 	PSQL(t, p.DB, `DELETE FROM gateway.projects WHERE project_id = 'pj-rpm'`)
 	for _, g := range []*Gateway{a, b} {
@@ -262,4 +269,50 @@ func TestProjectBadInputWritesNothing(t *testing.T) {
 	st, body = a.Do(t, "DELETE", "/project/delete", map[string]any{"project_ids": []string{}})
 	require.Equal(t, 400, st, "%s", body)
 	require.Contains(t, string(body), "project_ids")
+}
+
+// Keys generated for a project while /project/delete runs on the other replica: every key
+// either commits before the delete (which is then refused, naming it) or is refused (the
+// project gone) — never a key linking a deleted project (the key write reads the project FOR
+// SHARE, the delete locks it FOR UPDATE before looking for keys).
+func TestProjectDeleteRacesKeyGenerate(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	st, body := a.Do(t, "POST", "/team/new", map[string]any{"team_id": "pr-team"})
+	require.Equal(t, 200, st, "%s", body)
+	for round := 0; round < 5; round++ {
+		id := "race-" + string(rune('a'+round))
+		projectNew(t, a, map[string]any{"project_id": id, "team_id": "pr-team"})
+		done := make(chan []int, 1)
+		go func() {
+			var sts []int
+			for i := 0; i < 20; i++ {
+				st, _ := a.Do(t, "POST", "/key/generate", map[string]any{"project_id": id})
+				sts = append(sts, st)
+			}
+			done <- sts
+		}()
+		var deleted bool
+		for i := 0; i < 40 && !deleted; i++ {
+			st, _ := b.Do(t, "DELETE", "/project/delete", map[string]any{"project_ids": []string{id}})
+			require.Contains(t, []int{200, 400}, st)
+			deleted = st == 200
+		}
+		made := 0
+		for _, st := range <-done {
+			require.Contains(t, []int{200, 400}, st, "a key write for a project being deleted")
+			if st == 200 {
+				made++
+			}
+		}
+		dangling := agScalar[int64](t, p.DB, `SELECT count(*) FROM gateway.api_keys k WHERE k.litellm_fields->>'project_id' = $1
+			AND NOT EXISTS (SELECT 1 FROM gateway.projects p WHERE p.project_id = $1)`, id)
+		require.Zero(t, dangling, "round %d: a key links the deleted project %s (%d keys made, deleted %v)", round, id, made, deleted)
+		if deleted {
+			require.Zero(t, agScalar[int64](t, p.DB, `SELECT count(*) FROM gateway.api_keys WHERE litellm_fields->>'project_id' = $1`, id))
+		} else {
+			require.Positive(t, made, "the delete was refused, so a key links the project")
+		}
+	}
 }
