@@ -155,6 +155,27 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 	require.LessOrEqual(t, ok, 3)
 	require.Positive(t, limited)
 
+	// per-model: model_max_budget (on the project's budget) and model_rpm_limit, across the
+	// project's keys and both replicas
+	projectNew(t, a, map[string]any{"project_id": "pj-model", "team_id": "pj-team",
+		"model_max_budget": map[string]any{"pj-a": map[string]any{"max_budget": 0.04}}, "model_rpm_limit": map[string]any{"pj-b": 1}})
+	mk, _ := govKey(t, a, map[string]any{"team_id": "pj-team", "project_id": "pj-model"})
+	st, _, body = govDo(t, b, mk, "pj-a", "hi")
+	require.Equal(t, 200, st, "%s", body)
+	Eventually(t, "the project's model budget refuses pj-a", func() bool {
+		st, _, body := govDo(t, a, mk, "pj-a", "hi")
+		if st != 400 {
+			return false
+		}
+		require.Contains(t, string(body), "LiteLLM Project: pj-model, exceeded budget for model=pj-a")
+		return true
+	})
+	st, _, body = govDo(t, a, mk, "pj-b", "hi")
+	require.Equal(t, 200, st, "%s", body)
+	st, _, body = govDo(t, b, mk, "pj-b", "hi")
+	require.Equal(t, 429, st, "model_rpm_limit 1 holds across replicas: %s", body)
+	require.Contains(t, string(body), "model_per_project: pj-model:pj-b")
+
 	// list on B
 	st, body = b.Do(t, "GET", "/project/list", nil)
 	require.Equal(t, 200, st, "%s", body)
@@ -162,11 +183,11 @@ func TestProjectCreatedOnAEnforcedOnB(t *testing.T) {
 	for _, r := range budgetArray(t, body) {
 		ids = append(ids, r.(map[string]any)["project_id"].(string))
 	}
-	require.ElementsMatch(t, []string{"pj-1", "pj-rpm"}, ids)
+	require.ElementsMatch(t, []string{"pj-1", "pj-rpm", "pj-model"}, ids)
 
 	// a replica started now loads both projects cold, before any call reads them through
 	c := StartGateway(t, p.DB, "c", GatewayOpts{})
-	require.EqualValues(t, 2, c.SyncLag(t)["registries"].(map[string]any)["projects"].(map[string]any)["count"], "cold load")
+	require.EqualValues(t, 3, c.SyncLag(t)["registries"].(map[string]any)["projects"].(map[string]any)["count"], "cold load")
 	st, _, body = govDo(t, c, key, "pj-a", "hi")
 	require.Equal(t, 401, st, "%s", body)
 	require.Contains(t, string(body), "Project=pj-1 is blocked.")
