@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,7 +38,12 @@ import (
 //	LOCKSTEP_BENCH_COLDSTART=1 go test ./itest/ -run TestColdStartBench -count=1 -v -timeout 30m
 //
 // LOCKSTEP_BENCH_COLDSTART_SIZES picks the sizes, "keys:models,..." (default
-// "100000:10000,1000000:100000").
+// "100000:10000,1000000:100000"); LOCKSTEP_BENCH_COLDSTART_RUNS=N starts N replicas one after
+// the other on each seeded database (default 1); LOCKSTEP_BENCH_COLDSTART_PROFILE=DIR builds
+// the replica with -tags pprof and writes each run's start-up CPU profile (process start to
+// loaded) and heap profile (at loaded) into DIR (cmd/gateway/pprof.go):
+//
+//	go tool pprof -top DIR/keys1000000-run1/coldstart-heap.pprof
 func TestColdStartBench(t *testing.T) {
 	if os.Getenv("LOCKSTEP_BENCH_COLDSTART") == "" {
 		t.Skip("set LOCKSTEP_BENCH_COLDSTART=1 to run the cold-start benchmark")
@@ -77,11 +83,14 @@ func seedRegistry(t testing.TB, db string, nKeys, nModels int) {
 
 // startCold starts a replica process on db and returns how long it took to become ready, its
 // RSS and peak RSS (MB) and its CPU time then; the replica is stopped when the test ends.
-func startCold(t *testing.T, db, id string) (ready time.Duration, rss, hwm int, cpu time.Duration) {
-	bin := gatewayBinary(t)
+// bin is the gateway binary to run ("": the test binary's gatewayBinary), env extra variables.
+func startCold(t *testing.T, db, id, bin string, env ...string) (ready time.Duration, rss, hwm int, cpu time.Duration) {
+	if bin == "" {
+		bin = gatewayBinary(t)
+	}
 	port := freePort(t)
 	cmd := exec.Command(bin, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--replica-id", id, "--database-url", db)
-	cmd.Env = append(os.Environ(), "GATEWAY_MASTER_KEY="+MasterKey, "GATEWAY_LOG_LEVEL=warn")
+	cmd.Env = append(append(os.Environ(), "GATEWAY_MASTER_KEY="+MasterKey, "GATEWAY_LOG_LEVEL=warn"), env...)
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -121,18 +130,44 @@ func startCold(t *testing.T, db, id string) (ready time.Duration, rss, hwm int, 
 }
 
 func coldStart(t *testing.T, nKeys, nModels int) {
+	// both builds before the seeding: the binaries are of the tree as the run started
+	dir := os.Getenv("LOCKSTEP_BENCH_COLDSTART_PROFILE")
+	bin := ""
+	if dir != "" {
+		bin = filepath.Join(t.TempDir(), "gateway-pprof")
+		out, err := exec.Command("go", "build", "-tags", "pprof", "-o", bin, "lockstep/cmd/gateway").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
 	db := pgtestNewMigratedDB(t)
 	seedStart := time.Now()
 	seedRegistry(t, db, nKeys, nModels)
 	seedTook := time.Since(seedStart)
 
-	ready, rss, hwm, cpu := startCold(t, db, "cold")
+	runs := 1
+	if v, err := strconv.Atoi(os.Getenv("LOCKSTEP_BENCH_COLDSTART_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	for run := 1; run <= runs; run++ {
+		// a subtest per run: its replica is stopped before the next one starts
+		t.Run(fmt.Sprintf("keys%d-run%d", nKeys, run), func(t *testing.T) { coldRun(t, db, bin, dir, nKeys, nModels, run, seedTook) })
+	}
+}
+
+// coldRun starts one cold replica on db and prints its figures.
+func coldRun(t *testing.T, db, bin, dir string, nKeys, nModels, run int, seedTook time.Duration) {
+	var env []string
+	if dir != "" {
+		pd := filepath.Join(dir, fmt.Sprintf("keys%d-run%d", nKeys, run))
+		require.NoError(t, os.MkdirAll(pd, 0o755))
+		env = append(env, "GATEWAY_PROFILE_DIR="+pd)
+	}
+	ready, rss, hwm, cpu := startCold(t, db, fmt.Sprintf("cold-%d", run), bin, env...)
 	var load string
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
-	fmt.Printf("coldstart keys=%d models=%d: ready in %.2f s (replica CPU %.2f s), RSS %d MB (peak %d MB); seeded in %.1f s; load average %s\n",
-		nKeys, nModels, ready.Seconds(), cpu.Seconds(), rss, hwm, seedTook.Seconds(), load)
+	fmt.Printf("coldstart keys=%d models=%d run %d: ready in %.2f s (replica CPU %.2f s), RSS %d MB (peak %d MB); seeded in %.1f s; load average %s\n",
+		nKeys, nModels, run, ready.Seconds(), cpu.Seconds(), rss, hwm, seedTook.Seconds(), load)
 }
 
 // procMemMB returns VmRSS and VmHWM of pid in MB.
@@ -202,7 +237,7 @@ func TestBulkInsertBench(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	ready, rss, hwm, _ := startCold(t, db, "bulk-cold")
+	ready, rss, hwm, _ := startCold(t, db, "bulk-cold", "")
 	fmt.Printf("cold start on the same database: ready in %.1f s, RSS %d MB (peak %d MB)\n", ready.Seconds(), rss, hwm)
 }
 

@@ -146,7 +146,7 @@ func TestKeyRotationFieldsValidated(t *testing.T) {
 		body map[string]any
 		want string
 	}{
-		{"/key/generate", map[string]any{"key_alias": "rv-no", "auto_rotate": true, "rotation_interval": "banana"}, `rotation_interval: duration: \"banana\" is not a duration`},
+		{"/key/generate", map[string]any{"key_alias": "rv-no", "auto_rotate": true, "rotation_interval": "banana"}, `rotation_interval: \"banana\" is not a duration`},
 		{"/key/generate", map[string]any{"key_alias": "rv-no", "auto_rotate": true, "rotation_interval": 30}, "rotation_interval must be a duration string"},
 		{"/key/generate", map[string]any{"key_alias": "rv-no", "auto_rotate": "yes", "rotation_interval": "1d"}, "auto_rotate"},
 		{"/key/update", map[string]any{"key": token, "auto_rotate": true, "rotation_interval": "0d"}, "rotation_interval"},

@@ -147,10 +147,7 @@ func TestUserUpdateStoredFields(t *testing.T) {
 // naming it, and nothing of the user (row, key, memberships, spend) is written on any replica.
 func TestUserFieldsRefused(t *testing.T) {
 	t.Parallel()
-	p := StartPair(t, GatewayOpts{})
-	a, b := p.A, p.B
-	st, body := a.Do(t, "POST", "/organization/new", map[string]any{"organization_id": "uf-org1", "organization_alias": "o"})
-	require.Equal(t, 200, st, "%s", body)
+	a, b := pairWithOrg(t, "uf-org1")
 
 	for _, c := range []struct {
 		body       map[string]any
@@ -171,6 +168,13 @@ func TestUserFieldsRefused(t *testing.T) {
 		{map[string]any{"organizations": "uf-org1"}, 400, "organizations", ""},
 		// the first organization exists, the second does not: neither membership is written
 		{map[string]any{"organizations": []string{"uf-org1", "uf-nope"}, "spend": 3}, 404, "Organization not found, passed organization_id=uf-nope", "uf-org1"},
+		// an empty id names its index; a stored object_permission member of the wrong LiteLLM type
+		// is refused; neither writes the membership with the first organization
+		{map[string]any{"organizations": []string{"uf-org1", ""}}, 400, "organizations[1] must be a non-empty organization id", "uf-org1"},
+		{map[string]any{"organizations": []string{"uf-org1"}, "object_permission": map[string]any{"mcp_servers": "srv"}}, 400,
+			"object_permission.mcp_servers must be a list of strings", "uf-org1"},
+		{map[string]any{"organizations": []string{"uf-org1"}, "object_permission": map[string]any{"mcp_tool_search_enabled": "yes"}}, 400,
+			"object_permission.mcp_tool_search_enabled must be true or false", "uf-org1"},
 	} {
 		c.body["user_id"] = "uf-bad"
 		st, body := a.Do(t, "POST", "/user/new", c.body)
@@ -184,7 +188,7 @@ func TestUserFieldsRefused(t *testing.T) {
 			require.Empty(t, gjson.GetBytes(body, "members").Array(), "%s", body)
 		}
 	}
-	st, body = b.Do(t, "GET", "/key/list?user_id=uf-bad", nil)
+	st, body := b.Do(t, "GET", "/key/list?user_id=uf-bad", nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.Empty(t, gjson.GetBytes(body, "keys").Array(), "no key was made: %s", body)
 
@@ -201,6 +205,7 @@ func TestUserFieldsRefused(t *testing.T) {
 		{map[string]any{"model_rpm_limit": map[string]int{"m": -2}, "guardrails": []string{"g"}}, "model_rpm_limit"},
 		{map[string]any{"object_permission": map[string]any{"blocked_tools": []string{"t"}}, "guardrails": []string{"g"}}, `field \"object_permission.blocked_tools\" is not supported yet`},
 		{map[string]any{"agent_id": "ag-1"}, `field \"agent_id\" is not supported yet`},
+		{map[string]any{"object_permission": map[string]any{"vector_stores": 7}, "guardrails": []string{"g"}}, "object_permission.vector_stores must be a list of strings"},
 	} {
 		c.body["user_id"] = "uf-upd"
 		st, body := b.Do(t, "POST", "/user/update", c.body)
@@ -210,4 +215,90 @@ func TestUserFieldsRefused(t *testing.T) {
 	st, body = a.Do(t, "GET", "/user/info?user_id=uf-upd", nil)
 	require.Equal(t, 200, st, "%s", body)
 	require.False(t, gjson.GetBytes(body, "user_info.guardrails").Exists(), "nothing stored: %s", body)
+}
+
+// Issue 19, self-service: an internal_user setting the user fields on itself (/user/update
+// with permissions, model_rpm_limit, spend, max_budget, user_role; /user/new with a role,
+// organizations and permissions) is refused on B in LiteLLM's words and changes nothing: its
+// user row, its key's model_rpm_limit and the organization's members stay as the admin left
+// them (API.md "Roles and self-service": no role raises its own role, limits or budget).
+func TestUserFieldsSelfServiceRefused(t *testing.T) {
+	t.Parallel()
+	a, b := pairWithOrg(t, "uh-org")
+	st, body := a.Do(t, "POST", "/user/new", map[string]any{"user_id": "uh-u", "user_role": "internal_user",
+		"max_budget": 1, "model_rpm_limit": map[string]int{"uh-m": 1}, "spend": 0.5})
+	require.Equal(t, 200, st, "%s", body)
+	key := JSON(t, body)["key"].(string)
+	Eventually(t, "B serves the user's key", func() bool {
+		st, _ := b.DoKey(t, key, "GET", "/key/info", nil)
+		return st == 200
+	})
+
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/user/update", map[string]any{"user_id": "uh-u", "permissions": map[string]any{"get_spend_routes": true}}},
+		{"/user/update", map[string]any{"user_id": "uh-u", "model_rpm_limit": map[string]int{"uh-m": 1000000}}},
+		{"/user/update", map[string]any{"user_id": "uh-u", "spend": 0, "max_budget": 1e9}},
+		{"/user/update", map[string]any{"user_id": "uh-u", "user_role": "proxy_admin"}},
+		{"/user/new", map[string]any{"user_id": "uh-u2", "user_role": "proxy_admin", "organizations": []string{"uh-org"},
+			"permissions": map[string]any{"get_spend_routes": true}}},
+	} {
+		st, body := b.DoKey(t, key, "POST", c.path, c.body)
+		require.Equal(t, 403, st, "%s %v: %s", c.path, c.body, body)
+		require.Contains(t, string(body), "Only proxy admin can be used to generate, delete, update info for new keys/users/teams", "%s", body)
+	}
+	st, body = a.Do(t, "GET", "/user/info?user_id=uh-u", nil)
+	require.Equal(t, 200, st, "%s", body)
+	u := gjson.GetBytes(body, "user_info")
+	require.Equal(t, "internal_user", u.Get("user_role").String(), "%s", body)
+	require.Equal(t, 1.0, u.Get("max_budget").Float(), "%s", body)
+	require.Equal(t, 0.5, u.Get("spend").Float(), "%s", body)
+	require.Equal(t, int64(1), u.Get("model_rpm_limit.uh-m").Int(), "%s", body)
+	require.False(t, u.Get("permissions").Exists(), "%s", body)
+	require.Equal(t, int64(1), gjson.GetBytes(body, "keys.0.model_rpm_limit.uh-m").Int(), "%s", body)
+	st, body = a.Do(t, "GET", "/user/info?user_id=uh-u2", nil)
+	require.Equal(t, 404, st, "%s", body)
+	st, body = a.Do(t, "GET", "/organization/info?organization_id=uh-org", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Empty(t, gjson.GetBytes(body, "members").Array(), "%s", body)
+}
+
+// pairWithOrg starts two replicas and creates organization orgID on the first.
+func pairWithOrg(t *testing.T, orgID string) (a, b *Gateway) {
+	p := StartPair(t, GatewayOpts{})
+	st, body := p.A.Do(t, "POST", "/organization/new", map[string]any{"organization_id": orgID, "organization_alias": "o"})
+	require.Equal(t, 200, st, "%s", body)
+	return p.A, p.B
+}
+
+// Issue 19, organizations: /user/delete on A takes the user out of every organization it
+// joined (LiteLLM's delete_user deletes its LiteLLM_OrganizationMembership rows), so B's
+// /organization/info no longer lists it and a new user of the same id joins afresh.
+func TestUserDeleteLeavesOrganizations(t *testing.T) {
+	t.Parallel()
+	a, b := pairWithOrg(t, "ud-org")
+	st, body := a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ud-u", "organizations": []string{"ud-org"}, "auto_create_key": false})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ud-keep", "organizations": []string{"ud-org"}, "auto_create_key": false})
+	require.Equal(t, 200, st, "%s", body)
+	st, body = a.Do(t, "POST", "/user/delete", map[string]any{"user_ids": []string{"ud-u"}})
+	require.Equal(t, 200, st, "%s", body)
+	members := func() []string {
+		st, body := b.Do(t, "GET", "/organization/info?organization_id=ud-org", nil)
+		require.Equal(t, 200, st, "%s", body)
+		var ids []string
+		for _, m := range gjson.GetBytes(body, "members").Array() {
+			ids = append(ids, m.Get("user_id").String())
+		}
+		return ids
+	}
+	Eventually(t, "B's organization lists only ud-keep", func() bool {
+		m := members()
+		return len(m) == 1 && m[0] == "ud-keep"
+	})
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ud-u", "organizations": []string{"ud-org"}, "auto_create_key": false})
+	require.Equal(t, 200, st, "a new user of the id joins afresh: %s", body)
+	Eventually(t, "B lists both", func() bool { return len(members()) == 2 })
 }

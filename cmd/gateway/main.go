@@ -337,6 +337,7 @@ func serve(ctx context.Context, args []string) error {
 		// once the registries are built: hand it back to the OS now rather than carry it at
 		// the heap's high-water mark.
 		debug.FreeOSMemory()
+		loaded()
 	}
 	knobs, err := governanceKnobs()
 	if err != nil {

@@ -61,6 +61,9 @@ type Agent struct {
 	// provider's implicit environment credentials whatever allowed_env_secrets says
 	// (provider.NewConfigDeployment); false for database agents.
 	FromConfig bool
+	// Row is the gateway.agents row as row_to_json text when the agent was built from one
+	// (BuildRow; nil for a config-file agent): the management API serves it.
+	Row json.RawMessage
 }
 
 // ValidationError lists every problem found in an agent definition, each naming the field,

@@ -21,7 +21,12 @@ func BuildRow(r store.Row) (*Agent, error) {
 	if err := json.Unmarshal(r.Data, &row); err != nil {
 		return nil, fmt.Errorf("agent row: %w", err)
 	}
-	return NewAgent(row.ID, row.Name, row.Card, row.Params)
+	a, err := NewAgent(row.ID, row.Name, row.Card, row.Params)
+	if err != nil {
+		return nil, err
+	}
+	a.Row = r.Data
+	return a, nil
 }
 
 // OwnUpstream reports whether the agent's litellm_params name an upstream of its own

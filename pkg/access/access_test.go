@@ -110,3 +110,34 @@ func TestCheckObjectPermission(t *testing.T) {
 		t.Error("models: want NotYetError")
 	}
 }
+
+// The stored members are typed as LiteLLM_ObjectPermissionBase types them (lists of strings,
+// mcp_tool_permissions an object of string lists, mcp_tool_search_enabled a boolean): a value
+// of another type is refused naming the member, not stored and returned as sent.
+func TestCheckObjectPermissionStoredTypes(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"mcp_servers": "x"}`:                       "object_permission.mcp_servers must be a list of strings",
+		`{"vector_stores": 7}`:                       "object_permission.vector_stores must be a list of strings",
+		`{"mcp_access_groups": [1]}`:                 "object_permission.mcp_access_groups must be a list of strings",
+		`{"search_tools": {"a": 1}}`:                 "object_permission.search_tools must be a list of strings",
+		`{"mcp_toolsets": true}`:                     "object_permission.mcp_toolsets must be a list of strings",
+		`{"mcp_tool_permissions": ["t"]}`:            "object_permission.mcp_tool_permissions must be an object of lists of strings",
+		`{"mcp_tool_permissions": {"s": "t"}}`:       "object_permission.mcp_tool_permissions must be an object of lists of strings",
+		`{"mcp_tool_search_enabled": "yes"}`:         "object_permission.mcp_tool_search_enabled must be true or false",
+		`{"mcp_servers": ["s"], "vector_stores": 3}`: "object_permission.vector_stores must be a list of strings",
+	} {
+		err := CheckObjectPermission([]byte(raw))
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: err = %v, want %q", raw, err, want)
+		}
+	}
+	for _, raw := range []string{
+		`{"mcp_servers": null, "vector_stores": [], "search_tools": ["s"], "mcp_toolsets": ["t"]}`,
+		`{"mcp_tool_permissions": {"srv": ["t1", "t2"]}, "mcp_tool_search_enabled": true}`,
+		`{"mcp_tool_permissions": null, "mcp_tool_search_enabled": null}`,
+	} {
+		if err := CheckObjectPermission([]byte(raw)); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}

@@ -52,7 +52,7 @@ type NotYetError struct{ Field string }
 func (e *NotYetError) Error() string { return fmt.Sprintf("field %q is not supported yet", e.Field) }
 
 // CheckObjectPermission validates an object_permission value: null or an object whose
-// members ObjectPermissionFields names, agents a list of strings; a member not supported yet
+// members ObjectPermissionFields names, each of its LiteLLM type (checkOPType); a member not supported yet
 // with a value other than null or [] is a *NotYetError naming it ("object_permission.models").
 // Any other error names what is wrong.
 func CheckObjectPermission(raw json.RawMessage) error {
@@ -79,11 +79,38 @@ func CheckObjectPermission(raw json.RawMessage) error {
 			if s := string(v); s != "null" && s != "[]" && s != "{}" {
 				return &NotYetError{Field: "object_permission." + n}
 			}
-		case OPHonoured:
-			var l []string
-			if string(v) != "null" && json.Unmarshal(v, &l) != nil {
-				return fmt.Errorf("object_permission.%s must be a list of strings", n)
+		default:
+			if err := checkOPType(n, v); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkOPType checks an honoured or stored object_permission member's value against its type
+// in LiteLLM_ObjectPermissionBase (litellm/proxy/_types.py): mcp_tool_permissions an object of
+// string lists (server → tools), mcp_tool_search_enabled a boolean, every other member a list
+// of strings; null passes.
+func checkOPType(name string, v json.RawMessage) error {
+	if string(v) == "null" {
+		return nil
+	}
+	switch name {
+	case "mcp_tool_permissions":
+		var m map[string][]string
+		if json.Unmarshal(v, &m) != nil {
+			return fmt.Errorf("object_permission.%s must be an object of lists of strings", name)
+		}
+	case "mcp_tool_search_enabled":
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return fmt.Errorf("object_permission.%s must be true or false", name)
+		}
+	default:
+		var l []string
+		if json.Unmarshal(v, &l) != nil {
+			return fmt.Errorf("object_permission.%s must be a list of strings", name)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/google/uuid"
@@ -163,7 +164,7 @@ func (a *Admin) BlockEndUsers(ctx context.Context, ids []string, blocked bool) e
 
 // DeleteAccounts is /<kind>/delete: all or nothing, an unknown id (NotFound) fails the call
 // before anything is deleted. A team's or user's keys are deleted with it (LiteLLM), and a
-// deleted user leaves every team it was a member of. idsField names the list in the message
+// deleted user leaves every team and organization it was a member of. idsField names the list in the message
 // of an empty one (Invalid "<idsField> is required: a non-empty list of <kind> ids").
 func (a *Admin) DeleteAccounts(ctx context.Context, k AccountKind, idsField string, ids []string) error {
 	if len(ids) == 0 {
@@ -197,10 +198,52 @@ func (a *Admin) DeleteAccounts(ctx context.Context, k AccountKind, idsField stri
 			}
 		}
 		if k.Type == store.User {
+			// organizations before teams, the order /user/new locks them in (CreateUser), so
+			// a delete and a create never wait on each other's table
+			if err := removeOrgMembers(ctx, w, gone); err != nil {
+				return err
+			}
 			return removeMembers(ctx, w, gone)
 		}
 		return nil
 	})
+}
+
+// removeOrgMembers takes the deleted users out of every organization they were members of,
+// as LiteLLM's delete_user deletes their LiteLLM_OrganizationMembership rows (so a new user of
+// the same id is no member, and joins afresh). A membership budget row is left as
+// /organization/member_delete leaves it.
+func removeOrgMembers(ctx context.Context, w *Writer, users map[string]bool) error {
+	if err := w.LockTable(ctx, store.Organization); err != nil {
+		return err
+	}
+	orgs, err := w.List(ctx, store.Organization)
+	if err != nil {
+		return err
+	}
+	for _, r := range orgs {
+		cur, err := OrgMembersOf(r)
+		if err != nil {
+			continue // a row the registry refuses lists no one (as removeMembers' teams)
+		}
+		kept := make([]OrgMember, 0, len(cur))
+		for _, m := range cur {
+			if !users[m.UserID] {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) == len(cur) {
+			continue
+		}
+		b, err := json.Marshal(kept)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Update(ctx, store.Organization, r.ID, store.Values{"members": b}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeMembers takes the deleted users out of every team they were members of, and deletes

@@ -153,7 +153,7 @@ func TestCreateTeamUserAndDelete(t *testing.T) {
 	_, err = a.CreateUser(ctx, NewUser{ID: "u2", Vals: store.Values{}, Teams: []string{"nope"}})
 	asNotFound(t, err, "Team not found, passed team_id=nope")
 	_, err = a.CreateUser(ctx, NewUser{ID: "u2", Vals: store.Values{}, AutoKey: true, Duration: "1x"})
-	asInvalid(t, err, `duration: duration: "1x" is not a duration like 30s, 30m, 1h, 30d, 2w or 1mo`)
+	asInvalid(t, err, `duration: "1x" is not a duration like 30s, 30m, 1h, 30d, 2w or 1mo`)
 	res, err := a.CreateUser(ctx, NewUser{ID: "u2", Vals: store.Values{}, Teams: []string{"t1", "t1"}, AutoKey: true, TeamID: "t1", KeyAlias: "k", Duration: "1h"})
 	if err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func keyValues(req KeyRequest) (store.Values, bool, time.Duration, error) {
 			} else {
 				d, err := keys.ParseDuration(str)
 				if err != nil {
-					return nil, false, 0, invalidf("budget_%v", err)
+					return nil, false, 0, invalidf("%s", keys.DurationError("budget_duration", err))
 				}
 				every = d
 				v["budget_duration"] = str

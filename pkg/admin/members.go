@@ -471,7 +471,7 @@ func (a *Admin) CreateUser(ctx context.Context, u NewUser) (UserCreated, error) 
 		if u.Duration != "" {
 			dur, err := keys.ParseDuration(u.Duration)
 			if err != nil {
-				return invalid("duration", "duration: %v", err)
+				return invalid("duration", "%s", keys.DurationError("duration", err))
 			}
 			vals["expires"] = time.Now().Add(dur)
 		}

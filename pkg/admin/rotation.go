@@ -55,7 +55,7 @@ func rotationTime(t time.Time) string { return t.UTC().Format(store.RotationTime
 // rotation_interval a duration string): when auto_rotate is true and rotation_interval is
 // given, key_rotation_at is set to now + rotation_interval (LiteLLM's
 // _set_key_rotation_fields; otherwise key_rotation_at is left as stored). Errors: Invalid
-// naming rotation_interval ("rotation_interval: duration: ...").
+// naming rotation_interval (keys.DurationError: `rotation_interval: "<v>" is not a duration ...`).
 func CheckRotation(extra map[string]json.RawMessage, now time.Time) error {
 	var interval string
 	if raw, ok := extra["rotation_interval"]; ok {
@@ -65,7 +65,7 @@ func CheckRotation(extra map[string]json.RawMessage, now time.Time) error {
 	if interval != "" {
 		var err error
 		if d, err = keys.ParseDuration(interval); err != nil {
-			return invalid("rotation_interval", "rotation_interval: %v", err)
+			return invalid("rotation_interval", "%s", keys.DurationError("rotation_interval", err))
 		}
 	}
 	var on bool

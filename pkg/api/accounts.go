@@ -485,12 +485,13 @@ var newUserKeyFields = map[string]bool{
 
 // userNewTeams are the teams /user/new joins: "teams" plus "team_id" (LiteLLM's key-level
 // team_id, which also adds the user to that team).
+// Each once (a body of many repeats is one row lock per team, not one per repeat).
 func userNewTeams(body map[string]json.RawMessage) []string {
-	out := strs(body, "teams")
-	if tid := str(body, "team_id"); tid != "" && !slicesContainsStr(out, tid) {
-		out = append(out, tid)
+	l := strs(body, "teams")
+	if tid := str(body, "team_id"); tid != "" {
+		l = append(l, tid)
 	}
-	return out
+	return uniqueStrings(l)
 }
 
 // newUserKeyValue is the litellm_fields value of /user/new's auto-created key: the body's
@@ -505,12 +506,27 @@ func newUserKeyValue(body map[string]json.RawMessage) mgmt.Values {
 	return litellmFieldsValue(lf)
 }
 
-// userNewOrgs are /user/new's "organizations", each once.
-func userNewOrgs(body map[string]json.RawMessage) []string {
-	var out []string
-	for _, o := range strs(body, "organizations") {
-		if !slicesContainsStr(out, o) {
-			out = append(out, o)
+// userNewOrgs are /user/new's "organizations", each once; an empty id is a 400 naming its
+// index ("organizations[1] must be a non-empty organization id").
+func userNewOrgs(body map[string]json.RawMessage) ([]string, error) {
+	l := strs(body, "organizations")
+	for i, o := range l {
+		if o == "" {
+			return nil, badRequest("organizations[%d] must be a non-empty organization id", i)
+		}
+	}
+	return uniqueStrings(l), nil
+}
+
+// uniqueStrings is l without repeats, in first-seen order (linear: a body's list may hold
+// millions of entries).
+func uniqueStrings(l []string) []string {
+	seen := make(map[string]struct{}, len(l))
+	out := l[:0:0]
+	for _, v := range l {
+		if _, ok := seen[v]; !ok {
+			seen[v] = struct{}{}
+			out = append(out, v)
 		}
 	}
 	return out
@@ -545,11 +561,15 @@ func (s *Server) userNew(c echo.Context) error {
 	} else if set {
 		spend = &v
 	}
+	orgs, err := userNewOrgs(body)
+	if err != nil {
+		return err
+	}
 	res, err := s.mgmt.CreateUser(c.Request().Context(), mgmt.NewUser{
 		ID: str(body, userKind.IDField), Vals: vals, Teams: userNewTeams(body),
 		AutoKey: !ok || string(raw) != "false", Models: strs(body, "models"),
 		TeamID: str(body, "team_id"), KeyAlias: str(body, "key_alias"), Duration: str(body, "duration"),
-		KeyFields: newUserKeyValue(body), Spend: spend, Orgs: userNewOrgs(body),
+		KeyFields: newUserKeyValue(body), Spend: spend, Orgs: orgs,
 	})
 	if err != nil {
 		return err

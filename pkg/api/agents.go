@@ -82,8 +82,8 @@ func agentRowResponse(data []byte) (map[string]any, error) {
 // agentEntryResponse renders a registry entry: its row when it came from Postgres, else the
 // config-file definition.
 func agentEntryResponse(e *registry.Entry[*a2a.Agent]) (map[string]any, error) {
-	if len(e.Row) > 0 {
-		return agentRowResponse(e.Row)
+	if len(e.Value.Row) > 0 {
+		return agentRowResponse(e.Value.Row)
 	}
 	a := e.Value
 	return agentResponse(agentRowJSON{AgentID: a.ID, AgentName: a.Name, AgentCardParams: a.Card, LitellmParams: a.LitellmParams}), nil

@@ -80,7 +80,7 @@ func TestSplitLiteLLM(t *testing.T) {
 		{"model_max_budget", `{"m": 1}`, `Invalid model_max_budget: `},
 		{"project_id", `7`, `project_id must be a string`},
 		{"auto_rotate", `"yes"`, `auto_rotate must be`},
-		{"rotation_interval", `"banana"`, `rotation_interval: duration: "banana" is not a duration`},
+		{"rotation_interval", `"banana"`, `rotation_interval: "banana" is not a duration`},
 		{"rotation_interval", `30`, `rotation_interval must be a duration string`},
 		{"tags", `"a"`, `tags must be an array of strings`},
 		{"aliases", `{"x": 1}`, `aliases must be an object of model names`},
@@ -156,6 +156,49 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 	for name := range newUserKeyFields {
 		if string(got[name]) != string(body[name]) {
 			t.Errorf("key %s = %s, want %s", name, got[name], body[name])
+		}
+	}
+}
+
+// /user/new's teams (with team_id) and organizations are each once, in first-seen order, and
+// an empty organization id names its index.
+func TestUserNewTeamsOrgsOnce(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	teams := userNewTeams(map[string]json.RawMessage{"teams": raw(`["t2","t1","t2","t1"]`), "team_id": raw(`"t1"`)})
+	if strings.Join(teams, ",") != "t2,t1" {
+		t.Errorf("teams = %v, want [t2 t1]", teams)
+	}
+	if teams := userNewTeams(map[string]json.RawMessage{"team_id": raw(`"t3"`)}); strings.Join(teams, ",") != "t3" {
+		t.Errorf("team_id only: teams = %v", teams)
+	}
+	if teams := userNewTeams(map[string]json.RawMessage{}); teams != nil {
+		t.Errorf("none: teams = %v", teams)
+	}
+	orgs, err := userNewOrgs(map[string]json.RawMessage{"organizations": raw(`["o1","o2","o1"]`)})
+	if err != nil || strings.Join(orgs, ",") != "o1,o2" {
+		t.Errorf("orgs = %v, %v", orgs, err)
+	}
+	if _, err := userNewOrgs(map[string]json.RawMessage{"organizations": raw(`["o1",""]`)}); err == nil ||
+		!strings.Contains(err.Error(), "organizations[1] must be a non-empty organization id") {
+		t.Errorf("empty org: err = %v", err)
+	}
+}
+
+// A bad duration names its field once: "duration: ..." / "budget_duration: ...", never
+// "duration: duration: ..." (keys.ParseDuration's text already starts with "duration: ").
+func TestDurationTextNamesFieldOnce(t *testing.T) {
+	raw := json.RawMessage(`"soon"`)
+	const tail = `"soon" is not a duration like 30s, 30m, 1h, 30d, 2w or 1mo`
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{checkKind("budget_duration", fDuration, raw), "budget_duration: " + tail},
+		{checkKind("duration", fDuration, raw), "duration: " + tail},
+		{checkAccessKind("duration", catalogue.Duration, raw), "duration: " + tail},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("err = %v, want %q", c.err, c.want)
 		}
 	}
 }

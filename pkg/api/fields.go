@@ -141,7 +141,7 @@ func checkKind(name string, kind fieldKind, raw json.RawMessage) error {
 			return badRequest("%s must be a string like 30s, 1h, 30d or 1mo", name)
 		}
 		if _, err := keys.ParseDuration(s); err != nil {
-			return badRequest("%s: %v", name, err)
+			return badRequest("%s", keys.DurationError(name, err))
 		}
 	case fMembers:
 		if _, err := parseMembers(name, raw); err != nil {

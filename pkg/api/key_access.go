@@ -68,7 +68,7 @@ func checkAccessKind(name string, k catalogue.Kind, raw json.RawMessage) error {
 			return nil
 		}
 		if _, err := keys.ParseDuration(s); err != nil {
-			return badRequest("%s: %v", name, err)
+			return badRequest("%s", keys.DurationError(name, err))
 		}
 	case catalogue.KeyRoutes:
 		var l []string

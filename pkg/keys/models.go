@@ -1,8 +1,10 @@
 package keys
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 	"unsafe"
 )
@@ -55,7 +57,7 @@ func compactMetadata(m []byte) []byte {
 	case string(m) == "{}":
 		return emptyObject
 	case len(m) <= maxInternedMetadata:
-		v := unique.Make(string(m)).Value()
+		v := canonical(m)
 		return unsafe.Slice(unsafe.StringData(v), len(v))
 	case cap(m) > len(m):
 		return append([]byte(nil), m...)
@@ -73,7 +75,41 @@ func intern(s string) string {
 	if s == "" {
 		return ""
 	}
-	return unique.Make(s).Value()
+	return canonical(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
+
+// canonical returns unique.Make(string(b)).Value() through a direct-mapped cache of recent
+// results: a cold start interns a million keys' metadata, and unique.Make's concurrent map
+// cost ~400 ns a lookup (a weak-pointer deref and a trie walk; half of building a key) against
+// a hash and a compare here for the values that repeat. The cache keeps at most len(recent)
+// canonical strings alive (only those of ≤ maxInternedMetadata bytes: ≤ 2 MB).
+func canonical(b []byte) string {
+	if len(b) > maxInternedMetadata {
+		return unique.Make(string(b)).Value()
+	}
+	// two slots a value may sit in (fewer collisions for the few thousand values that repeat)
+	h := maphash.Bytes(recentSeed, b)
+	s1, s2 := &recent[h&(uint64(len(recent))-1)], &recent[(h>>32)&(uint64(len(recent))-1)]
+	p1 := s1.Load()
+	if p1 != nil && *p1 == string(b) {
+		return *p1
+	}
+	p2 := s2.Load()
+	if p2 != nil && *p2 == string(b) {
+		return *p2
+	}
+	v := unique.Make(string(b)).Value()
+	if p1 == nil || p2 != nil {
+		s1.Store(&v)
+	} else {
+		s2.Store(&v)
+	}
+	return v
+}
+
+var (
+	recent     [1 << 14]atomic.Pointer[string]
+	recentSeed = maphash.MakeSeed()
+)
 
 var emptyObject = []byte("{}")

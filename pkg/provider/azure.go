@@ -78,7 +78,9 @@ func setupAzure(d *Deployment, p gjson.Result) error {
 		d.urls[f] = prefix + f.Path() + q
 	}
 	d.urls[format.FormatResponses] = azureResponsesURL(base, responsesVersion)
-	d.spec.responses = true
+	spec := *d.spec // the provider's spec is shared: this deployment's own copy
+	spec.responses = true
+	d.spec = &spec
 	h := d.header.Clone()
 	h.Del("Authorization")
 	h.Del("OpenAI-Organization")

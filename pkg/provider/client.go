@@ -252,10 +252,10 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 	if err != nil {
 		return nil, &format.UpstreamError{Status: 502, Message: "build upstream request: " + err.Error(), Retryable: false}
 	}
-	req.Header = d.header // shared and never modified: net/http only reads request headers
+	req.Header = d.headers() // shared and never modified: net/http only reads request headers
 	if in != nil && d.wire == wireAnthropic {
 		if beta := in.Values("anthropic-beta"); len(beta) > 0 {
-			req.Header = d.header.Clone()
+			req.Header = req.Header.Clone()
 			req.Header["Anthropic-Beta"] = beta
 		}
 	}
@@ -271,7 +271,7 @@ func (c *Client) sendTo(ctx context.Context, d *Deployment, u string, pu *url.UR
 		req.Header.Set("Content-Type", format.MultipartContentType(body))
 	}
 	if d.signer != nil {
-		if len(req.Header) == len(d.header) {
+		if len(req.Header) == len(d.headers()) {
 			req.Header = req.Header.Clone()
 		}
 		if err := d.signer.Sign(ctx, req, body); err != nil {

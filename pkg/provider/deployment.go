@@ -147,30 +147,37 @@ type Deployment struct {
 	// RPM and TPM are litellm_params.rpm / tpm (0 when unset), for routing.
 	RPM, TPM int64
 
-	spec      providerSpec
-	wire      wire                      // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
+	spec *providerSpec // shared by every deployment of the provider (Builder.providers); never modified
+	wire wire          // the API family spoken: spec.wire, or what setup chose (Claude on vertex_ai)
+	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
+	// "vertex-2023-10-16" and no "model" (the model is in the URL).
+	vertexAnthropic bool
+	// config: built from a config-file object (NewConfigDeployment), whose implicit
+	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
+	config    bool
 	urls      [format.NumFormats]string // upstream endpoint per format; "" = not served
 	streamURL string                    // formatNative's streaming endpoint when it differs from urls[formatNative]
 	// parsed caches urls (then streamURL, then messagesStream) parsed, filled on a deployment's first call
 	// through each (endpoint): a replica holding 100,000 deployments calls few of them, and a
-	// parsed URL costs more than the rest of the deployment (about 1.1 kB for its 8 endpoints)
-	parsed   [format.NumFormats + 2]atomic.Pointer[url.URL]
+	// parsed URL costs more than the rest of the deployment (about 1.1 kB for its 8 endpoints);
+	// the array itself is allocated on the first call (104 bytes a deployment never called
+	// does not hold)
+	parsed   atomic.Pointer[[format.NumFormats + 2]atomic.Pointer[url.URL]]
 	native   Wire     // wireNative: the request/answer/stream translation
 	embedder Embedder // wireNative: its embeddings API, nil when it has none
 	signer   Signer   // nil: the static header is all the authentication
-	// vertexAnthropic: Claude on Vertex AI: Messages bodies carry anthropic_version
-	// "vertex-2023-10-16" and no "model" (the model is in the URL).
-	vertexAnthropic bool
 	// messages: the Anthropic-native Messages endpoint of a wireNative deployment (Claude on
 	// Bedrock InvokeModel) at urls[FormatMessages] and messagesStream; nil: none
 	messages       MessagesWire
 	messagesStream string
-	header         http.Header // immutable, shared by every request
-	secrets        []string    // redacted from error texts (collectSecrets)
-	extraSecrets   []string    // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
-	// config: built from a config-file object (NewConfigDeployment), whose implicit
-	// environment credentials are not subject to allowed_env_secrets (implicitEnv)
-	config bool
+	// header is the upstream request headers while the deployment is built (setup edits it);
+	// nil once built: hdr holds them as canonical key, value pairs (~100 bytes instead of a
+	// ~400-byte map) and headers makes the map on the deployment's first call
+	header       http.Header
+	hdr          []string
+	hdrMap       atomic.Pointer[http.Header]
+	secrets      []string // redacted from error texts (collectSecrets)
+	extraSecrets []string // provider credentials beyond APIKey (azure_ad_token, AWS secret, …)
 	// builder: the policy the deployment was built under (resolveEnv, implicitEnv, Derive)
 	builder *Builder
 }
@@ -344,8 +351,9 @@ func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte,
 			return nil, err
 		}
 	}
+	d.intern() // first: the secrets then share the interned and cloned strings, not the litellm_params text
 	d.collectSecrets()
-	d.intern()
+	d.freezeHeader()
 	return d, nil
 }
 
@@ -402,7 +410,12 @@ func (d *Deployment) endpoint(up format.Format, stream bool) *url.URL {
 	case stream && d.streamURL != "":
 		i, s = int(format.NumFormats), d.streamURL
 	}
-	if u := d.parsed[i].Load(); u != nil {
+	cache := d.parsed.Load()
+	if cache == nil {
+		d.parsed.CompareAndSwap(nil, new([format.NumFormats + 2]atomic.Pointer[url.URL]))
+		cache = d.parsed.Load()
+	}
+	if u := cache[i].Load(); u != nil {
 		if u == unparsable {
 			return nil
 		}
@@ -413,10 +426,10 @@ func (d *Deployment) endpoint(up format.Format, stream bool) *url.URL {
 	}
 	u := parseEndpoint(s)
 	if u == nil {
-		d.parsed[i].Store(unparsable)
+		cache[i].Store(unparsable)
 		return nil
 	}
-	d.parsed[i].Store(u)
+	cache[i].Store(u)
 	return u
 }
 
@@ -567,6 +580,37 @@ func (d *Deployment) buildEndpoints() {
 		h.Set(k, v)
 	}
 	d.header = h
+}
+
+// freezeHeader moves the built header into hdr (key, value pairs) and drops the map.
+func (d *Deployment) freezeHeader() {
+	n := 0
+	for _, vs := range d.header {
+		n += 2 * len(vs)
+	}
+	d.hdr = make([]string, 0, n)
+	for k, vs := range d.header {
+		for _, v := range vs {
+			d.hdr = append(d.hdr, k, v)
+		}
+	}
+	d.header = nil
+}
+
+// headers returns the upstream request headers, shared by every request and never modified
+// (net/http only reads a request's headers; a caller that adds one clones them first): made
+// from hdr on the deployment's first call (concurrent first calls make equal maps; one is
+// kept), then one atomic load.
+func (d *Deployment) headers() http.Header {
+	if h := d.hdrMap.Load(); h != nil {
+		return *h
+	}
+	h := make(http.Header, len(d.hdr)/2)
+	for i := 0; i+1 < len(d.hdr); i += 2 {
+		h[d.hdr[i]] = append(h[d.hdr[i]], d.hdr[i+1])
+	}
+	d.hdrMap.CompareAndSwap(nil, &h)
+	return *d.hdrMap.Load()
 }
 
 // IsMock reports whether the deployment answers locally (litellm_params.mock_response).

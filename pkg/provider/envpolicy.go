@@ -41,8 +41,8 @@ type Policy struct {
 // default policy's.
 type Builder struct {
 	allowed   []string
-	aead      cipher.AEAD             // nil: no salt key
-	providers map[string]providerSpec // the built-in providers and the vendors
+	aead      cipher.AEAD              // nil: no salt key
+	providers map[string]*providerSpec // the built-in providers and the vendors
 }
 
 // defaultBuilder is the zero Policy's builder, without vendors (package-level NewDeployment;

@@ -3,7 +3,7 @@ package provider
 import "net/http"
 
 // UpstreamHeader is the header every upstream request of d carries (for external tests).
-func UpstreamHeader(d *Deployment) http.Header { return d.header }
+func UpstreamHeader(d *Deployment) http.Header { return d.headers() }
 
 // UseTestVendors makes the package-level NewDeployment (the default builder) serve vendors as
 // well, for the internal tests that translate for them (translate_unit_test.go): they cannot

@@ -78,7 +78,7 @@ func (d *Deployment) modelsRequest(ctx context.Context) (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build probe request: %w", err)
 	}
-	req.Header = d.header.Clone()
+	req.Header = d.headers().Clone()
 	req.Header.Del("Content-Type")
 	if d.signer != nil {
 		if err := d.signer.Sign(ctx, req, nil); err != nil {

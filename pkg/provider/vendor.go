@@ -54,13 +54,15 @@ func (v Vendor) providerSpec() providerSpec {
 }
 
 // withVendors returns the built-in providers plus vendors. Errors: a name given twice.
-func withVendors(vendors []Vendor) (map[string]providerSpec, error) {
-	out := make(map[string]providerSpec, len(providers)+len(vendors))
+// Each spec is allocated once and shared by the deployments of its providers.
+func withVendors(vendors []Vendor) (map[string]*providerSpec, error) {
+	out := make(map[string]*providerSpec, len(providers)+len(vendors))
 	for name, spec := range providers {
-		out[name] = spec
+		out[name] = &spec
 	}
 	for _, v := range vendors {
-		spec := v.providerSpec()
+		spec := new(providerSpec)
+		*spec = v.providerSpec()
 		for _, name := range v.Names {
 			if _, dup := out[name]; dup || name == "" {
 				return nil, fmt.Errorf("provider %q registered twice", name)

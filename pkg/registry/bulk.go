@@ -54,7 +54,7 @@ func built[T any](row store.Row) (T, error, bool) {
 // by one).
 func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(entries)/parallelBuild))
-	idShard := make([]uint8, len(entries))
+	hashes := make([]uint64, len(entries))
 	names := make([][]string, len(entries)) // each entry's names, for this fill only
 	per := make([][shards]int, workers)     // per worker: its entries per id shard
 	var wg sync.WaitGroup
@@ -65,9 +65,9 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 			defer wg.Done()
 			for i := w * chunk; i < min(len(entries), (w+1)*chunk); i++ {
 				e := entries[i]
-				s := shardOf(e.ID)
-				idShard[i] = uint8(s)
-				per[w][s]++
+				h := hashOf(e.ID)
+				hashes[i] = h
+				per[w][h%shards]++
 				names[i] = c.r.namesOf(e)
 			}
 		}()
@@ -85,7 +85,7 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 		go func() {
 			defer wg.Done()
 			for s := w; s < shards; s += workers {
-				c.next.ids[s] = make(map[string]*Entry[T], count[s])
+				c.next.ids[s] = newIndex[T](count[s])
 				c.idsCopied[s] = true
 				if c.r.opts.Names != nil {
 					c.next.names[s] = map[string][]*Entry[T]{}
@@ -93,12 +93,8 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 				}
 			}
 			for i, e := range entries {
-				if int(idShard[i])%workers == w {
-					m := c.next.ids[idShard[i]]
-					if _, ok := m[e.ID]; ok {
-						dup[w] = true
-					}
-					m[e.ID] = e
+				if s := hashes[i] % shards; int(s)%workers == w && c.next.ids[s].set(e, hashes[i]) {
+					dup[w] = true
 				}
 				for _, n := range names[i] {
 					if s := shardOf(n); s%workers == w {

@@ -26,34 +26,36 @@ import (
 
 // Entry is one object as served: its id, version, source and the runtime value built from
 // its row. Entries are immutable once published.
+//
+// An entry is 48 bytes (a million keys' entries: 48 MB). What is not kept: the names it is
+// indexed under (Options.Names(e) gives them again) and the row it was built from (a value
+// that serves its row keeps it itself, like a2a.Agent.Row).
 type Entry[T any] struct {
 	ID      string
 	Version int64 // gateway.<table>.version; 0 for config entries
 	Config  bool  // from the config file: DB sync never touches it
-	Row     []byte
 	Value   T
 	gen     uint64 // local apply generation, for the reconcile race (see Diff)
-	// the names it is indexed under are not kept: Options.Names(e) gives them again (a
-	// million keys' entries are 16 bytes smaller, 80 instead of 96)
 }
 
 const shards = 256
 
 var seed = maphash.MakeSeed()
 
-func shardOf(key string) int { return int(maphash.String(seed, key) % shards) }
+func shardOf(key string) int { return int(hashOf(key) % shards) }
 
 // Snapshot is an immutable view of a registry. Read it without locks.
 type Snapshot[T any] struct {
-	ids   [shards]map[string]*Entry[T]
+	ids   [shards]*index[T] // nil: an empty shard
 	names [shards]map[string][]*Entry[T]
 	n     int
 }
 
 // ByID returns the entry with primary key id.
 func (s *Snapshot[T]) ByID(id string) (*Entry[T], bool) {
-	e, ok := s.ids[shardOf(id)][id]
-	return e, ok
+	h := hashOf(id)
+	e := s.ids[h%shards].get(id, h)
+	return e, e != nil
 }
 
 // ByName returns the entries indexed under name (a model group's deployments, a guardrail
@@ -65,11 +67,9 @@ func (s *Snapshot[T]) Len() int { return s.n }
 
 // All calls fn for every entry, in no particular order, until fn returns false.
 func (s *Snapshot[T]) All(fn func(*Entry[T]) bool) {
-	for i := range s.ids {
-		for _, e := range s.ids[i] {
-			if !fn(e) {
-				return
-			}
+	for _, x := range s.ids {
+		if !x.all(fn) {
+			return
 		}
 	}
 }
@@ -217,14 +217,10 @@ func (r *Registry[T]) edit() *cow[T] {
 	return &cow[T]{r: r, next: *r.snap.Load()}
 }
 
-func (c *cow[T]) idShard(id string) map[string]*Entry[T] {
-	i := shardOf(id)
+// idShard returns the (copied) index of shard i, with room for one more entry.
+func (c *cow[T]) idShard(i uint64) *index[T] {
 	if !c.idsCopied[i] {
-		m := make(map[string]*Entry[T], len(c.next.ids[i])+1)
-		for k, v := range c.next.ids[i] {
-			m[k] = v
-		}
-		c.next.ids[i] = m
+		c.next.ids[i] = c.next.ids[i].clone(1)
 		c.idsCopied[i] = true
 	}
 	return c.next.ids[i]
@@ -245,11 +241,12 @@ func (c *cow[T]) nameShard(name string) map[string][]*Entry[T] {
 
 // remove takes the entry with id out of the snapshot and its name index.
 func (c *cow[T]) remove(id string) {
-	old, ok := c.next.ByID(id)
-	if !ok {
+	h := hashOf(id)
+	old := c.next.ids[h%shards].get(id, h)
+	if old == nil {
 		return
 	}
-	delete(c.idShard(id), id)
+	c.idShard(h%shards).del(id, h)
 	c.next.n--
 	for _, n := range c.r.namesOf(old) {
 		m := c.nameShard(n)
@@ -273,7 +270,8 @@ func (c *cow[T]) remove(id string) {
 func (c *cow[T]) put(e *Entry[T]) {
 	c.remove(e.ID)
 	names := c.r.namesOf(e)
-	c.idShard(e.ID)[e.ID] = e
+	h := hashOf(e.ID)
+	c.idShard(h%shards).set(e, h)
 	c.next.n++
 	for _, n := range names {
 		m := c.nameShard(n)
@@ -344,15 +342,12 @@ func (r *Registry[T]) newer(id string, version int64, cur *Entry[T]) bool {
 // version is not newer than the entry held, or than its tombstone, is a no-op; config
 // entries are never touched. Returns how many entries changed.
 func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
-	type built struct {
-		row store.Row
-		val T
-	}
 	// Build outside the lock: an invalid row is counted and skipped, the old entry keeps serving.
-	// A large batch (a full load, a bulk insert) is built on every core (buildAll).
+	// A large batch (a full load, a bulk insert) is built on every core (buildAll). The rows
+	// built are those with errs[i] == nil (no copy of them: a million rows are 80 MB).
 	vals, errs := r.buildAll(rows)
-	ok := make([]built, 0, len(rows))
 	var bad []store.Row
+	good := 0
 	for i, row := range rows {
 		switch {
 		case errs[i] == errKnownBad:
@@ -363,7 +358,7 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 			}
 			bad = append(bad, row)
 		default:
-			ok = append(ok, built{row, vals[i]})
+			good++
 		}
 	}
 	r.mu.Lock()
@@ -376,33 +371,37 @@ func (r *Registry[T]) Apply(rows []store.Row, absent map[string]int64) int {
 	c := r.edit()
 	r.gen++
 	changed := 0
-	if c.next.n == 0 && len(ok) >= parallelBuild {
+	filled := false
+	if c.next.n == 0 && good >= parallelBuild {
 		// an empty registry's bulk load (a cold start): every shard filled on every core
-		entries := make([]*Entry[T], 0, len(ok))
-		for _, b := range ok {
-			if r.newer(b.row.ID, b.row.Version, nil) && !r.isBad(b.row.ID, b.row.Version) {
-				entries = append(entries, &Entry[T]{ID: b.row.ID, Version: b.row.Version, Row: b.row.Data, Value: b.val, gen: r.gen})
+		entries := make([]*Entry[T], 0, good)
+		for i, row := range rows {
+			if errs[i] == nil && r.newer(row.ID, row.Version, nil) && !r.isBad(row.ID, row.Version) {
+				entries = append(entries, &Entry[T]{ID: row.ID, Version: row.Version, Value: vals[i], gen: r.gen})
 			}
 		}
-		if c.fillEmpty(entries) {
+		if filled = c.fillEmpty(entries); filled {
 			for _, e := range entries {
 				if len(r.failed) == 0 {
 					break
 				}
 				delete(r.failed, e.ID)
 			}
-			changed, ok = len(entries), nil
+			changed = len(entries)
 		}
 	}
-	for _, b := range ok {
-		cur, _ := c.next.ByID(b.row.ID)
+	for i, row := range rows {
+		if filled {
+			break
+		}
+		cur, _ := c.next.ByID(row.ID)
 		// re-check the known-bad version under the lock: a newer invalid version may have
 		// been recorded while this row was being built
-		if !r.newer(b.row.ID, b.row.Version, cur) || r.isBad(b.row.ID, b.row.Version) {
+		if errs[i] != nil || !r.newer(row.ID, row.Version, cur) || r.isBad(row.ID, row.Version) {
 			continue
 		}
-		delete(r.failed, b.row.ID)
-		c.put(&Entry[T]{ID: b.row.ID, Version: b.row.Version, Row: b.row.Data, Value: b.val, gen: r.gen})
+		delete(r.failed, row.ID)
+		c.put(&Entry[T]{ID: row.ID, Version: row.Version, Value: vals[i], gen: r.gen})
 		changed++
 	}
 	now := time.Now()

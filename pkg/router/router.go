@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -158,13 +159,13 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 			if g.Type != gjson.String {
 				return nil, fmt.Errorf("model_info.access_groups[%d] must be a string, got %s", i, g.Raw)
 			}
-			d.AccessGroups = append(d.AccessGroups, g.Str)
+			d.AccessGroups = append(d.AccessGroups, unique.Make(g.Str).Value()) // groups repeat; not a slice of the row
 		}
 	}
 	switch tid := mi.Get("team_id"); tid.Type {
 	case gjson.Null:
 	case gjson.String:
-		d.TeamID = tid.Str
+		d.TeamID = unique.Make(tid.Str).Value()
 	default:
 		return nil, fmt.Errorf("model_info.team_id must be a string, got %s", tid.Raw)
 	}
@@ -303,7 +304,7 @@ func expand(g []*registry.Entry[*Deployment], name, rest string) []*registry.Ent
 			continue
 		}
 		nd := &Deployment{Deployment: pd, LitellmParams: d.LitellmParams, ModelInfo: d.ModelInfo, AccessGroups: d.AccessGroups, TeamID: d.TeamID, TeamPublicName: d.TeamPublicName, DB: d.DB, Routing: d.Routing, Headers: d.Headers, group: d.ModelName}
-		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Row: e.Row, Value: nd})
+		out = append(out, &registry.Entry[*Deployment]{ID: e.ID, Version: e.Version, Config: e.Config, Value: nd})
 	}
 	return out
 }

@@ -61,17 +61,26 @@ func partitionWhere(i, p int, n int64) string {
 // a row's Cols.
 func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, ti Table, prepare func([]Row)) ([]Row, error) {
 	var blocks int64
+	var tuples float64 // the planner's row count estimate (pg_class.reltuples; -1: never analyzed)
 	var snapID string
-	if err := tx.QueryRow(ctx, `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint`, ti.Table).Scan(&blocks); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint,
+		(SELECT reltuples FROM pg_class WHERE oid = $1::regclass)::float8`, ti.Table).Scan(&blocks, &tuples); err != nil {
 		return nil, err
 	}
 	p := partitions(blocks)
+	// each partition's rows are collected in a slice sized from the estimate (its share of
+	// the blocks), not grown by doubling: a million rows grown so leave as much again of
+	// garbage behind (80 MB) and copy it
+	hint := 0
+	if tuples > 0 {
+		hint = min(int(tuples/float64(p)*1.05)+loadChunk, 1<<24)
+	}
 	if p == 1 {
 		rows, err := tx.Query(ctx, loadSQL(ti, "true"))
 		if err != nil {
 			return nil, err
 		}
-		return scanLoaded(ti.Type, rows, prepare)
+		return scanLoaded(ti.Type, rows, prepare, hint)
 	}
 	if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapID); err != nil {
 		return nil, err
@@ -83,14 +92,14 @@ func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, ti Table, prepare func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i], errs[i] = s.loadPartition(ctx, ti, snapID, partitionWhere(i, p, blocks), prepare)
+			parts[i], errs[i] = s.loadPartition(ctx, ti, snapID, partitionWhere(i, p, blocks), prepare, hint)
 		}()
 	}
 	// partition 0 on the load's own transaction, while the others run
 	if rows, err := tx.Query(ctx, loadSQL(ti, partitionWhere(0, p, blocks))); err != nil {
 		errs[0] = err
 	} else {
-		parts[0], errs[0] = scanLoaded(ti.Type, rows, prepare)
+		parts[0], errs[0] = scanLoaded(ti.Type, rows, prepare, hint)
 	}
 	wg.Wait()
 	n := 0
@@ -110,7 +119,7 @@ func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, ti Table, prepare func(
 
 // loadPartition reads the loadable rows of ti matching where on a connection of its own, in a
 // transaction importing snapshot snapID.
-func (s *Store) loadPartition(ctx context.Context, ti Table, snapID, where string, prepare func([]Row)) ([]Row, error) {
+func (s *Store) loadPartition(ctx context.Context, ti Table, snapID, where string, prepare func([]Row), hint int) ([]Row, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, err
@@ -126,7 +135,7 @@ func (s *Store) loadPartition(ctx context.Context, ti Table, snapID, where strin
 		if err != nil {
 			return err
 		}
-		out, err = scanLoaded(ti.Type, rows, prepare)
+		out, err = scanLoaded(ti.Type, rows, prepare, hint)
 		return err
 	})
 	return out, err
@@ -146,14 +155,15 @@ func quoteLiteral(s string) string {
 }
 
 // scanLoaded scans the rows of a loadSQL query, handing each chunk of loadChunk rows to
-// prepare (when not nil) as soon as it is read.
-func scanLoaded(typ ObjectType, rows pgx.Rows, prepare func([]Row)) ([]Row, error) {
+// prepare (when not nil) as soon as it is read. hint is the rows expected (0: unknown).
+func scanLoaded(typ ObjectType, rows pgx.Rows, prepare func([]Row), hint int) ([]Row, error) {
 	defer rows.Close()
-	var out []Row
+	out := make([]Row, 0, hint)
 	done := 0 // rows already handed to prepare
+	var cols slab
 	for rows.Next() {
 		var r Row
-		if err := scanRow(typ, rows, &r); err != nil {
+		if err := scanRowIn(typ, rows, &r, &cols); err != nil {
 			return nil, mapErr(err)
 		}
 		out = append(out, r)

@@ -559,7 +559,7 @@ func (s *Store) LoadByName(ctx context.Context, typ ObjectType, name string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, mapErr(err))
 	}
-	out, err := scanLoaded(typ, rows, nil)
+	out, err := scanLoaded(typ, rows, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load %s %q: %w", typ, name, err)
 	}
