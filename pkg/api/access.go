@@ -55,6 +55,13 @@ func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 		if pr.Blocked {
 			return authErr(http.StatusUnauthorized, fmt.Sprintf("Project=%s is blocked. Update via `/project/update` if you're an admin.", pid))
 		}
+		// its limits are its budget's: read through too, so a project (and its budget) just
+		// made on another replica holds at once; a budget gone (psql) fails closed
+		if bid := pr.Budget(); bid != "" && s.Budgets != nil {
+			if _, ok := lookupAccount(ctx, s.Budgets, bid); !ok {
+				return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, budget %s of project %s does not exist (deleted?).", bid, pid))
+			}
+		}
 		p.Project = pr
 	}
 	if k.UserID != "" {
