@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"lockstep/pkg/keys"
-	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
 	"lockstep/pkg/store"
 )
@@ -63,11 +62,4 @@ func (p *Project) Budget() string {
 		return ""
 	}
 	return *p.BudgetID
-}
-
-// ModelLimits are the project's rpm/tpm limits for model group model (Any false: none).
-func (p *Project) ModelLimits(model string) limits.Limits {
-	rpm, hasRPM := p.ModelRPM[model]
-	tpm, hasTPM := p.ModelTPM[model]
-	return limits.Limits{RPM: rpm, HasRPM: hasRPM, TPM: tpm, HasTPM: hasTPM}
 }
