@@ -31,7 +31,7 @@ func TestStatusRoutesViewerKey(t *testing.T) {
 	plain := JSON(t, b)["key"].(string)
 
 	for _, k := range []string{MasterKey, viewer, admin} {
-		for _, path := range []string{"/sync/lag", "/sync/cluster"} {
+		for _, path := range []string{"/sync/lag", "/sync/trace", "/sync/cluster"} {
 			st, b := g.DoKey(t, k, "GET", path, nil)
 			require.Equal(t, 200, st, "%s: %s", path, b)
 		}
@@ -49,7 +49,7 @@ func TestStatusRoutesViewerKey(t *testing.T) {
 	require.Empty(t, JSON(t, b)["data"], "the viewer's write created nothing")
 
 	for k, role := range map[string]string{internal: "internal_user", plain: "internal_user"} {
-		for _, path := range []string{"/sync/lag", "/sync/cluster"} {
+		for _, path := range []string{"/sync/lag", "/sync/trace", "/sync/cluster"} {
 			st, b := g.DoKey(t, k, "GET", path, nil)
 			require.Equal(t, 403, st, "%s: %s", path, b)
 			require.Equal(t, "user not allowed to access this route, role= "+role+". Trying to access: "+path,

@@ -74,15 +74,28 @@ func (h *Handler) ShareTasks(ctx context.Context, st SharedTasks) {
 	go h.tasks.syncLoop(ctx)
 }
 
+// syncLoop runs every TaskSyncInterval while tasks are dirty or running here, and otherwise
+// sleeps until a task is created or changed (poke) or the next prune is due: an idle replica's
+// loop wakes once a minute, not four times a second.
 func (s *taskStore) syncLoop(ctx context.Context) {
-	t := time.NewTicker(TaskSyncInterval)
-	defer t.Stop()
 	var lastPrune time.Time
 	for {
+		s.mu.Lock()
+		busy := len(s.dirty) > 0 || s.anyRunning()
+		s.mu.Unlock()
+		wait, wake := TaskSyncInterval, (<-chan struct{})(nil)
+		if !busy {
+			wait, wake = max(0, time.Until(lastPrune.Add(time.Minute))), s.wake
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
+		case <-wake:
+			t.Stop()
+			continue // a task was created or changed: look again
 		}
 		s.mu.Lock()
 		dirty := make([]StoredTask, 0, len(s.dirty))
@@ -156,6 +169,26 @@ func (s *taskStore) saveStored(ctx context.Context, st StoredTask) {
 func (s *taskStore) markDirty(e *taskEntry) {
 	if s.shared != nil {
 		s.dirty[e.id] = e
+		s.poke()
+	}
+}
+
+// anyRunning reports whether a task not in a terminal state is held here (its cancel is
+// polled). Caller holds taskStore.mu.
+func (s *taskStore) anyRunning() bool {
+	for _, e := range s.byID {
+		if !e.status.State.Terminal() {
+			return true
+		}
+	}
+	return false
+}
+
+// poke wakes the sync loop if it sleeps idle.
+func (s *taskStore) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

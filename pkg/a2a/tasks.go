@@ -38,6 +38,7 @@ type taskStore struct {
 	byID  map[string]*taskEntry
 	order *list.List            // of *taskEntry, oldest first
 	dirty map[string]*taskEntry // changed since last stored (shared only)
+	wake  chan struct{}         // cap 1: the sync loop should look again (poke)
 }
 
 // taskEntry is one task. Fields after mu's comment are guarded by taskStore.mu.
@@ -67,6 +68,7 @@ func newTaskStore(max int, ttl time.Duration) *taskStore {
 		byID:  make(map[string]*taskEntry),
 		order: list.New(),
 		dirty: make(map[string]*taskEntry),
+		wake:  make(chan struct{}, 1),
 	}
 }
 
@@ -98,6 +100,7 @@ func (s *taskStore) create(agentID string, owner Owner, msg *a2atypes.Message, c
 	s.mu.Lock()
 	e.elem = s.order.PushBack(e)
 	s.byID[e.id] = e
+	s.poke()
 	for s.order.Len() > 0 && (s.order.Len() > s.max || s.expired(s.order.Front().Value.(*taskEntry), now)) {
 		s.remove(s.order.Front().Value.(*taskEntry))
 	}

@@ -74,7 +74,7 @@ func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 // left out of the request counters a replica reports (the page's own polling would otherwise
 // be most of the rate it shows).
 var statusRoutes = map[string]bool{
-	"/sync/lag": true, "/sync/cluster": true, "/metrics": true, "/ui": true, "/ui/*": true,
+	"/sync/lag": true, "/sync/trace": true, "/sync/cluster": true, "/metrics": true, "/ui": true, "/ui/*": true,
 	"/health/liveliness": true, "/health/liveness": true, "/health/readiness": true,
 }
 

@@ -103,6 +103,9 @@ type LagReport struct {
 	Registries  map[string]registryCount     `json:"registries"`
 	// Cooldowns are the deployments the router skips now on this replica (pkg/router).
 	Cooldowns []router.ActiveCooldown `json:"cooldowns"`
+	// StagesMs summarises the change path of the last notified changes per stage (beyond
+	// API.md; notify.Syncer.StageStats; empty without a change feed).
+	StagesMs map[string]notify.StageStats `json:"stages_ms"`
 }
 
 func (s *Server) lagReport() LagReport {
@@ -112,7 +115,9 @@ func (s *Server) lagReport() LagReport {
 	}
 	if s.Syncer != nil {
 		r.Stats = s.Syncer.Stats()
+		r.StagesMs = s.Syncer.StageStats()
 	} else {
+		r.StagesMs = map[string]notify.StageStats{}
 		r.Stats = notify.Stats{Source: notify.SourceListen, State: notify.StateDisabled}
 	}
 	r.ReadThrough = make(map[string]readthrough.Stats, len(s.Registries))
@@ -128,6 +133,16 @@ func (s *Server) lagReport() LagReport {
 
 // syncLag: GET /sync/lag (viewer: the master key or a proxy_admin / proxy_admin_viewer user's key).
 func (s *Server) syncLag(c echo.Context) error { return c.JSON(http.StatusOK, s.lagReport()) }
+
+// syncTrace: GET /sync/trace (viewer) — the change path of the last notified changes on this
+// replica (notify.Trace: at most 4096, oldest first, with stages_ms); beyond API.md, for
+// measuring propagation without probing the registries. Without a change feed: no changes.
+func (s *Server) syncTrace(c echo.Context) error {
+	if s.Syncer == nil {
+		return c.JSON(http.StatusOK, notify.Trace{Changes: []notify.TracedChange{}, Stages: map[string]notify.StageStats{}})
+	}
+	return c.JSON(http.StatusOK, s.Syncer.Trace())
+}
 
 type metrics struct {
 	// series caches the resolved series: the request path does a lock-free map read

@@ -238,6 +238,7 @@ func (s *Server) routes() {
 	e.GET("/health/readiness/details", s.readinessDetails, s.auth(anyKey))
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/sync/lag", s.syncLag, s.auth(viewer))
+	e.GET("/sync/trace", s.syncTrace, s.auth(viewer))
 	e.GET("/sync/cluster", s.syncCluster, s.auth(viewer))
 
 	// models

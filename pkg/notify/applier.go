@@ -21,6 +21,7 @@ func (s *Syncer) apply(ctx context.Context) {
 		case <-s.bar.applied:
 			s.completeBarriers(ctx, batch)
 		case ev := <-s.events:
+			dequeued := mono()
 			batch = append(batch[:0], ev)
 		drain:
 			for len(batch) < cap(batch) {
@@ -31,7 +32,7 @@ func (s *Syncer) apply(ctx context.Context) {
 					break drain
 				}
 			}
-			s.applyEvents(ctx, batch)
+			s.applyEvents(ctx, batch, dequeued)
 		case <-poll.C:
 			if st := s.State(); st != StateStreaming && st != StateDegraded {
 				continue
@@ -50,8 +51,9 @@ func (s *Syncer) apply(ctx context.Context) {
 }
 
 // applyEvents coalesces a batch of notifications per type and id (highest version wins),
-// re-reads the ids in one query per type and applies the result.
-func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
+// re-reads the ids in one query per type and applies the result. dequeued is the mono
+// reading when the applier took the batch (the trace, trace.go).
+func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64) {
 	start := time.Now()
 	want := map[store.ObjectType]map[string]change{}
 	var maxSeq int64
@@ -67,12 +69,18 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event) {
 		}
 		addChange(want, ev.Type, ev.ID, ev.V, ev.Seq, ev.Op)
 	}
+	var times []stageTimes
 	for typ, ids := range want {
 		if _, err := s.reread(ctx, typ, ids); err != nil {
 			s.log.Warn().Err(err).Str("type", string(typ)).Msg("re-read failed; will retry")
 			s.addPending(typ, ids)
+			continue
+		}
+		if s.rr.sent != 0 {
+			times = append(times, s.rr)
 		}
 	}
+	s.trace.addBatch(batch, dequeued, times, mono())
 	now := time.Now()
 	for _, ev := range batch {
 		if ev.TS > 0 {
@@ -115,6 +123,7 @@ func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType
 // those briefly and leaves the rest to the next poll; it never tombstones them.
 // Returns how many registry entries changed.
 func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change) (int, error) {
+	s.rr = stageTimes{typ: typ}
 	sink := s.sinks[typ]
 	if sink == nil {
 		return 0, nil
@@ -146,9 +155,15 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 			}
 			committed = vis
 		}
+		if attempt == 0 {
+			s.rr.sent = mono()
+		}
 		rows, filtered, err := s.reload(ctx, typ, need)
 		if err != nil {
 			return changed, err
+		}
+		if attempt == 0 {
+			s.rr.answered = mono()
 		}
 		// seen: the row is visible at (at least) the version the change reported
 		seen := make(map[string]bool, len(rows)+len(filtered))
@@ -175,6 +190,9 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 			}
 		}
 		changed += sink.Apply(rows, absent)
+		if attempt == 0 {
+			s.rr.published = mono()
+		}
 		need = invisible
 		if len(need) == 0 || !s.src.lateVisibility() {
 			break

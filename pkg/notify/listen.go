@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -61,6 +60,11 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 	s.streaming(first, backoff)
 	sentAtStart := s.hbSent.Load()
 	var lastEcho, lastProbe time.Time
+	// The wait's deadline is kept across notifications until it passes: under a steady stream
+	// each notification costs no timer of its own, and an idle replica wakes once per
+	// HeartbeatInterval (for its probe), not more often.
+	var w waitDeadline
+	defer w.stop()
 	for {
 		heardOwn := s.hbHeard.Load() > start.UnixNano()
 		if !heardOwn && time.Since(lastEcho) >= s.cfg.HeartbeatInterval {
@@ -86,12 +90,17 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 			}
 			idleSince = time.Unix(0, s.lastHB.Load())
 		}
-		// wait for notifications until the next probe is due (at most 500 ms, to re-check
-		// the state above)
-		wait := min(500*time.Millisecond, max(10*time.Millisecond, time.Until(idleSince.Add(s.cfg.HeartbeatInterval))))
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		err := conn.WaitForNotification(wctx)
-		cancel()
+		// wait for notifications until the next probe (or, until one own NOTIFY came back,
+		// the next echo) is due; the checks above and below run at every notification and at
+		// that deadline
+		if w.ctx == nil || w.ctx.Err() != nil {
+			due := idleSince.Add(s.cfg.HeartbeatInterval)
+			if !heardOwn {
+				due = minTime(due, lastEcho.Add(s.cfg.HeartbeatInterval))
+			}
+			w.renew(ctx, max(10*time.Millisecond, time.Until(due)))
+		}
+		err := conn.WaitForNotification(w.ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -121,6 +130,30 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 			return fmt.Errorf("nothing received and no probe answered for %s", since.Round(time.Millisecond))
 		}
 	}
+}
+
+// waitDeadline is the listen session's wait context, renewed only once its deadline passed.
+type waitDeadline struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (w *waitDeadline) renew(parent context.Context, d time.Duration) {
+	w.stop()
+	w.ctx, w.cancel = context.WithTimeout(parent, d)
+}
+
+func (w *waitDeadline) stop() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // probeTimeout bounds one liveness probe: HeartbeatTimeout - HeartbeatInterval (default 2 s),
@@ -215,15 +248,17 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 	if n.Channel != Channel {
 		return
 	}
+	received := mono()
 	// any notification proves the listener connection alive (a burst of thousands can delay
 	// the heartbeat's own notification behind it)
 	s.lastHB.Store(time.Now().UnixNano())
 	var ev event
-	if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil || ev.Type == "" || (ev.ID == "" && ev.Op != "truncate") || ev.Seq <= 0 {
+	if err := parseEvent(n.Payload, &ev); err != nil || ev.Type == "" || (ev.ID == "" && ev.Op != "truncate") || ev.Seq <= 0 {
 		s.malformed.Add(1)
 		s.log.Warn().Int("payload_bytes", len(n.Payload)).Str("payload", truncate(n.Payload, 200)).Msg("ignoring malformed notification")
 		return
 	}
+	ev.received, ev.parsed = received, mono()
 	s.push(ev)
 }
 

@@ -265,6 +265,11 @@ func (s *Syncer) logicalSession(ctx context.Context, first *bool, backoff *time.
 func (s *Syncer) stream(ctx context.Context, conn *pgconn.PgConn, start pglogrepl.LSN) error {
 	d := &decoder{s: s, handled: start, rels: map[uint32]*changeLogColumns{}, others: map[uint32]bool{}, tm: pgtype.NewMap()}
 	var nextStatus, pingSent time.Time
+	// one receive deadline until it passes (waitDeadline, listen.go): nextStatus and lastHB
+	// only move later between renewals (a reply request is sent at the top of the loop), so a
+	// deadline kept is early, never late
+	var w waitDeadline
+	defer w.stop()
 	for {
 		now := time.Now()
 		if !now.Before(nextStatus) {
@@ -280,10 +285,13 @@ func (s *Syncer) stream(ctx context.Context, conn *pgconn.PgConn, start pglogrep
 				pingSent = now
 			}
 		}
-		wait := min(time.Until(nextStatus), 500*time.Millisecond) // also re-check liveness twice a second
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		msg, err := conn.ReceiveMessage(wctx)
-		cancel()
+		if w.ctx == nil || w.ctx.Err() != nil {
+			// until the next status update, or the moment nothing received for
+			// HeartbeatTimeout fails the session (checked below)
+			dead := time.Unix(0, s.lastHB.Load()).Add(s.cfg.HeartbeatTimeout + time.Millisecond)
+			w.renew(ctx, max(time.Millisecond, time.Until(minTime(nextStatus, dead))))
+		}
+		msg, err := conn.ReceiveMessage(w.ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -391,7 +399,9 @@ func (d *decoder) message(m pglogrepl.Message) error {
 			}
 			return fmt.Errorf("insert into relation %d before its relation message", m.RelationID)
 		}
+		received := mono()
 		ev, err := cols.decode(d.tm, m.Tuple)
+		ev.received, ev.parsed = received, mono()
 		if err != nil {
 			s.malformed.Add(1)
 			s.log.Warn().Err(err).Msg("ignoring malformed change-log row")

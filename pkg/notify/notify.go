@@ -197,6 +197,9 @@ type event struct {
 	ID   string           `json:"id"`
 	V    int64            `json:"v"`
 	TS   int64            `json:"ts"` // changed_at, µs since the epoch
+
+	// trace (trace.go): mono readings when the notification was received and decoded
+	received, parsed int64
 }
 
 type catchUpReq struct {
@@ -248,7 +251,9 @@ type Syncer struct {
 	pending   map[store.ObjectType]map[string]change
 	pollFails int // change-log polls failed in a row
 
-	lag lagWindow
+	lag   lagWindow
+	trace traceRing
+	rr    stageTimes // the applier's last re-read timing (reread), for the trace
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -181,6 +181,8 @@ type Tracker struct {
 	byModel sync.Map // model → *atomic.Uint64 (float64 bits)
 
 	kick                                         chan struct{}
+	wake                                         chan struct{} // cap 1: the idle flusher should look again (poke)
+	lastBudgeted                                 atomic.Int64  // clock's unix nanos of the last budget check (busy)
 	stop, done                                   chan struct{}
 	stopOnce                                     sync.Once
 	started                                      atomic.Bool
@@ -210,7 +212,7 @@ func New(cfg Config) *Tracker {
 	if cfg.MaxBuffer <= 0 {
 		cfg.MaxBuffer = 100000
 	}
-	return &Tracker{cfg: cfg, clock: time.Now, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return &Tracker{cfg: cfg, clock: time.Now, kick: make(chan struct{}, 1), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (t *Tracker) state(token string) *keyBudget {
@@ -235,6 +237,8 @@ func (t *Tracker) Check(ctx context.Context, token string, b Budget) error {
 	kb.budgeted, kb.every, kb.lastUse = true, b.Every, now
 	known := kb.known
 	kb.mu.Unlock()
+	t.lastBudgeted.Store(now.UnixNano())
+	t.poke()
 	if !known {
 		if err := t.refresh(ctx, token); err != nil {
 			return &UnavailableError{Err: err}
@@ -322,6 +326,7 @@ func (t *Tracker) Record(l store.SpendLog) {
 	t.buf = append(t.buf, l)
 	full := len(t.buf) >= t.cfg.MaxBatch
 	t.mu.Unlock()
+	t.poke()
 	if full {
 		select {
 		case t.kick <- struct{}{}:
@@ -370,11 +375,29 @@ func (t *Tracker) Stop() {
 	})
 }
 
+// loop flushes every FlushEvery while there is something to flush or read back (busy), and
+// sleeps otherwise until Record or Check pokes it: an idle replica's flusher does not wake.
 func (t *Tracker) loop(ctx context.Context) {
 	defer close(t.done)
 	tick := time.NewTicker(t.cfg.FlushEvery)
 	defer tick.Stop()
+	ticking := true
 	for {
+		var tickC <-chan time.Time
+		var wake <-chan struct{}
+		switch busy := t.busy(); {
+		case busy && !ticking:
+			tick.Reset(t.cfg.FlushEvery)
+			ticking = true
+		case !busy && ticking:
+			tick.Stop()
+			ticking = false
+		}
+		if ticking {
+			tickC = tick.C
+		} else {
+			wake = t.wake
+		}
 		select {
 		case <-ctx.Done():
 			t.Flush(context.Background())
@@ -382,14 +405,33 @@ func (t *Tracker) loop(ctx context.Context) {
 		case <-t.stop:
 			t.Flush(context.Background())
 			return
-		case <-tick.C:
+		case <-tickC:
 		case <-t.kick:
+		case <-wake:
+			continue // look again: a log was buffered or a budget checked
 		}
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := t.Flush(fctx); err != nil {
 			t.cfg.Log.Warn().Err(err).Msg("spend flush failed; the logs are kept and retried")
 		}
 		cancel()
+	}
+}
+
+// busy reports whether the flusher has work: logs buffered, or a budgeted key checked within
+// trackFor (its cluster total is read back at every flush).
+func (t *Tracker) busy() bool {
+	t.mu.Lock()
+	n := len(t.buf)
+	t.mu.Unlock()
+	return n > 0 || t.clock().Sub(time.Unix(0, t.lastBudgeted.Load())) < trackFor
+}
+
+// poke wakes the flusher if it sleeps idle (a no-op while it ticks).
+func (t *Tracker) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }
 
