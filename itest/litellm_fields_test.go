@@ -153,7 +153,6 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{"/key/generate", map[string]any{"key_alias": "cat-no", "project_id": "p-1"}, "project_id"},
 		{"/user/new", map[string]any{"user_id": "cat-no", "agent_id": "ag-1"}, "agent_id"},
 	} {
 		st, body := a.Do(t, "POST", c.path, c.body)

@@ -289,7 +289,7 @@ func TestSpendLogsLiteLLM(t *testing.T) {
 	meta := l["metadata"].(map[string]any)
 	require.Equal(t, map[string]any{"user_api_key": token, "user_api_key_alias": "sl-key", "user_api_key_team_id": "sl-team",
 		"user_api_key_team_alias": "SL Team", "user_api_key_org_id": "sl-org", "user_api_key_user_id": "sl-user",
-		"user_api_key_end_user_id": "sl-customer", "status": "success", "litellm_call_id": l["call_id"]}, meta)
+		"user_api_key_end_user_id": "sl-customer", "user_api_key_project_id": nil, "status": "success", "litellm_call_id": l["call_id"]}, meta)
 	// the call id finds it too; an unknown id nothing
 	st, body = b.Do(t, "GET", "/spend/logs?request_id="+l["call_id"].(string), nil)
 	require.Equal(t, 200, st, "%s", body)

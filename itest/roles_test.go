@@ -435,6 +435,8 @@ func TestRolesMatrix(t *testing.T) {
 		ghost("GET /budget/list", "GET", "/budget/list", nil, false, 200),
 		ghost("GET /budget/settings", "GET", "/budget/settings?budget_id=b-ghost", nil, false, 200),
 		ghost("POST /budget/delete", "POST", "/budget/delete", map[string]any{"id": "b-ghost"}, true, 404),
+		// projects (issue 19, LiteLLM project_endpoints.py): removing needs the proxy admin
+		ghost("DELETE /project/delete", "DELETE", "/project/delete", map[string]any{"project_ids": []string{"p-ghost"}}, true, 404),
 		// guardrail policies (issue 19): admin objects, proxy_admin_viewer reads
 		ghost("POST /policies", "POST", "/policies", map[string]any{"policy_name": "p-1", "guardrails_add": []string{"g-ghost"}}, true, 400),
 		ghost("GET /policies/list", "GET", "/policies/list", nil, false, 200),
@@ -470,6 +472,41 @@ func TestRolesMatrix(t *testing.T) {
 			ghost("POST "+pre+"/unblock", "POST", pre+"/unblock", map[string]any{"user_ids": []string{"c-ghost"}}, true, 404),
 		)
 	}
+
+	// projects (LiteLLM _check_user_permission_for_project): the team admin creates and
+	// updates its own team's (another team's: 403, LiteLLM's refusal); a member of the key's
+	// team reads that team's (another's answers 404 as an absent one); a caller whose key has
+	// no team lists none
+	teamProject := func(team string) string {
+		id := e.id("pr")
+		e.master("POST", "/project/new", map[string]any{"project_id": id, "team_id": team})
+		return id
+	}
+	projectOnB := func(e *roleEnv, _ rolePrincipal, _ roleReq, resp map[string]any) {
+		id := resp["project_id"].(string)
+		Eventually(e.t, "B reads the project", func() bool {
+			st, _ := e.p.B.Do(e.t, "GET", "/project/info?project_id="+id, nil)
+			return st == 200
+		})
+	}
+	routes = append(routes,
+		roleRoute{name: "POST /project/new", own: func(e *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"POST", "/project/new", map[string]any{"team_id": p.own}}
+		}, other: fixed("POST", "/project/new", map[string]any{"team_id": "t2"}),
+			wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 403 403 403 403 200 200", after: projectOnB},
+		roleRoute{name: "POST /project/update", own: func(e *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"POST", "/project/update", map[string]any{"project_id": teamProject(p.own), "description": "changed"}}
+		}, other: func(e *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"POST", "/project/update", map[string]any{"project_id": teamProject("t2"), "description": "changed"}}
+		}, wantOwn: "401 401 403 403 200 403 403 403 200 200", wantOth: "401 401 403 403 403 403 403 403 200 200", after: projectOnB},
+		roleRoute{name: "GET /project/info", own: func(e *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"GET", "/project/info?project_id=" + teamProject(p.own), nil}
+		}, other: func(e *roleEnv, p rolePrincipal) roleReq {
+			return roleReq{"GET", "/project/info?project_id=" + teamProject("t2"), nil}
+		}, wantOwn: "401 401 403 200 200 404 404 200 200 200", wantOth: "401 401 403 404 404 404 404 200 200 200"},
+		roleRoute{name: "GET /project/list", own: fixed("GET", "/project/list", nil), other: fixed("GET", "/project/list", nil),
+			wantOwn: "401 401 403 200 200 200 200 200 200 200", wantOth: "401 401 403 200 200 200 200 200 200 200"},
+	)
 
 	// spend reports (issue 19 item 10), LiteLLM's route lists: an internal user reads its
 	// own user's on its internal_user_routes, an internal_user_viewer on its view-only routes

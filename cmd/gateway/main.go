@@ -384,7 +384,7 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		ReplicaID: replicaID, MasterKey: master, DB: admin.PG(st), Tasks: a2a.PGTasks(st, replicaID), Syncer: syncer, Cluster: view, Router: rt, Client: client,
 		Guardrails: regs.guardrails, Agents: regs.agents, Keys: regs.keys,
-		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Policies: regs.policies, Attachments: regs.attachments, Registries: regs.all, Supported: supported, Log: log,
+		Teams: regs.teams, Users: regs.users, Organizations: regs.orgs, EndUsers: regs.endUsers, Budgets: regs.budgets, AccessGroups: regs.accessGroups, Policies: regs.policies, Attachments: regs.attachments, Projects: regs.projects, Registries: regs.all, Supported: supported, Log: log,
 		Limiter: limiter, Spend: tracker, SpendLogLines: cfg.GeneralSettings.SpendLogLines, Deployments: deployments,
 		ModerationModel: cfg.GeneralSettings.ModerationModel,
 		Version:         buildVersion(), Callbacks: cfg.LiteLLMSettings.callbacks(), ProxyBudget: proxyBudget,
@@ -432,6 +432,7 @@ type registries struct {
 	policies     *registry.Registry[*policy.Policy]
 	// attachments are LiteLLM's policy attachments (sql/021), looked up by id only
 	attachments *registry.Registry[*policy.Attachment]
+	projects    *registry.Registry[*accounts.Project]
 
 	all       []registry.Info // every registry, in store.Tables order
 	st        *store.Store
@@ -483,6 +484,7 @@ func newRegistries(st *store.Store, supported map[store.ObjectType]bool, rto rea
 	r.accessGroups = add(r, store.AccessGroup, accounts.BuildAccessGroupRow, nil)
 	r.policies = add(r, store.Policy, policy.BuildRow, policy.Names)
 	r.attachments = add(r, store.PolicyAttachment, policy.BuildAttachmentRow, nil)
+	r.projects = add(r, store.Project, accounts.BuildProjectRow, nil)
 	return r
 }
 

@@ -74,6 +74,8 @@ type Tx interface {
 	// PolicyLinks names the keys, teams and policies that use policy name ("key <token>",
 	// "team <id>", "policy <name>"), at most a few.
 	PolicyLinks(ctx context.Context, name string) ([]string, error)
+	// ProjectKeys names the keys linked to project id ("key <token>"), at most a few.
+	ProjectKeys(ctx context.Context, id string) ([]string, error)
 }
 
 // Store is the database as the use-cases see it: transactions and plain reads.
@@ -283,11 +285,14 @@ func (w *Writer) Update(ctx context.Context, typ store.ObjectType, id string, va
 	return row, err
 }
 
-// lockLinks locks, in the write's transaction, the budget, policies and unified access groups
-// a write of typ with vals links (lockLinkedBudget, lockLinkedPolicies,
-// lockLinkedAccessGroups), so a link to a missing object can never commit.
+// lockLinks locks, in the write's transaction, the budget, project, policies and unified
+// access groups a write of typ with vals links (lockLinkedBudget, lockLinkedProject,
+// lockLinkedPolicies, lockLinkedAccessGroups), so a link to a missing object can never commit.
 func (w *Writer) lockLinks(ctx context.Context, typ store.ObjectType, vals store.Values) error {
 	if err := w.lockLinkedBudget(ctx, typ, vals); err != nil {
+		return err
+	}
+	if err := w.lockLinkedProject(ctx, typ, vals); err != nil {
 		return err
 	}
 	if err := w.lockLinkedPolicies(ctx, typ, vals); err != nil {

@@ -152,6 +152,10 @@ const (
 	ownTeam  = "the team the caller administers (the key's team, where the key's user has the role admin)"
 	ownModel = "models whose model_info.team_id is the team the caller administers"
 	ownSpend = "the spend logs of the caller's user (LiteLLM's *_internal_user spend reports)"
+	// LiteLLM project_endpoints.py: _check_user_permission_for_project (writes), project_info
+	// and list_projects (reads: a member of the project's team)
+	ownProjectWrite = "projects of the team the caller administers (the key's team, where the key's user has the role admin)"
+	ownProjectRead  = "projects of the key's team, when the key's user is a member of it"
 )
 
 // Rules is the table: "METHOD pattern" (echo's route pattern) → rule. A management route not
@@ -176,6 +180,12 @@ var Rules = map[string]Rule{
 	"POST /model/update":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	"PATCH /model/:id/update":   {Write: true, Self: whoTeamAdmin, Own: ownModel},
 	"POST /model/delete":        {Write: true, Self: whoTeamAdmin, Own: ownModel},
+	// projects: a team admin creates and updates its team's; a team member reads them;
+	// /project/delete is the proxy admin's alone (LiteLLM require_admin=True)
+	"POST /project/new":    {Write: true, Self: whoTeamAdmin, Own: ownProjectWrite},
+	"POST /project/update": {Write: true, Self: whoTeamAdmin, Own: ownProjectWrite},
+	"GET /project/info":    {Self: whoUser | whoUserViewer | whoTeamAdmin, Own: ownProjectRead},
+	"GET /project/list":    {Self: whoUser | whoUserViewer | whoTeamAdmin, Own: ownProjectRead},
 	// budgets are admin objects; /budget/info is a read sent as POST (LiteLLM BudgetRequest)
 	"POST /budget/info": {},
 	// spend reads (LiteLLM's internal_user_routes: /global/spend/tags, keys, models,

@@ -445,3 +445,17 @@ func (t *fakeTx) PolicyLinks(ctx context.Context, name string) ([]string, error)
 	sort.Strings(out)
 	return out, nil
 }
+
+// ProjectKeys: the keys whose litellm_fields.project_id is id.
+func (t *fakeTx) ProjectKeys(ctx context.Context, id string) ([]string, error) {
+	var out []string
+	for rid, r := range t.tables[store.Key] {
+		var lf struct {
+			ProjectID string `json:"project_id"`
+		}
+		if json.Unmarshal(litellmFieldsRaw(store.Values(r)), &lf) == nil && lf.ProjectID == id {
+			out = append(out, "key "+rid)
+		}
+	}
+	return out, nil
+}

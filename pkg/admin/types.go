@@ -36,6 +36,7 @@ const (
 	TypeAccessGroup  = store.AccessGroup
 	TypePolicy       = store.Policy
 	TypeAttachment   = store.PolicyAttachment
+	TypeProject      = store.Project
 )
 
 // The store's sentinels a use-case's error may wrap (errors.Is): no row, an invalid value,

@@ -8,9 +8,10 @@ import (
 	"lockstep/pkg/registry"
 )
 
-// lookupOwners loads the team and the user a virtual key belongs to (read-through on a miss)
-// and refuses the key when its team does not exist or is blocked, or its user or the team's
-// organization is blocked (LiteLLM refuses keys of deleted or blocked teams). The key's
+// lookupOwners loads the team, project and user a virtual key belongs to (read-through on a
+// miss) and refuses the key when its team or project does not exist or is blocked, or its user
+// or the team's organization is blocked (LiteLLM refuses keys of deleted or blocked teams, and
+// of blocked projects: `Project=<id> is blocked. ...`). The key's
 // organization is its team's, else its own organization_id (refused when absent or blocked),
 // else its user's.
 func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
@@ -43,6 +44,25 @@ func (s *Server) lookupOwners(ctx context.Context, p *principal) error {
 			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, organization %s is blocked.", o.ID))
 		}
 		p.Org = o
+	}
+	if pid := k.X().ProjectID; pid != "" {
+		// the key's project (LiteLLM key project_id; auth_checks.py _run_project_checks): a
+		// project that does not exist fails closed, a blocked one refuses every call
+		pr, ok := lookupAccount(ctx, s.Projects, pid)
+		if !ok {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, project %s of this key does not exist (deleted?).", pid))
+		}
+		if pr.Blocked {
+			return authErr(http.StatusUnauthorized, fmt.Sprintf("Project=%s is blocked. Update via `/project/update` if you're an admin.", pid))
+		}
+		// its limits are its budget's: read through too, so a project (and its budget) just
+		// made on another replica holds at once; a budget gone (psql) fails closed
+		if bid := pr.Budget(); bid != "" && s.Budgets != nil {
+			if _, ok := lookupAccount(ctx, s.Budgets, bid); !ok {
+				return authErr(http.StatusUnauthorized, fmt.Sprintf("Authentication Error, budget %s of project %s does not exist (deleted?).", bid, pid))
+			}
+		}
+		p.Project = pr
 	}
 	if k.UserID != "" {
 		if u, ok := lookupAccount(ctx, s.Users, k.UserID); ok {

@@ -65,7 +65,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	known := func(n string) bool { return n == "models" }
 	body := map[string]json.RawMessage{"models": raw(`["m"]`), "tags": raw(`["a"]`), "aliases": raw(`{"x":"m"}`),
-		"project_id": raw(` "" `), "rpm_limt": raw(`1`)}
+		"rpm_limt": raw(`1`)}
 	extra, err := splitLiteLLM(catalogue.GenerateKey, body, known)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestSplitLiteLLM(t *testing.T) {
 	}
 	for _, c := range []struct{ field, value, want string }{
 		{"model_max_budget", `{"m": 1}`, `Invalid model_max_budget: `},
-		{"project_id", `"p-1"`, `field "project_id" is not supported yet`},
+		{"project_id", `7`, `project_id must be a string`},
 		{"auto_rotate", `"yes"`, `auto_rotate must be`},
 		{"rotation_interval", `"banana"`, `rotation_interval: "banana" is not a duration`},
 		{"rotation_interval", `30`, `rotation_interval must be a duration string`},
@@ -92,6 +92,16 @@ func TestSplitLiteLLM(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s=%s: err = %v, want %q", c.field, c.value, err, c.want)
 		}
+	}
+	// a not-yet field (agent_id on a user): LiteLLM's default passes and is dropped, any
+	// other value is refused naming it
+	body = map[string]json.RawMessage{"agent_id": raw(` "" `)}
+	if extra, err := splitLiteLLM(catalogue.NewUser, body, known); err != nil || len(extra) != 0 || len(body) != 0 {
+		t.Fatalf("agent_id \"\": extra %v, body %v, err %v", extra, body, err)
+	}
+	if _, err := splitLiteLLM(catalogue.NewUser, map[string]json.RawMessage{"agent_id": raw(`"a-1"`)}, known); err == nil ||
+		!strings.Contains(err.Error(), `field "agent_id" is not supported yet`) {
+		t.Fatalf("agent_id on a user: err = %v", err)
 	}
 }
 

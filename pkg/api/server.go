@@ -76,6 +76,9 @@ type Deps struct {
 	// Attachments are LiteLLM's policy attachments (sql/021; nil: none): the pipeline runs the
 	// guardrails of the policies attached to a call (every call, or its team, key, model, tags).
 	Attachments *registry.Registry[*policy.Attachment]
+	// Projects are LiteLLM's projects (sql/020; nil: none): a key's project_id names one, whose
+	// models, blocked flag, budget and limits gate the key's calls.
+	Projects *registry.Registry[*accounts.Project]
 	// Registries is every registry, for /sync/lag and /metrics; nil: the typed ones above.
 	Registries []registry.Info
 	// Supported is supported_db_objects: which types are read from and written to Postgres.
@@ -153,7 +156,7 @@ func New(d Deps) *Server {
 		if d.Router != nil {
 			models = d.Router.Models()
 		}
-		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups, d.Policies, d.Attachments} {
+		for _, r := range []registry.Info{models, d.Guardrails, d.Agents, d.Keys, d.Organizations, d.Teams, d.Users, d.EndUsers, d.Budgets, d.AccessGroups, d.Policies, d.Attachments, d.Projects} {
 			if !isNil(r) {
 				d.Registries = append(d.Registries, r)
 			}
@@ -279,6 +282,7 @@ func (s *Server) routes() {
 	s.unifiedGroupRoutes()
 	s.policyRoutes()
 	s.attachmentRoutes()
+	s.projectRoutes()
 	s.spendReportRoutes()
 	s.uiRoutes()
 }
@@ -577,7 +581,7 @@ func (s *Server) auth(level int) echo.MiddlewareFunc {
 				return err
 			}
 			p := principal{Caller: pipeline.Caller{Key: vk, Groups: s.AccessGroups}}
-			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" {
+			if vk.TeamID != "" || vk.UserID != "" || vk.X().OrganizationID != "" || vk.X().ProjectID != "" {
 				if err := s.lookupOwners(c.Request().Context(), &p); err != nil {
 					return err
 				}

@@ -583,6 +583,7 @@ func spendLogJSON(l mgmt.SpendLog) map[string]any {
 		"user_api_key_org_id":      str(l.OrganizationID),
 		"user_api_key_user_id":     str(l.User),
 		"user_api_key_end_user_id": str(l.EndUser),
+		"user_api_key_project_id":  str(l.ProjectID),
 		"status":                   l.Status,
 		"litellm_call_id":          l.RequestID,
 	}

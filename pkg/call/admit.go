@@ -54,6 +54,9 @@ type CallInfo struct {
 	Team         *accounts.Team
 	User         *accounts.User
 	Organization *accounts.Organization
+	// Project is the key's project (nil: none): its budget and limits apply too, and its
+	// spend is tracked (owner "project").
+	Project *accounts.Project
 	// EndUserID is the end user (LiteLLM's customer id; "" when absent): the
 	// x-litellm-customer-id or x-litellm-end-user-id header, else the body's "user",
 	// litellm_metadata.user, metadata.user_id or safety_identifier (endUserID). EndUser is its

@@ -17,6 +17,8 @@ type Caller struct {
 	Team  *accounts.Team
 	User  *accounts.User
 	Org   *accounts.Organization
+	// Project is the key's project (keys.Extra.ProjectID, sql/020; nil: none).
+	Project *accounts.Project
 	// Groups are LiteLLM's unified access groups as this replica holds them (sql/016), where
 	// the key's and team's access_group_ids are resolved (nil: none resolve).
 	Groups *registry.Registry[*accounts.AccessGroup]
@@ -95,6 +97,9 @@ func (p Caller) ListsAllow(name string, ag func(func(string) bool)) bool {
 	}
 	if !p.listAllows(p.Key.Models, p.Key.X().AccessGroupIDs, name, ag) {
 		return false
+	}
+	if p.Project != nil && !p.Project.CanUse(name, ag) {
+		return false // LiteLLM can_project_access_model
 	}
 	if p.Team != nil {
 		return p.listAllows(p.Team.Models, p.Team.Fields.AccessGroupIDs, name, ag)
@@ -205,6 +210,9 @@ func (p Caller) TeamPublicName(group []*registry.Entry[*router.Deployment]) stri
 func (p Caller) accessDenied(model string, group []*registry.Entry[*router.Deployment]) error {
 	ag := GroupAccess(group)
 	if p.Key != nil && p.teamModelsOK(group) && p.listAllows(p.Key.Models, p.Key.X().AccessGroupIDs, model, ag) {
+		if p.Project != nil && !p.Project.CanUse(model, ag) {
+			return &AccessDenied{Scope: "project", Allowed: p.Project.Models, Model: model}
+		}
 		if p.Team != nil {
 			return &AccessDenied{Scope: "team", Allowed: p.Team.Models, Model: model}
 		}

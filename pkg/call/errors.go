@@ -85,7 +85,7 @@ func (e *UnknownModel) Error() string {
 // can_team_access_model): `<Scope> not allowed to access model. This <Scope> can only access
 // models=[<Allowed>]. Tried to access <Model>`.
 type AccessDenied struct {
-	// Scope is the list that refused: "key", "team" or "user".
+	// Scope is the list that refused: "key", "project", "team" or "user".
 	Scope string
 	// Allowed is that list's models (a Python list in the text).
 	Allowed []string

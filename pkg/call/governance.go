@@ -278,6 +278,9 @@ func (gc *govCall) Done(o Outcome) {
 			l.EndUser = ow.id
 		case "org_member": // only for a member with a budget in the organization
 			l.ExtraTokens = append(l.ExtraTokens, ow.token())
+		case "project": // the key's project: its spend total and the log's project_id
+			l.ExtraTokens = append(l.ExtraTokens, ow.token())
+			l.ProjectID = ow.id
 		}
 	}
 	if d := o.Deployment; d != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // modelBudget is one per-model budget a call is held to (LiteLLM model_max_budget, its
-// model_max_budget_limiter): the spend of one key, user, end user or organization on one model
+// model_max_budget_limiter): the spend of one key, user, end user, project or organization on one model
 // group, kept cluster-wide like every spend total (gateway.key_spend under token; the spend
 // log names it in ExtraTokens), reset every budget_duration.
 type modelBudget struct {
@@ -20,9 +20,10 @@ type modelBudget struct {
 
 // callModelBudgets lists the per-model budgets of a call to model group ci.Model: the key's own
 // model_max_budget (else its linked budget's), its user's, and the linked budgets' of the end
-// user and the organization. Refusal texts are LiteLLM's: `LiteLLM Virtual Key: <token>,
-// key_alias: <alias|None>, exceeded budget for model=<model>`, `LiteLLM User: <id>, ...`,
-// `LiteLLM End User: <id>, ...`, `LiteLLM Organization: <id>, ...`.
+// user, the key's project (sql/020) and the organization. Refusal texts are LiteLLM's:
+// `LiteLLM Virtual Key: <token>, key_alias: <alias|None>, exceeded budget for model=<model>`,
+// `LiteLLM User: <id>, ...`, `LiteLLM End User: <id>, ...`, `LiteLLM Organization: <id>, ...`
+// (a project's, `LiteLLM Project: <id>, ...`, in the same words).
 func (g *Governance) callModelBudgets(ci CallInfo) []modelBudget {
 	var out []modelBudget
 	m := ci.Model
@@ -50,6 +51,13 @@ func (g *Governance) callModelBudgets(ci CallInfo) []modelBudget {
 		if lb := g.budget(e.Links.BudgetID); lb != nil {
 			if b, ok := lb.ModelBudgets[m]; ok {
 				out = append(out, newModelBudget("end_user", e.ID, "LiteLLM End User: "+e.ID, m, b))
+			}
+		}
+	}
+	if pr := ci.Project; pr != nil {
+		if lb := g.budget(pr.Budget()); lb != nil {
+			if b, ok := lb.ModelBudgets[m]; ok {
+				out = append(out, newModelBudget("project", pr.ID, "LiteLLM Project: "+pr.ID, m, b))
 			}
 		}
 	}

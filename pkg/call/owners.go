@@ -16,8 +16,8 @@ import (
 // kept cluster-wide exactly as a key's: spend in gateway.key_spend and leases in
 // gateway.rate_windows / slot_leases, under the token store.OwnerToken(kind, id).
 type owner struct {
-	kind  string // "user", "team", "organization", "end_user"
-	label string // in messages: "User", "Team", "Organization", "End User"
+	kind  string // "user", "team", "project", "organization", "end_user"
+	label string // in messages: "User", "Team", "Project", "Organization", "End User"
 	id    string
 	lim   limits.Limits
 	bud   spend.Budget
@@ -62,6 +62,16 @@ func (g *Governance) callOwners(ci CallInfo) []owner {
 			out = append(out, mo)
 		}
 	}
+	if pr := ci.Project; pr != nil {
+		// the key's project: the budget it links holds the project's own spend and windows
+		// (LiteLLM _project_max_budget_check; its budget's tpm/rpm limits), and its spend is
+		// tracked under "project:<id>" for /project/info
+		po := owner{kind: "project", label: "Project", id: pr.ID}
+		if b := g.budget(pr.Budget()); b != nil {
+			po.lim, po.bud = b.RateLimits(), b.Budget()
+		}
+		out = append(out, po)
+	}
 	if o := ci.Organization; o != nil {
 		oo := owner{kind: "organization", label: "Organization", id: o.ID}
 		oo.lim, oo.bud = accounts.Effective(&o.Limits, g.budget(o.Links.BudgetID))
@@ -84,6 +94,11 @@ func (g *Governance) callOwners(ci CallInfo) []owner {
 	if k := ci.Key; k != nil {
 		if l, ok := k.X().ModelLimits[ci.Model]; ok {
 			out = append(out, owner{kind: "model_per_key", label: "Key", id: k.Token + ":" + ci.Model, lim: l})
+		}
+	}
+	if pr := ci.Project; pr != nil {
+		if l, ok := modelLimits(pr.ModelRPM, pr.ModelTPM, ci.Model); ok {
+			out = append(out, owner{kind: "model_per_project", label: "Project", id: pr.ID + ":" + ci.Model, lim: l})
 		}
 	}
 	if t := ci.Team; t != nil {

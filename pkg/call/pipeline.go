@@ -193,7 +193,7 @@ func (p *Pipeline) startSteps(ctx context.Context, sp Spec, rf *Fields, span *te
 		}
 	}
 	ci := CallInfo{Key: who.Key, Route: sp.Route, Model: sp.Model, Stream: sp.Stream, Header: sp.Header,
-		Team: who.Team, User: who.User, Organization: who.Org}
+		Team: who.Team, User: who.User, Organization: who.Org, Project: who.Project}
 	if rf == nil {
 		rf = new(Fields)
 		*rf = Scan(sp.Body)

@@ -235,7 +235,11 @@ var Models = map[Model]fieldSet{
 	GenerateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "soft_budget": stored(Number), "send_invite_email": stored(Bool), "key_type": honoured(KeyType),
 		// rotated by the cluster's rotation job (admin/rotation.go)
-		"auto_rotate": honoured(Bool), "rotation_interval": honoured(Duration), "organization_id": honoured(String), "project_id": notYet,
+		"auto_rotate": honoured(Bool), "rotation_interval": honoured(Duration), "organization_id": honoured(String),
+		// the key's project (sql/020): its models, blocked flag, budget and limits gate the key's
+		// calls; it must exist when written (LiteLLM GenerateKeyRequest.project_id; not in
+		// UpdateKeyRequest)
+		"project_id": honoured(String),
 	}),
 	UpdateKey: merge(keyRequestBase, fieldSet{
 		"spend": col, "temp_budget_increase": honoured(Number), "temp_budget_expiry": honoured(String), "auto_rotate": honoured(Bool),

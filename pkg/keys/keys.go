@@ -83,6 +83,10 @@ type Extra struct {
 	// key without a team is bound by that organization's limits and budget. A team key's
 	// organization is its team's.
 	OrganizationID string
+	// ProjectID is the project the key belongs to (gateway.projects, sql/020; LiteLLM key
+	// project_id, set by /key/generate; "" none): the project's models, blocked flag, budget
+	// and rate limits gate the key's calls too. From litellm_fields.
+	ProjectID string
 	// BudgetID names the budget (gateway.budgets, sql/012) whose limits hold for the key as
 	// well as its own, on the key's own spend and windows (LiteLLM key budget_id, its "budget
 	// tiers"); "" none. From litellm_fields.
@@ -230,6 +234,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			CacheControls  []string          `json:"allowed_cache_controls"`
 			Permissions    map[string]any    `json:"permissions"`
 			OrgID          string            `json:"organization_id"`
+			ProjectID      string            `json:"project_id"`
 			RouterSettings json.RawMessage   `json:"router_settings"`
 			AccessGroups   []string          `json:"access_group_ids"`
 			AgentID        string            `json:"agent_id"`
@@ -279,6 +284,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
 		x.OrganizationID = intern(lf.OrgID)
+		x.ProjectID = intern(lf.ProjectID)
 		if x.RouterSettings, err = router.ParseCallerSettings(lf.RouterSettings); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
 		}
@@ -299,7 +305,7 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 func (x *Extra) empty() bool {
 	return x.Aliases == nil && x.ModelLimits == nil && x.EnforcedParams == nil && x.Guardrails == nil && x.Policies == nil &&
 		x.AllowedRoutes == nil && x.Agents == nil && x.AllowedCacheControls == nil && x.OrganizationID == "" &&
-		x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil && x.RouterSettings == nil &&
+		x.ProjectID == "" && x.BudgetID == "" && x.TempBudgetIncrease == 0 && x.TempBudgetExpiry.IsZero() && x.ModelBudgets == nil && x.RouterSettings == nil &&
 		x.AccessGroupIDs == nil && x.AgentID == ""
 }
 

@@ -112,7 +112,8 @@ func (t *TxStore) DeleteBy(ctx context.Context, typ ObjectType, column, value st
 
 // BudgetLink is one object or membership linked to a budget (sql/012).
 type BudgetLink struct {
-	// Kind is "end_user", "key", "organization" (their litellm_fields.budget_id), "team" (its
+	// Kind is "end_user", "key", "organization" (their litellm_fields.budget_id), "project"
+	// (its budget_id column, sql/020), "team" (its
 	// member budget, litellm_fields.team_member_budget_id), "team_membership" (a member's
 	// budget in the team, teams.team_member_budgets) or "organization_membership" (a member's
 	// max_budget_in_organization, organizations.members[].budget_id).
@@ -135,7 +136,8 @@ func (l BudgetLink) String() string {
 }
 
 // BudgetLinks lists what links budget id: up to 5 objects (end users, keys and organizations
-// whose litellm_fields.budget_id is id, teams whose member budget it is) and every team and
+// whose litellm_fields.budget_id is id, teams whose member budget it is, projects whose
+// budget_id it is, sql/020) and every team and
 // organization membership whose budget it is. A scan of those tables (no index: deleting or
 // changing a membership budget is rare).
 func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]BudgetLink, error) {
@@ -145,6 +147,7 @@ func (t *TxStore) BudgetLinks(ctx context.Context, id string) ([]BudgetLink, err
 			UNION ALL SELECT 'key', token FROM gateway.api_keys WHERE litellm_fields->>'budget_id' = $1
 			UNION ALL SELECT 'organization', organization_id FROM gateway.organizations WHERE litellm_fields->>'budget_id' = $1
 			UNION ALL SELECT 'team', team_id FROM gateway.teams WHERE litellm_fields->>'team_member_budget_id' = $1
+			UNION ALL SELECT 'project', project_id FROM gateway.projects WHERE budget_id = $1
 		) o LIMIT 5)
 		UNION ALL SELECT 'team_membership', t.team_id, e.key FROM gateway.teams t,
 			jsonb_each(CASE WHEN jsonb_typeof(t.team_member_budgets) = 'object' THEN t.team_member_budgets ELSE '{}'::jsonb END) e

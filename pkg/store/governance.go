@@ -129,8 +129,9 @@ type SpendLog struct {
 	// "success".
 	Status string `json:"status"`
 	// ExtraTokens are further key_spend tokens the call's spend counts toward: its per-model
-	// budgets' (model_max_budget, "model_budget:<kind>:<id>:<model>"), only for a call that
-	// has one. Not a spend_logs column.
+	// budgets' (model_max_budget, "model_budget:<kind>:<id>:<model>"), an organization
+	// membership's with a budget, its key's project's ("project:<id>", sql/020), only for a
+	// call that has one. Not a spend_logs column.
 	ExtraTokens []string `json:"-"`
 	// ResponseID is the answer's "id" the client saw ("" when none: a failed call, an answer
 	// without one); LiteLLM logs it as request_id (sql/013). RequestID stays the call id.
@@ -141,6 +142,9 @@ type SpendLog struct {
 	TeamAlias string `json:"team_alias"`
 	// RequestTags are the request's metadata.tags (LiteLLM SpendLogs.request_tags; sql/013).
 	RequestTags []string `json:"request_tags"`
+	// ProjectID is the key's project ("" none; LiteLLM metadata user_api_key_project_id;
+	// sql/020). Its spend also counts toward "project:<id>" (ExtraTokens).
+	ProjectID string `json:"project_id"`
 	// ProxyBudget: the call also counts toward the proxy-wide budget (litellm_settings
 	// max_budget), the key_spend token ProxyBudgetToken. Not stored.
 	ProxyBudget bool `json:"-"`
@@ -244,10 +248,10 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 		b.Queue(`WITH ins AS (
 			INSERT INTO gateway.spend_logs (request_id, api_key, call_type, model, model_id, spend, prompt_tokens,
 				completion_tokens, total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status,
-				response_id, key_alias, team_alias, request_tags)
+				response_id, key_alias, team_alias, request_tags, project_id)
 			SELECT * FROM unnest($1::text::text[], $2::text::text[], $3::text::text[], $4::text::text[], $5::text::text[], $6::float8[], $7::bigint[],
 				$8::bigint[], $9::bigint[], $10::text::timestamptz[], $11::text::timestamptz[], $12::text::text[], $13::text::text[], $14::text::text[], $15::text::text[], $16::text::text[],
-				$17::text::text[], $18::text::text[], $19::text::text[], $20::text::text[], $23::text::jsonb[])
+				$17::text::text[], $18::text::text[], $19::text::text[], $20::text::text[], $23::text::jsonb[], $26::text::text[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING request_id, api_key, spend, user_id, team_id, organization_id, end_user),
 			tot AS (
@@ -275,7 +279,8 @@ func (s *Store) FlushSpend(ctx context.Context, logs []SpendLog, resets []Budget
 				return l.Status
 			}), col(func(l *SpendLog) string { return l.ResponseID }), col(func(l *SpendLog) string { return l.KeyAlias }),
 			col(func(l *SpendLog) string { return l.TeamAlias }), ProxyBudgetUser, proxyBudgeted(logs),
-			col(func(l *SpendLog) string { return tagsJSON(l.RequestTags) }), extraIDs, extraToks)
+			col(func(l *SpendLog) string { return tagsJSON(l.RequestTags) }), extraIDs, extraToks,
+			col(func(l *SpendLog) string { return l.ProjectID }))
 	}
 	b.Queue(`SELECT s.token, CASE WHEN s.budget_reset_at <= clock_timestamp() THEN 0 ELSE s.spend END, s.budget_reset_at, clock_timestamp()
 		FROM gateway.key_spend s WHERE s.token = ANY($1::text[])`, read)

@@ -20,7 +20,7 @@ type SpendLogFilter struct {
 }
 
 const spendLogColumns = `request_id, api_key, call_type, model, model_id, spend, prompt_tokens, completion_tokens,
-	total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status, response_id, key_alias, team_alias, request_tags::text`
+	total_tokens, start_time, end_time, replica_id, user_id, team_id, organization_id, end_user, status, response_id, key_alias, team_alias, request_tags::text, project_id`
 
 // SpendLogsWhere reads the spend logs f selects, newest first. Errors: ErrUnavailable.
 func (s *Store) SpendLogsWhere(ctx context.Context, f SpendLogFilter) ([]SpendLog, error) {
@@ -43,7 +43,7 @@ func (s *Store) SpendLogsWhere(ctx context.Context, f SpendLogFilter) ([]SpendLo
 		var tags string
 		if err := rows.Scan(&l.RequestID, &l.APIKey, &l.CallType, &l.Model, &l.ModelID, &l.Spend, &l.PromptTokens, &l.CompletionTokens,
 			&l.TotalTokens, &l.StartTime, &l.EndTime, &l.ReplicaID, &l.User, &l.TeamID, &l.OrganizationID, &l.EndUser, &l.Status,
-			&l.ResponseID, &l.KeyAlias, &l.TeamAlias, &tags); err != nil {
+			&l.ResponseID, &l.KeyAlias, &l.TeamAlias, &tags, &l.ProjectID); err != nil {
 			return nil, fmt.Errorf("read spend logs: %w", mapErr(err))
 		}
 		_ = json.Unmarshal([]byte(tags), &l.RequestTags)

@@ -54,6 +54,8 @@ const (
 	Policy ObjectType = "policy"
 	// LiteLLM's policy attachments (LiteLLM_PolicyAttachmentTable): sql/021.
 	PolicyAttachment ObjectType = "policy_attachment"
+	// LiteLLM's projects (LiteLLM_ProjectTable): sql/020.
+	Project ObjectType = "project"
 )
 
 // Table describes one registry table: everything the generic queries (full load, re-read by
@@ -89,6 +91,7 @@ var Tables = []Table{
 	{Type: AccessGroup, Plural: "access_groups", Table: "gateway.access_groups", PK: "access_group_id", Name: "access_group_id", Filter: "true"},
 	{Type: Policy, Plural: "policies", Table: "gateway.policies", PK: "policy_id", Name: "policy_name", Filter: "true"},
 	{Type: PolicyAttachment, Plural: "policy_attachments", Table: "gateway.policy_attachments", PK: "attachment_id", Name: "attachment_id", Filter: "true"},
+	{Type: Project, Plural: "projects", Table: "gateway.projects", PK: "project_id", Name: "project_id", Filter: "true"},
 }
 
 // AllTypes lists every object type in load order.
