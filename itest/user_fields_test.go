@@ -302,3 +302,42 @@ func TestUserDeleteLeavesOrganizations(t *testing.T) {
 	require.Equal(t, 200, st, "a new user of the id joins afresh: %s", body)
 	Eventually(t, "B lists both", func() bool { return len(members()) == 2 })
 }
+
+// Issue 19, agent_id on /user/new: GenerateRequestBase's agent_id goes to the auto-created key
+// (generate_key_helper_fn), checked as /key/generate checks a key's: an unknown agent is a 400
+// naming it and writes no user; a known one makes the key the agent's key on B, where the
+// agent's require_trace_id_on_calls_by_agent holds; the user does not keep it.
+func TestUserNewAgentIDReachesKey(t *testing.T) {
+	t.Parallel()
+	p := StartPair(t, GatewayOpts{})
+	a, b := p.A, p.B
+	govMockModel(t, a, "ua-m", nil)
+	traced := createAgent(t, a, "ua-traced", map[string]any{"model": "openai/x", "mock_response": "hi", "require_trace_id_on_calls_by_agent": true})
+
+	st, body := a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ua-none", "agent_id": "ua-no-agent"})
+	require.Equal(t, 400, st, "%s", body)
+	require.Equal(t, "agent_id: agent 'ua-no-agent' not found", accDetail(body))
+	st, body = b.Do(t, "GET", "/user/info?user_id=ua-none", nil)
+	require.Equal(t, 404, st, "no user written: %s", body)
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ua-none", "agent_id": 7})
+	require.Equal(t, 400, st, "%s", body)
+	require.Contains(t, string(body), "agent_id")
+
+	st, body = a.Do(t, "POST", "/user/new", map[string]any{"user_id": "ua-u", "agent_id": traced})
+	require.Equal(t, 200, st, "%s", body)
+	key := JSON(t, body)["key"].(string)
+	chat := map[string]any{"model": "ua-m", "messages": []map[string]any{{"role": "user", "content": "hi"}}}
+	Eventually(t, "B serves the user's key with a trace id", func() bool {
+		st, _, _ := postAs(t, b, key, "/v1/chat/completions", chat, map[string]string{"x-litellm-trace-id": "t-1"})
+		return st == 200
+	})
+	st, _, body = postAs(t, b, key, "/v1/chat/completions", chat, nil)
+	require.Equal(t, 400, st, "the agent's rule holds for the auto-created key on B: %s", body)
+	require.Equal(t, "Requests made with this agent's key must include the x-litellm-trace-id header.", accDetail(body))
+	st, body = b.Do(t, "GET", "/key/info?key="+key, nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.Equal(t, traced, gjson.GetBytes(body, "info.agent_id").String())
+	st, body = b.Do(t, "GET", "/user/info?user_id=ua-u", nil)
+	require.Equal(t, 200, st, "%s", body)
+	require.False(t, gjson.GetBytes(body, "user_info.agent_id").Exists(), "the user keeps no agent_id: %s", body)
+}

@@ -168,6 +168,12 @@ func (s *Server) decodeAccountNew(c echo.Context, k accountKind, extra fields) (
 	if err := s.checkBudgetLink(c.Request().Context(), lf); err != nil {
 		return nil, nil, err
 	}
+	if a, ok := body["agent_id"]; ok && k.Type == mgmt.TypeUser {
+		// the auto-created key's agent, checked as /key/generate checks a key's
+		if err := s.checkKeyLinks(c.Request().Context(), map[string]json.RawMessage{"agent_id": a}); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := hashPassword(lf); err != nil {
 		return nil, nil, err
 	}
@@ -478,10 +484,15 @@ var userNewFields = fields{"teams": fStrings, "team_id": fString, "auto_create_k
 // key's only. None of them is enforced per user by LiteLLM (get_key_model_rpm_limit reads the
 // key's and team's metadata, _add_guardrails_from_key_or_team_metadata the key's and team's,
 // _PROXY_CacheControlCheck and the permissions switches the key's, AgentRequestHandler the
-// key's and team's object_permission), so a user's own copy limits nothing.
+// key's and team's object_permission), so a user's own copy limits nothing. agent_id
+// (GenerateRequestBase's, which generate_key_helper_fn passes to the key) makes the auto-created
+// key the agent's key, checked like /key/generate's (checkKeyLinks: the agent must exist) and
+// enforced on its calls (the agent's require_trace_id_on_calls_by_agent); a user is no agent,
+// so the user does not keep it.
 var newUserKeyFields = map[string]bool{
 	"aliases": false, "permissions": false, "allowed_cache_controls": true, "model_rpm_limit": true,
 	"model_tpm_limit": true, "guardrails": true, "object_permission": true, "policies": true,
+	"agent_id": false,
 }
 
 // userNewTeams are the teams /user/new joins: "teams" plus "team_id" (LiteLLM's key-level

@@ -93,13 +93,13 @@ func TestSplitLiteLLM(t *testing.T) {
 			t.Errorf("%s=%s: err = %v, want %q", c.field, c.value, err, c.want)
 		}
 	}
-	// a not-yet field (agent_id on a user): LiteLLM's default passes and is dropped, any
+	// a not-yet field (agent_id on /user/update): LiteLLM's default passes and is dropped, any
 	// other value is refused naming it
 	body = map[string]json.RawMessage{"agent_id": raw(` "" `)}
-	if extra, err := splitLiteLLM(catalogue.NewUser, body, known); err != nil || len(extra) != 0 || len(body) != 0 {
+	if extra, err := splitLiteLLM(catalogue.UpdateUser, body, known); err != nil || len(extra) != 0 || len(body) != 0 {
 		t.Fatalf("agent_id \"\": extra %v, body %v, err %v", extra, body, err)
 	}
-	if _, err := splitLiteLLM(catalogue.NewUser, map[string]json.RawMessage{"agent_id": raw(`"a-1"`)}, known); err == nil ||
+	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"agent_id": raw(`"a-1"`)}, known); err == nil ||
 		!strings.Contains(err.Error(), `field "agent_id" is not supported yet`) {
 		t.Fatalf("agent_id on a user: err = %v", err)
 	}
@@ -107,7 +107,7 @@ func TestSplitLiteLLM(t *testing.T) {
 
 // The user fields (issue 19): on /user/update they are stored after their kind's check (a bad
 // value, or a member not supported yet, names the field); agent_id stays not supported yet on
-// both models; /user/new's key-bound fields all reach the auto-created key's litellm_fields.
+// /user/update (on /user/new it goes to the key, checked in the route); /user/new's key-bound fields all reach the auto-created key's litellm_fields.
 func TestSplitLiteLLMUserFields(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	none := func(string) bool { return false }
@@ -121,7 +121,6 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 	}
 	for _, m := range []catalogue.Model{catalogue.NewUser, catalogue.UpdateUser} {
 		for _, c := range []struct{ field, value, want string }{
-			{"agent_id", `"ag"`, `field "agent_id" is not supported yet`},
 			{"permissions", `{"pii": true}`, `field "permissions.pii" is not supported yet`},
 			{"object_permission", `{"models": ["m"]}`, `field "object_permission.models" is not supported yet`},
 			{"model_tpm_limit", `{"m": -1}`, `model_tpm_limit["m"] must be an integer >= 0`},
@@ -133,6 +132,10 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 			}
 		}
 	}
+	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"agent_id": raw(`"ag"`)}, none); err == nil ||
+		!strings.Contains(err.Error(), `field "agent_id" is not supported yet`) {
+		t.Errorf("agent_id on /user/update: err = %v", err)
+	}
 	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"duration": raw(`"soon"`)}, none); err == nil ||
 		!strings.Contains(err.Error(), "duration") {
 		t.Errorf("duration soon: err = %v", err)
@@ -140,7 +143,7 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 
 	body := map[string]json.RawMessage{"aliases": raw(`{"a":"m"}`), "permissions": raw(`{"get_spend_routes":true}`),
 		"guardrails": raw(`["g"]`), "allowed_cache_controls": raw(`["no-cache"]`), "model_rpm_limit": raw(`{"m":1}`),
-		"model_tpm_limit": raw(`{"m":2}`), "object_permission": raw(`{"agents":["x"]}`), "policies": raw(`["p"]`), "key_alias": raw(`"k"`),
+		"model_tpm_limit": raw(`{"m":2}`), "object_permission": raw(`{"agents":["x"]}`), "policies": raw(`["p"]`), "agent_id": raw(`"ag"`), "key_alias": raw(`"k"`),
 		"models": raw(`["m"]`)}
 	b, ok := newUserKeyValue(body)["litellm_fields"].(mgmt.JSONMerge)
 	if !ok {

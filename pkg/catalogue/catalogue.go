@@ -256,7 +256,7 @@ var Models = map[Model]fieldSet{
 		"allowed_cache_controls": honoured(Strings), "permissions": honoured(Permissions),
 		"model_rpm_limit": honoured(IntMap), "model_tpm_limit": honoured(IntMap),
 		"guardrails": honoured(Strings), "object_permission": honoured(ObjectPermission),
-		"policies": honoured(Strings),
+		"policies": honoured(Strings), "agent_id": honoured(String),
 	}),
 	UpdateUser: merge(generateRequestBase, fieldSet{
 		"spend": col, "password": stored(String), "user_alias": col, "user_role": col, "user_email": col,
