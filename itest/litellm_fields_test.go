@@ -153,7 +153,7 @@ func TestLiteLLMFieldsKinds(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{"/user/update", map[string]any{"user_id": "cat-no", "agent_id": "ag-1"}, "agent_id"},
+		{"/user/update", map[string]any{"user_id": "cat-no", "permissions": map[string]any{"pii": true}}, "permissions.pii"},
 	} {
 		st, body := a.Do(t, "POST", c.path, c.body)
 		require.Equal(t, 400, st, "%s %v: %s", c.path, c.body, body)

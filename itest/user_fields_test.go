@@ -115,7 +115,7 @@ func TestUserUpdateStoredFields(t *testing.T) {
 		"allowed_cache_controls": []string{"no-cache"}, "permissions": map[string]any{"get_spend_routes": false},
 		"model_rpm_limit": map[string]int{"uf-real": 1}, "model_tpm_limit": map[string]int{"uf-real": 1},
 		"guardrails": []string{"uf-none"}, "object_permission": map[string]any{"mcp_servers": []string{"s1"}},
-		"duration": "1h", "team_id": "uf-legacy-team"})
+		"duration": "1h", "team_id": "uf-legacy-team", "policies": []string{"uf-no-policy"}, "agent_id": "uf-no-agent"})
 	require.Equal(t, 200, st, "%s", body)
 	Eventually(t, "A returns the stored fields", func() bool {
 		st, body := a.Do(t, "GET", "/user/info?user_id=uf-s", nil)
@@ -123,7 +123,8 @@ func TestUserUpdateStoredFields(t *testing.T) {
 		return st == 200 && ui.Get("duration").String() == "1h" && ui.Get("team_id").String() == "uf-legacy-team" &&
 			ui.Get("guardrails.0").String() == "uf-none" && ui.Get("allowed_cache_controls.0").String() == "no-cache" &&
 			ui.Get("model_rpm_limit.uf-real").Int() == 1 && ui.Get("model_tpm_limit.uf-real").Int() == 1 &&
-			ui.Get("permissions.get_spend_routes").Exists() && ui.Get("object_permission.mcp_servers.0").String() == "s1"
+			ui.Get("permissions.get_spend_routes").Exists() && ui.Get("object_permission.mcp_servers.0").String() == "s1" &&
+			ui.Get("policies.0").String() == "uf-no-policy" && ui.Get("agent_id").String() == "uf-no-agent"
 	})
 	st, body = a.Do(t, "GET", "/user/list", nil)
 	require.Equal(t, 200, st, "%s", body)
@@ -204,7 +205,8 @@ func TestUserFieldsRefused(t *testing.T) {
 		{map[string]any{"allowed_cache_controls": "no-cache", "guardrails": []string{"g"}}, "allowed_cache_controls"},
 		{map[string]any{"model_rpm_limit": map[string]int{"m": -2}, "guardrails": []string{"g"}}, "model_rpm_limit"},
 		{map[string]any{"object_permission": map[string]any{"blocked_tools": []string{"t"}}, "guardrails": []string{"g"}}, `field \"object_permission.blocked_tools\" is not supported yet`},
-		{map[string]any{"agent_id": "ag-1"}, `field \"agent_id\" is not supported yet`},
+		{map[string]any{"agent_id": 7, "guardrails": []string{"g"}}, "agent_id"},
+		{map[string]any{"policies": "p", "guardrails": []string{"g"}}, "policies"},
 		{map[string]any{"object_permission": map[string]any{"vector_stores": 7}, "guardrails": []string{"g"}}, "object_permission.vector_stores must be a list of strings"},
 	} {
 		c.body["user_id"] = "uf-upd"

@@ -93,21 +93,16 @@ func TestSplitLiteLLM(t *testing.T) {
 			t.Errorf("%s=%s: err = %v, want %q", c.field, c.value, err, c.want)
 		}
 	}
-	// a not-yet field (agent_id on /user/update): LiteLLM's default passes and is dropped, any
-	// other value is refused naming it
-	body = map[string]json.RawMessage{"agent_id": raw(` "" `)}
-	if extra, err := splitLiteLLM(catalogue.UpdateUser, body, known); err != nil || len(extra) != 0 || len(body) != 0 {
-		t.Fatalf("agent_id \"\": extra %v, body %v, err %v", extra, body, err)
-	}
-	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"agent_id": raw(`"a-1"`)}, known); err == nil ||
-		!strings.Contains(err.Error(), `field "agent_id" is not supported yet`) {
-		t.Fatalf("agent_id on a user: err = %v", err)
+	// a not-yet member (permissions.pii): refused naming it
+	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"permissions": raw(`{"pii": true}`)}, known); err == nil ||
+		!strings.Contains(err.Error(), `field "permissions.pii" is not supported yet`) {
+		t.Fatalf("permissions.pii on a user: err = %v", err)
 	}
 }
 
 // The user fields (issue 19): on /user/update they are stored after their kind's check (a bad
-// value, or a member not supported yet, names the field); agent_id stays not supported yet on
-// /user/update (on /user/new it goes to the key, checked in the route); /user/new's key-bound fields all reach the auto-created key's litellm_fields.
+// value, or a member not supported yet, names the field); agent_id and policies are
+// stored on /user/update (on /user/new they go to the key, checked in the route); /user/new's key-bound fields all reach the auto-created key's litellm_fields.
 func TestSplitLiteLLMUserFields(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	none := func(string) bool { return false }
@@ -132,9 +127,8 @@ func TestSplitLiteLLMUserFields(t *testing.T) {
 			}
 		}
 	}
-	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"agent_id": raw(`"ag"`)}, none); err == nil ||
-		!strings.Contains(err.Error(), `field "agent_id" is not supported yet`) {
-		t.Errorf("agent_id on /user/update: err = %v", err)
+	if extra, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"agent_id": raw(`"ag"`), "policies": raw(`["p"]`)}, none); err != nil || len(extra) != 2 {
+		t.Errorf("agent_id and policies on /user/update are stored: extra %v, err = %v", extra, err)
 	}
 	if _, err := splitLiteLLM(catalogue.UpdateUser, map[string]json.RawMessage{"duration": raw(`"soon"`)}, none); err == nil ||
 		!strings.Contains(err.Error(), "duration") {

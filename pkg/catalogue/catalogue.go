@@ -273,6 +273,10 @@ var Models = map[Model]fieldSet{
 		"allowed_cache_controls": stored(Strings), "permissions": stored(Permissions),
 		"model_rpm_limit": stored(IntMap), "model_tpm_limit": stored(IntMap),
 		"guardrails": stored(Strings), "object_permission": stored(ObjectPermission),
+		// likewise user-row only: policies (the metadata _add_guardrails_from_policies_in_metadata
+		// reads from keys, teams and projects, never the user's) and agent_id (a key's owning
+		// agent; a user is no agent's key)
+		"policies": stored(Strings), "agent_id": stored(String),
 	}),
 	NewTeam:    merge(teamBase, teamExtra),
 	UpdateTeam: merge(teamBase, teamExtra),
