@@ -104,6 +104,19 @@ func (s *Server) accountOK(c echo.Context, row mgmt.Row) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// accountsJSON is accountJSON of every row, in order (never nil: an empty list answers []).
+func (s *Server) accountsJSON(rows []mgmt.Row) ([]map[string]any, error) {
+	out := make([]map[string]any, 0, len(rows))
+	for _, r := range rows {
+		m, err := s.accountJSON(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 func (s *Server) accountJSON(r mgmt.Row) (map[string]any, error) {
 	var m map[string]any
 	if err := json.Unmarshal(r.Data, &m); err != nil {

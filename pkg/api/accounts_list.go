@@ -24,13 +24,9 @@ func (s *Server) accountList(k accountKind) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		out := make([]map[string]any, 0, len(rows))
-		for _, r := range rows {
-			m, err := s.accountJSON(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, m)
+		out, err := s.accountsJSON(rows)
+		if err != nil {
+			return err
 		}
 		return c.JSON(http.StatusOK, out)
 	}
@@ -43,19 +39,8 @@ func (s *Server) teamList(c echo.Context) error {
 	if err := s.requireDB(mgmt.TypeTeam, "teams"); err != nil {
 		return err
 	}
-	uid, org := c.QueryParam("user_id"), c.QueryParam("organization_id")
-	who := mgmtCaller(caller(c))
-	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
-		if !who.SeesTeam(t) { // ScopeOwn: the caller's teams only
-			return false
-		}
-		if uid != "" {
-			if _, ok := t.Member(uid); !ok {
-				return false
-			}
-		}
-		return org == "" || (t.OrganizationID != nil && *t.OrganizationID == org)
-	}, "")
+	teams, err := s.teamsWhere(c.Request().Context(),
+		teamQuery(c, c.QueryParam("user_id"), c.QueryParam("organization_id"), "", ""), "")
 	if err != nil {
 		return err
 	}
@@ -74,23 +59,8 @@ func (s *Server) teamListV2(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	uid, org, tid := c.QueryParam("user_id"), c.QueryParam("organization_id"), c.QueryParam("team_id")
-	alias := strings.ToLower(c.QueryParam("team_alias"))
-	who := mgmtCaller(caller(c))
-	teams, err := s.teamsWhere(c.Request().Context(), func(t *accounts.Team) bool {
-		if !who.SeesTeam(t) { // ScopeOwn: the caller's teams only
-			return false
-		}
-		if uid != "" {
-			if _, ok := t.Member(uid); !ok {
-				return false
-			}
-		}
-		if alias != "" && (t.Alias == nil || !strings.Contains(strings.ToLower(*t.Alias), alias)) {
-			return false
-		}
-		return (org == "" || (t.OrganizationID != nil && *t.OrganizationID == org)) && (tid == "" || t.ID == tid)
-	}, "")
+	teams, err := s.teamsWhere(c.Request().Context(), teamQuery(c, c.QueryParam("user_id"), c.QueryParam("organization_id"),
+		c.QueryParam("team_id"), c.QueryParam("team_alias")), "")
 	if err != nil {
 		return err
 	}
@@ -167,14 +137,32 @@ func (s *Server) userList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(rows))
-	for _, r := range rows {
-		m, err := s.accountJSON(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, m)
+	out, err := s.accountsJSON(rows)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"users": out, "total": total, "page": page, "page_size": size,
 		"total_pages": (total + size - 1) / size})
+}
+
+// teamQuery is the team lists' filter: the teams the caller sees (ScopeOwn: its own teams
+// only), and of those, when given ("" matches all), the ones user uid is a member of, in
+// organization org, with id tid, whose alias contains alias (case-insensitive).
+func teamQuery(c echo.Context, uid, org, tid, alias string) func(*accounts.Team) bool {
+	who := mgmtCaller(caller(c))
+	alias = strings.ToLower(alias)
+	return func(t *accounts.Team) bool {
+		if !who.SeesTeam(t) {
+			return false
+		}
+		if uid != "" {
+			if _, ok := t.Member(uid); !ok {
+				return false
+			}
+		}
+		if alias != "" && (t.Alias == nil || !strings.Contains(strings.ToLower(*t.Alias), alias)) {
+			return false
+		}
+		return (org == "" || (t.OrganizationID != nil && *t.OrganizationID == org)) && (tid == "" || t.ID == tid)
+	}
 }

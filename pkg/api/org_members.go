@@ -141,13 +141,9 @@ func (s *Server) orgMemberAdd(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	users := make([]map[string]any, 0, len(res.Users))
-	for _, r := range res.Users {
-		m, err := s.accountJSON(r)
-		if err != nil {
-			return err
-		}
-		users = append(users, m)
+	users, err := s.accountsJSON(res.Users)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"organization_id": res.Org.ID, "updated_users": users,
 		"updated_organization_memberships": res.Memberships})

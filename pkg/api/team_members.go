@@ -51,13 +51,9 @@ func (s *Server) teamMemberAdd(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	users := make([]map[string]any, 0, len(created))
-	for _, r := range created {
-		m, err := s.accountJSON(r)
-		if err != nil {
-			return err
-		}
-		users = append(users, m)
+	users, err := s.accountsJSON(created)
+	if err != nil {
+		return err
 	}
 	out["updated_users"] = users
 	// LiteLLM's updated_team_memberships: the added members' memberships that carry a budget

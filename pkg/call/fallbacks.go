@@ -57,7 +57,9 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 			ctx = router.WithNumRetries(ctx, rs.NumRetries)
 		}
 	}
-	var fe FallbackError // the first failure, with LiteLLM's texts for it (fallback_error.go)
+	// the first failure, with LiteLLM's texts for it (fallback_error.go); made on the first
+	// failure only, so a call that succeeds allocates none
+	var fe *FallbackError
 	var answerCall *Call // whose headers the error answer carries: the first call, else the last
 	var groups []string
 	called := 0 // fallback runs started (x-litellm-attempted-fallbacks)
@@ -81,9 +83,11 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 		if !ok {
 			return call, err
 		}
-		if fe.Err == nil {
-			groups, fe = fallbackPlan(rs.Apply(p.Router.Settings()), sp.Model, class, hk.fallbacks)
-			fe.Err, answerCall = err, call
+		if fe == nil {
+			var plan FallbackError
+			groups, plan = fallbackPlan(rs.Apply(p.Router.Settings()), sp.Model, class, hk.fallbacks)
+			plan.Err, answerCall = err, call
+			fe = &plan
 		} else {
 			fe.Last = err
 			if answerCall == nil {
@@ -99,7 +103,7 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 				} else if sp.Header != nil {
 					sp.Header["X-Litellm-Attempted-Fallbacks"] = smallInt(called)
 				}
-				return answerCall, &fe
+				return answerCall, fe
 			}
 			next := groups[tried]
 			tried++
@@ -109,7 +113,7 @@ func (p *Pipeline) Serve(ctx context.Context, sp Spec, rf *Fields, answer func(c
 			}
 			body, err := sjson.SetBytes(sp.Body, "model", next)
 			if err != nil {
-				return answerCall, &fe
+				return answerCall, fe
 			}
 			// the fallback is called as a request naming it would be
 			sp.Model, sp.Body, sp.resolve, sp.guardrails = next, body, nil, nil
