@@ -214,7 +214,7 @@ func (sc *syncCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.AppliedSeq), "applied")
 	ch <- prometheus.MustNewConstMetric(descSeq, prometheus.GaugeValue, float64(r.HeadSeq), "head")
-	for name, v := range map[string]int64{"events_applied": r.EventsApplied, "apply_errors": r.ApplyErrors, "reconnects": r.Reconnects,
+	for name, v := range map[string]int64{"events_applied": r.EventsApplied, "events_inline": r.EventsInline, "apply_errors": r.ApplyErrors, "reconnects": r.Reconnects,
 		"gaps_repaired": r.GapsRepaired, "drift_repaired": r.DriftRepaired, "notifications_dropped": r.Dropped, "notifications_malformed": r.Malformed,
 		"barrier_rounds": r.Barrier.Rounds, "barrier_waiters": r.Barrier.Waiters, "barrier_failed": r.Barrier.Failed} {
 		ch <- prometheus.MustNewConstMetric(descCounters, prometheus.CounterValue, float64(v), name)

@@ -17,9 +17,14 @@ func (s *Syncer) apply(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case req := <-s.catchUp:
-			req.done <- s.catchUpNow(ctx, req.mode)
+			s.applyMu.Lock()
+			err := s.catchUpNow(ctx, req.mode)
+			s.applyMu.Unlock()
+			req.done <- err
 		case <-s.bar.applied:
+			s.applyMu.Lock()
 			s.completeBarriers(ctx, batch)
+			s.applyMu.Unlock()
 		case ev := <-s.events:
 			dequeued := mono()
 			batch = append(batch[:0], ev)
@@ -32,17 +37,23 @@ func (s *Syncer) apply(ctx context.Context) {
 					break drain
 				}
 			}
-			s.applyEvents(ctx, batch, dequeued)
+			s.applyMu.Lock()
+			s.applyEvents(ctx, batch, dequeued, nil)
+			s.applyMu.Unlock()
 		case <-poll.C:
 			if st := s.State(); st != StateStreaming && st != StateDegraded {
 				continue
 			}
+			s.applyMu.Lock()
 			s.poll(ctx)
+			s.applyMu.Unlock()
 		case <-s.kick:
 			// notifications were dropped, or re-reads are pending: repair now, not at the
 			// next tick; while (re)connecting, the catch-up will do it, try again later
 			if st := s.State(); st == StateStreaming || st == StateDegraded {
+				s.applyMu.Lock()
 				s.poll(ctx)
+				s.applyMu.Unlock()
 			} else {
 				time.AfterFunc(100*time.Millisecond, s.kickNow)
 			}
@@ -52,8 +63,10 @@ func (s *Syncer) apply(ctx context.Context) {
 
 // applyEvents coalesces a batch of notifications per type and id (highest version wins),
 // re-reads the ids in one query per type and applies the result. dequeued is the mono
-// reading when the applier took the batch (the trace, trace.go).
-func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64) {
+// reading when the applier took the batch (the trace, trace.go); on is the connection the
+// re-reads run on: nil for the pool, the listen connection for an inline apply (inline.go).
+// The caller holds applyMu. Returns the first re-read error (its changes are left pending).
+func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64, on store.Querier) error {
 	start := time.Now()
 	want := map[store.ObjectType]map[string]change{}
 	var maxSeq int64
@@ -70,10 +83,17 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64)
 		addChange(want, ev.Type, ev.ID, ev.V, ev.Seq, ev.Op)
 	}
 	var times []stageTimes
+	var firstErr error
 	for typ, ids := range want {
-		if _, err := s.reread(ctx, typ, ids); err != nil {
+		if _, err := s.reread(ctx, typ, ids, on); err != nil {
 			s.log.Warn().Err(err).Str("type", string(typ)).Msg("re-read failed; will retry")
 			s.addPending(typ, ids)
+			if on != nil {
+				s.kickNow() // the applier retries on the pool now, not at the next poll
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
 			continue
 		}
 		if s.rr.sent != 0 {
@@ -92,6 +112,7 @@ func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64)
 	if maxSeq > s.appliedSeq.Load() {
 		s.appliedSeq.Store(maxSeq)
 	}
+	return firstErr
 }
 
 // change is what the feed knows of one id: the newest change's version and whether it was a
@@ -122,7 +143,7 @@ func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType
 // visible just after its WAL record is flushed and streamed): the logical source re-reads
 // those briefly and leaves the rest to the next poll; it never tombstones them.
 // Returns how many registry entries changed.
-func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change) (int, error) {
+func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change, on store.Querier) (int, error) {
 	s.rr = stageTimes{typ: typ}
 	sink := s.sinks[typ]
 	if sink == nil {
@@ -158,7 +179,7 @@ func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[strin
 		if attempt == 0 {
 			s.rr.sent = mono()
 		}
-		rows, filtered, err := s.reload(ctx, typ, need)
+		rows, filtered, err := s.reload(ctx, typ, need, on)
 		if err != nil {
 			return changed, err
 		}
@@ -258,12 +279,23 @@ func (s *Syncer) addPending(typ store.ObjectType, ids map[string]change) {
 // together (one build on every core, one publish).
 const rereadChunk = 10000
 
-// reload is Store.Reload of ids in chunks of rereadChunk.
-func (s *Syncer) reload(ctx context.Context, typ store.ObjectType, ids []string) (rows, filtered []store.Row, err error) {
+// reload is Store.Reload of ids in chunks of rereadChunk, each within 5 s; on a connection of
+// its own (on != nil, the listen session's) Store.ReloadOn within probeTimeout, so an inline
+// re-read never holds the listen session longer than a liveness probe may.
+func (s *Syncer) reload(ctx context.Context, typ store.ObjectType, ids []string, on store.Querier) (rows, filtered []store.Row, err error) {
 	for lo := 0; lo < len(ids); lo += rereadChunk {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		r, f, err := s.cfg.Store.Reload(rctx, typ, ids[lo:min(lo+rereadChunk, len(ids))])
-		cancel()
+		chunk := ids[lo:min(lo+rereadChunk, len(ids))]
+		var r, f []store.Row
+		var err error
+		if on != nil {
+			rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+			r, f, err = s.cfg.Store.ReloadOn(rctx, on, typ, chunk)
+			cancel()
+		} else {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			r, f, err = s.cfg.Store.Reload(rctx, typ, chunk)
+			cancel()
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -244,7 +244,7 @@ func (s *Syncer) completeBarriers(ctx context.Context, batch []event) {
 		if len(batch) == 0 {
 			break
 		}
-		s.applyEvents(ctx, batch, mono())
+		s.applyEvents(ctx, batch, mono(), nil)
 	}
 	var err error
 	if s.needCatchUp.Load() || s.hasPending() {

@@ -84,7 +84,7 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 	pending := s.pending
 	s.pending = map[store.ObjectType]map[string]change{}
 	for typ, ids := range pending {
-		if _, err := s.reread(ctx, typ, ids); err != nil {
+		if _, err := s.reread(ctx, typ, ids, nil); err != nil {
 			for t, rest := range pending { // keep every type's retries, not only this one's
 				s.addPending(t, rest)
 			}
@@ -199,7 +199,7 @@ func (s *Syncer) applyChanges(ctx context.Context, changes []store.Change, after
 	// A repaired gap is a change the notifications missed that changed the registry; a row
 	// that cannot be built (counted in apply_errors) or a delete of something never held is not.
 	for typ, ids := range want {
-		n, err := s.reread(ctx, typ, ids)
+		n, err := s.reread(ctx, typ, ids, nil)
 		gaps += n
 		if err != nil {
 			return gaps, holdBack, maxSeq, err

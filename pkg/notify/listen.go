@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -39,12 +41,14 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 	pcfg.RuntimeParams["application_name"] = "lockstep-listener-" + s.cfg.ReplicaID
 	pcfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { s.onNotification(n) }
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	conn, err := pgconn.ConnectConfig(cctx, pcfg)
+	pconn, err := pgx.ConnectConfig(cctx, pcfg) // pgx for the inline re-reads (inline.go)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	defer conn.Close(context.Background())
+	defer pconn.Close(context.Background())
+	defer s.spill() // what was received and not applied goes to the applier
+	conn := pconn.PgConn()
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err = conn.Exec(lctx, fmt.Sprintf("LISTEN %s; LISTEN %s", Channel, s.hbChan)).ReadAll()
 	cancel()
@@ -88,6 +92,9 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 				}
 				return fmt.Errorf("liveness probe (SELECT 1 within %s): %w", s.probeTimeout(), err)
 			}
+			if err := s.flushInbox(ctx, pconn); err != nil { // notifications that came during the probe
+				return err
+			}
 			idleSince = time.Unix(0, s.lastHB.Load())
 		}
 		// wait for notifications until the next probe (or, until one own NOTIFY came back,
@@ -109,6 +116,9 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 		}
 		if conn.IsClosed() {
 			return errors.New("listener connection closed")
+		}
+		if err := s.flushInbox(ctx, pconn); err != nil {
+			return err
 		}
 		heardOwn = s.hbHeard.Load() > start.UnixNano()
 		switch {
@@ -242,6 +252,9 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 		if !s.probing.Load() {
 			s.hbHeard.Store(now.UnixNano())
 		}
+		if strings.HasPrefix(n.Payload, barrierPrefix) {
+			s.spill() // what came before the token is queued before the round can complete
+		}
 		s.heardToken(n.Payload) // else the echo of an own NOTIFY (see listenSession)
 		return
 	}
@@ -259,7 +272,18 @@ func (s *Syncer) onNotification(n *pgconn.Notification) {
 		return
 	}
 	ev.received, ev.parsed = received, mono()
-	s.push(ev)
+	if _, ok := s.sinks[ev.Type]; !ok {
+		return // type not synced here (supported_db_objects)
+	}
+	if ev.Seq > s.headSeq.Load() {
+		s.headSeq.Store(ev.Seq)
+	}
+	// applied inline or queued once the session's read returns (flushInbox); a burst beyond
+	// inlineMax is queued as it arrives, in order
+	s.inbox = append(s.inbox, ev)
+	if len(s.inbox) > inlineMax {
+		s.spill()
+	}
 }
 
 func truncate(s string, n int) string {

@@ -202,10 +202,11 @@ func parseLogical(data []byte) (m pglogrepl.Message, err error) {
 // logicalSession runs one replication connection until it fails; see the comment at the top
 // of this file for the protocol it follows.
 func (s *Syncer) logicalSession(ctx context.Context, first *bool, backoff *time.Duration) error {
-	pcfg, err := s.feedConnConfig()
+	cc, err := s.feedConnConfig()
 	if err != nil {
 		return err
 	}
+	pcfg := &cc.Config
 	pcfg.ConnectTimeout = 5 * time.Second
 	pcfg.RuntimeParams["application_name"] = LogicalApplicationName(s.cfg.ReplicaID)
 	pcfg.RuntimeParams["replication"] = "database" // a logical walsender bound to this database (55.4)

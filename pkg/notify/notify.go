@@ -38,7 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"lockstep/pkg/store"
@@ -92,8 +92,11 @@ type Store interface {
 	Notify(ctx context.Context, channel, payload string) error
 	// Exec runs one statement (logical source: pg_logical_emit_message).
 	Exec(ctx context.Context, sql string, args ...any) error
+	// ReloadOn is Reload on the given idle connection (the listen session's own: a
+	// notification's row is re-read on the connection that delivered it, inline.go).
+	ReloadOn(ctx context.Context, on store.Querier, typ store.ObjectType, ids []string) (rows, filtered []store.Row, err error)
 	// ConnConfig is a copy of the pool's parsed connection config (the feed's connection).
-	ConnConfig() *pgconn.Config
+	ConnConfig() *pgx.ConnConfig
 }
 
 // BarrierSink is a Sink that makes its misses authoritative with the feed's notification
@@ -219,34 +222,37 @@ type Syncer struct {
 	catchUp chan catchUpReq
 	kick    chan struct{}
 
-	state       atomic.Value                  // State
-	changed     atomic.Pointer[chan struct{}] // closed and replaced at every state change (StateChanged)
-	reason      atomic.Value                  // string: why the state is degraded
-	ready       atomic.Bool
-	lastHB      atomic.Int64 // unix nanos of the last proof of life (anything received, a probe answered)
-	hbHeard     atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
-	probing     atomic.Bool  // a liveness probe's query is running on the listen connection
-	hbSent      atomic.Int64 // own NOTIFYs committed (the listen delivery check)
-	hbRTT       atomic.Int64 // nanos: the last liveness probe's round trip
-	probes      atomic.Int64 // liveness probes answered
-	headSeq     atomic.Int64
-	appliedSeq  atomic.Int64
-	eventsApp   atomic.Int64
-	applyErrs   atomic.Int64
-	reconnects  atomic.Int64
-	gaps        atomic.Int64
-	drift       atomic.Int64
-	dropped     atomic.Int64
-	malformed   atomic.Int64
-	reconciles  atomic.Int64
-	needCatchUp atomic.Bool
+	state        atomic.Value                  // State
+	changed      atomic.Pointer[chan struct{}] // closed and replaced at every state change (StateChanged)
+	reason       atomic.Value                  // string: why the state is degraded
+	ready        atomic.Bool
+	lastHB       atomic.Int64 // unix nanos of the last proof of life (anything received, a probe answered)
+	hbHeard      atomic.Int64 // unix nanos of the last own heartbeat or barrier token heard
+	probing      atomic.Bool  // a liveness probe's query is running on the listen connection
+	hbSent       atomic.Int64 // own NOTIFYs committed (the listen delivery check)
+	hbRTT        atomic.Int64 // nanos: the last liveness probe's round trip
+	probes       atomic.Int64 // liveness probes answered
+	headSeq      atomic.Int64
+	appliedSeq   atomic.Int64
+	eventsApp    atomic.Int64
+	eventsInline atomic.Int64
+	applyErrs    atomic.Int64
+	reconnects   atomic.Int64
+	gaps         atomic.Int64
+	drift        atomic.Int64
+	dropped      atomic.Int64
+	malformed    atomic.Int64
+	reconciles   atomic.Int64
+	needCatchUp  atomic.Bool
 
 	watermarkPub atomic.Uint64 // copy of watermark for Stats
 
 	bar                                          *barriers
 	barrierRounds, barrierWaiters, barrierFailed atomic.Int64
 
-	// applier-owned state (one goroutine)
+	// Applier-owned state: owned by whoever holds applyMu, the applier goroutine or the listen
+	// session applying a notification inline (inline.go).
+	applyMu   sync.Mutex
 	watermark uint64
 	pending   map[store.ObjectType]map[string]change
 	pollFails int // change-log polls failed in a row
@@ -254,6 +260,10 @@ type Syncer struct {
 	lag   lagWindow
 	trace traceRing
 	rr    stageTimes // the applier's last re-read timing (reread), for the trace
+
+	// listen-session-owned (inline.go): notifications received and not yet applied or
+	// handed to the applier, and the batch buffer swapped with it
+	inbox, inboxSpare []event
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

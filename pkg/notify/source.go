@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 
 	"lockstep/pkg/store"
 )
@@ -58,8 +58,8 @@ func (s *Syncer) listen(ctx context.Context) {
 // parsed config. Either way the pgx/pgxpool-only settings (pool_max_conns,
 // default_query_exec_mode, ...) are taken out: pgconn would send them to the server as
 // run-time parameters, which it refuses.
-func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
-	var pcfg *pgconn.Config
+func (s *Syncer) feedConnConfig() (*pgx.ConnConfig, error) {
+	var pcfg *pgx.ConnConfig
 	if s.cfg.ListenURL == "" {
 		pcfg = s.cfg.Store.ConnConfig()
 	} else {
@@ -73,7 +73,7 @@ func (s *Syncer) feedConnConfig() (*pgconn.Config, error) {
 	// TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT), so a peer gone without a FIN or RST also
 	// fails the socket when the session is not reading (pgconn's default is 5 min).
 	d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: s.cfg.HeartbeatTimeout, Interval: s.cfg.HeartbeatInterval, Count: 3}}
-	pcfg.DialFunc = d.DialContext
+	pcfg.DialFunc = store.Dial(d)
 	return pcfg, nil
 }
 

@@ -92,10 +92,13 @@ type Stats struct {
 	// connection (listen: SELECT 1; logical: a standby status update answered by a keepalive).
 	HeartbeatRTTMs float64 `json:"heartbeat_rtt_ms"`
 	EventsApplied  int64   `json:"events_applied"`
-	ApplyErrors    int64   `json:"apply_errors"`
-	Reconnects     int64   `json:"reconnects"`
-	GapsRepaired   int64   `json:"gaps_repaired"`
-	DriftRepaired  int64   `json:"drift_repaired"`
+	// EventsInline counts the notifications of EventsApplied that the listen session applied
+	// itself, re-read on its own connection (inline.go; beyond API.md).
+	EventsInline  int64 `json:"events_inline"`
+	ApplyErrors   int64 `json:"apply_errors"`
+	Reconnects    int64 `json:"reconnects"`
+	GapsRepaired  int64 `json:"gaps_repaired"`
+	DriftRepaired int64 `json:"drift_repaired"`
 	// Beyond API.md: notifications dropped on a full buffer (repaired by the poll), and
 	// malformed payloads ignored.
 	Dropped   int64 `json:"notifications_dropped"`
@@ -128,6 +131,7 @@ func (s *Syncer) Stats() Stats {
 		LagMs:          s.lag.stats(time.Now()),
 		HeartbeatRTTMs: float64(s.hbRTT.Load()) / 1e6,
 		EventsApplied:  s.eventsApp.Load(),
+		EventsInline:   s.eventsInline.Load(),
 		ApplyErrors:    s.applyErrs.Load(),
 		Reconnects:     s.reconnects.Load(),
 		GapsRepaired:   s.gaps.Load(),

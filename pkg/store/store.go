@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,6 +200,9 @@ func OpenAs(ctx context.Context, url, appName string) (*Store, error) {
 		cfg.MaxConns = 8
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	// pgconn's own dialer's keepalive (5 min), with reads and writes that do not wake the
+	// runtime's sysmon thread (Dial)
+	cfg.ConnConfig.DialFunc = Dial(&net.Dialer{KeepAlive: 5 * time.Minute})
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -252,18 +256,26 @@ func (s *Store) Close() { s.pool.Close() }
 // feed, the logical replication stream). Pool and pgx settings in the URL (pool_max_conns,
 // pool_min_conns, default_query_exec_mode, statement_cache_capacity, ...) are already taken
 // out of RuntimeParams, so they never reach the server as session parameters (which it would
-// refuse: FATAL unrecognized configuration parameter). The caller may change the copy.
-func (s *Store) ConnConfig() *pgconn.Config { return s.pool.Config().ConnConfig.Config.Copy() }
+// refuse: FATAL unrecognized configuration parameter), and the query mode Open chose
+// (cache_describe behind a pooler) is kept. The caller may change the copy.
+func (s *Store) ConnConfig() *pgx.ConnConfig { return s.pool.Config().ConnConfig.Copy() }
 
 // ParseConnConfig parses a libpq URL or DSN the way Open parses the pool's (pgxpool.ParseConfig),
 // for a dedicated connection with a URL of its own (--listen-database-url): pool and pgx
 // settings are taken out of RuntimeParams, as in [Store.ConnConfig].
-func ParseConnConfig(url string) (*pgconn.Config, error) {
+func ParseConnConfig(url string) (*pgx.ConnConfig, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
-	return &cfg.ConnConfig.Config, nil
+	return cfg.ConnConfig, nil
+}
+
+// Querier runs one query: a *pgxpool.Pool, or one *pgx.Conn (the change feed's own LISTEN
+// connection, which re-reads a notification's row on the connection that delivered it:
+// [Store.ReloadOn]).
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // Ping checks the database answers within ctx.
@@ -505,6 +517,13 @@ func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]
 // 15–23 µs of backend CPU against 30–38 µs per query on the shared 2-core machine), and a
 // write's notification is re-read by every replica.
 func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows []Row, filtered []Row, err error) {
+	return s.ReloadOn(ctx, s.pool, typ, ids)
+}
+
+// ReloadOn is Reload through on: the pool, or a connection of the caller's that is idle (not
+// in a transaction, no query running), e.g. the change feed's LISTEN connection between two
+// notifications. Same statements, results and errors as Reload.
+func (s *Store) ReloadOn(ctx context.Context, on Querier, typ ObjectType, ids []string) (rows []Row, filtered []Row, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	q, ok := reloadSQL[typ]
@@ -513,9 +532,9 @@ func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows 
 	}
 	var res pgx.Rows
 	if len(ids) == 1 {
-		res, err = s.pool.Query(ctx, q.one, ids[0])
+		res, err = on.Query(ctx, q.one, ids[0])
 	} else {
-		res, err = s.pool.Query(ctx, q.many, ids)
+		res, err = on.Query(ctx, q.many, ids)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
