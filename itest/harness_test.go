@@ -58,6 +58,9 @@ func gatewayBinary(t testing.TB) string {
 		if os.Getenv("LOCKSTEP_ITEST_RACE") != "" { // build the replicas with the race detector
 			args = append(args, "-race")
 		}
+		if tags := os.Getenv("LOCKSTEP_ITEST_TAGS"); tags != "" { // e.g. pprof: GATEWAY_PPROF_ADDR serves net/http/pprof
+			args = append(args, "-tags", tags)
+		}
 		cmd := exec.Command("go", append(args, "lockstep/cmd/gateway")...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

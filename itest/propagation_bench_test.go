@@ -1,9 +1,11 @@
 package itest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +138,15 @@ func BenchmarkPropagation(b *testing.B) {
 		i1, r1, pg1, t1 := cpu(), runs(), pgCPU(), time.Now()
 		idleSecs := t1.Sub(t0).Seconds()
 
+		gcs := func() (cycles, alloc []float64) {
+			cycles, alloc = make([]float64, len(all)), make([]float64, len(all))
+			for j, g := range all {
+				m := goMetrics(b, g, "go_gc_duration_seconds_count", "go_memstats_alloc_bytes_total")
+				cycles[j], alloc[j] = m[0], m[1]
+			}
+			return cycles, alloc
+		}
+		gc1, al1 := gcs()
 		var perf *exec.Cmd
 		if out := os.Getenv("LOCKSTEP_BENCH_PERF"); out != "" { // profile B (a receiver) while the writes run
 			perf = exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(p.B.cmd.Process.Pid))
@@ -164,6 +175,7 @@ func BenchmarkPropagation(b *testing.B) {
 			}
 		}
 		c1, r2, pg2, t2 := cpu(), runs(), pgCPU(), time.Now()
+		gc2, al2 := gcs()
 		if perf != nil {
 			_ = perf.Process.Signal(os.Interrupt)
 			_ = perf.Wait()
@@ -194,6 +206,12 @@ func BenchmarkPropagation(b *testing.B) {
 
 		// latencies and stages from every receiver's trace
 		var perWriteAll = map[string]float64{} // id → slowest receiver's commit → applied, ms
+		var over10 = map[string]int{}          // id → receivers that took over 10 ms
+		type worst struct {
+			recv   int
+			stages [7]float64
+		}
+		var worstOf = map[string]worst{} // id → its slowest receiver and that receiver's stages
 		var samples [][7]float64               // per (receiver, write): notify, parse, queue, prepare, reread, publish, total (ms)
 		var recvP50, recvP99 []float64
 		var ab []float64 // A's response → applied on B
@@ -211,6 +229,9 @@ func BenchmarkPropagation(b *testing.B) {
 				total := float64(c.PublishedUs-c.CommittedUs) / 1000
 				mine = append(mine, total)
 				perWriteAll[c.ID] = max(perWriteAll[c.ID], total)
+				if total > 10 {
+					over10[c.ID]++
+				}
 				if j == 0 {
 					ab = append(ab, float64(c.PublishedUs-at.UnixMicro())/1000)
 				}
@@ -226,6 +247,9 @@ func BenchmarkPropagation(b *testing.B) {
 					s[3], s[4], s[5] = 0, 0, d(c.DequeuedUs, c.PublishedUs)
 				}
 				samples = append(samples, s)
+				if total >= perWriteAll[c.ID] {
+					worstOf[c.ID] = worst{recv: j + 1, stages: s}
+				}
 			}
 			missing += writes - len(seen)
 			if len(mine) > 0 {
@@ -244,6 +268,24 @@ func BenchmarkPropagation(b *testing.B) {
 			quantile(allVals, 0.5), quantile(allVals, 0.99), quantile(allVals, 1), len(allVals), writes, missing)
 		fmt.Printf("  per receiver commit → applied: median p50=%.2fms median p99=%.2fms max p99=%.2fms\n",
 			quantile(recvP50, 0.5), quantile(recvP99, 0.5), quantile(recvP99, 1))
+		// the slowest writes, in write order: clustered in time (a pause somewhere: GC, a
+		// checkpoint, autovacuum) or spread (queueing), and one slow receiver or many
+		slow := slices.SortedFunc(maps.Keys(perWriteAll), func(x, y string) int { return cmp.Compare(perWriteAll[y], perWriteAll[x]) })
+		slow = slow[:min(12, len(slow))]
+		slices.SortFunc(slow, func(x, y string) int { return cmp.Compare(writeIndex(x), writeIndex(y)) })
+		var sl []string
+		for _, id := range slow {
+			w := worstOf[id]
+			k := 0 // the stage that took longest
+			for x := range 6 {
+				if w.stages[x] > w.stages[k] {
+					k = x
+				}
+			}
+			sl = append(sl, fmt.Sprintf("#%d %.1fms r%d %s %.1fms (%d over 10 ms)", writeIndex(id), perWriteAll[id], w.recv,
+				[]string{"notify", "parse", "queue", "prepare", "reread", "publish"}[k], w.stages[k], over10[id]))
+		}
+		fmt.Printf("  slowest writes (write #, slowest receiver, its longest stage, receivers over 10 ms): %s\n", strings.Join(sl, "; "))
 		if len(ab) > 0 {
 			fmt.Printf("  A's response → applied on B: p50=%.2fms p99=%.2fms max=%.2fms\n", quantile(ab, 0.5), quantile(ab, 0.99), quantile(ab, 1))
 		}
@@ -268,12 +310,46 @@ func BenchmarkPropagation(b *testing.B) {
 			quantile(rcpu, 0.5), quantile(rcpu, 1), perNote[0], quantile(ridle, 0.5))
 		fmt.Printf("  thread wake-ups (schedstat timeslices) per notification per receiver: median %.1f; idle wake-ups per replica: median %.1f/s\n",
 			quantile(slices.Clone(runsPerNote[1:]), 0.5), quantile(slices.Clone(idleRuns[1:]), 0.5))
+		gcRecv, alRecv := make([]float64, len(recv)), make([]float64, len(recv))
+		for j := range recv {
+			gcRecv[j] = gc2[j+1] - gc1[j+1]
+			alRecv[j] = (al2[j+1] - al1[j+1]) / writes / 1024
+		}
+		fmt.Printf("  Go heap allocated per notification per receiver: median %.1f KB; GC cycles during the writes: per receiver median %.0f, max %.0f (writer A: %.0f)\n",
+			quantile(alRecv, 0.5), quantile(slices.Clone(gcRecv), 0.5), quantile(slices.Clone(gcRecv), 1), gc2[0]-gc1[0])
 		fmt.Printf("  Postgres CPU per write (the database's backends, less idle): %.3f ms (%s); idle %.2f ms/s\n", pgPerWrite, strings.Join(pgSplit, ", "), pgIdle)
 		b.ReportMetric(quantile(allVals, 0.5), "all-p50-ms")
 		b.ReportMetric(quantile(allVals, 0.99), "all-p99-ms")
 		b.ReportMetric(quantile(rcpu, 0.5), "cpu-ms/notification")
 		b.ReportMetric(pgPerWrite, "pg-cpu-ms/write")
 	}
+}
+
+// goMetrics reads the named counters from the replica's /metrics (the Go collector's), in
+// order; the scrape itself allocates, the same amount before and after the writes.
+func goMetrics(b *testing.B, g *Gateway, names ...string) []float64 {
+	st, body := g.Do(b, "GET", "/metrics", nil)
+	require.Equal(b, 200, st, "%s", body)
+	out := make([]float64, len(names))
+	for i, name := range names {
+		found := false
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				require.NoError(b, err)
+				out[i], found = n, true
+				break
+			}
+		}
+		require.True(b, found, "no %s in %s's /metrics", name, g.ReplicaID)
+	}
+	return out
+}
+
+// writeIndex is the write number w of a benchmark model id prop-<i>-<w>.
+func writeIndex(id string) int {
+	n, _ := strconv.Atoi(id[strings.LastIndexByte(id, '-')+1:])
+	return n
 }
 
 // procRuns is how many times the process's threads were scheduled onto a CPU (the third field

@@ -30,6 +30,7 @@ import (
 	"lockstep/pkg/api"
 	"lockstep/pkg/call"
 	"lockstep/pkg/cluster"
+	"lockstep/pkg/gctune"
 	"lockstep/pkg/guardrail"
 	"lockstep/pkg/keys"
 	"lockstep/pkg/limits"
@@ -220,6 +221,11 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	gcMin, err := gcMinHeap()
+	if err != nil {
+		return err
+	}
+	defer gctune.Start(gcMin).Stop() // nil (nothing) when GOGC or GOMEMLIMIT is set
 	cfg := &FileConfig{}
 	if f.config != "" {
 		preset := map[string]bool{ // flag > env > config: a config value these win over is not resolved
@@ -611,6 +617,21 @@ func keyRotationEvery() (time.Duration, error) {
 		return 0, fmt.Errorf("LITELLM_KEY_ROTATION_CHECK_INTERVAL_SECONDS: want a whole number of seconds from 1 to 31536000, got %q", raw)
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// gcMinHeap is GATEWAY_GC_MIN_HEAP_MB (default 64, 0: off), in bytes: the Go heap a replica
+// grows to before its first garbage collection, and below which it is not collected
+// (pkg/gctune).
+func gcMinHeap() (uint64, error) {
+	raw := strings.TrimSpace(os.Getenv("GATEWAY_GC_MIN_HEAP_MB"))
+	if raw == "" {
+		return 64 << 20, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n > 1<<16 {
+		return 0, fmt.Errorf("GATEWAY_GC_MIN_HEAP_MB: want a whole number of MiB from 0 (off) to 65536, got %q", raw)
+	}
+	return uint64(n) << 20, nil
 }
 
 // knobs are the governance test knobs read from the environment (documented as test knobs:

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"lockstep/pkg/store"
 )
 
 // listenSource is the LISTEN/NOTIFY change source (SourceListen): one dedicated connection
@@ -54,6 +56,16 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 	cancel()
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	types := make([]store.ObjectType, 0, len(s.sinks))
+	for t := range s.sinks {
+		types = append(types, t)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = store.PrepareReload(pctx, pconn, types) // the inline re-reads' statements (inline.go)
+	cancel()
+	if err != nil {
+		return err
 	}
 	// LISTEN is in place: anything committed from now on is notified. Catch up on what was
 	// committed before (or while disconnected), then stream.

@@ -79,26 +79,31 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 			count[s] += per[w][s]
 		}
 	}
+	for gi := range groups { // every group made here: the workers below fill shards of one group at once
+		c.next.groups[gi], c.groupsCopied[gi] = new(shardGroup[T]), true
+	}
 	dup := make([]bool, workers)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for s := w; s < shards; s += workers {
-				c.next.ids[s] = newIndex[T](count[s])
+				g := c.next.groups[s/perGroup]
+				g.ids[s%perGroup] = newIndex[T](count[s])
 				c.idsCopied[s] = true
 				if c.r.opts.Names != nil {
-					c.next.names[s] = map[string][]*Entry[T]{}
+					g.names[s%perGroup] = map[string][]*Entry[T]{}
 					c.namesCopied[s] = true
 				}
 			}
 			for i, e := range entries {
-				if s := hashes[i] % shards; int(s)%workers == w && c.next.ids[s].set(e, hashes[i]) {
+				if s := hashes[i] % shards; int(s)%workers == w && c.next.idIndex(s).set(e, hashes[i]) {
 					dup[w] = true
 				}
 				for _, n := range names[i] {
 					if s := shardOf(n); s%workers == w {
-						c.next.names[s][n] = append(c.next.names[s][n], e)
+						m := c.next.nameMap(s)
+						m[n] = append(m[n], e)
 					}
 				}
 			}
@@ -107,7 +112,7 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	wg.Wait()
 	for _, d := range dup {
 		if d {
-			c.next, c.idsCopied, c.namesCopied = Snapshot[T]{}, [shards]bool{}, [shards]bool{}
+			c.next, c.groupsCopied, c.idsCopied, c.namesCopied = &Snapshot[T]{}, [groups]bool{}, [shards]bool{}, [shards]bool{}
 			return false
 		}
 	}

@@ -45,31 +45,68 @@ var seed = maphash.MakeSeed()
 func shardOf(key string) int { return int(hashOf(key) % shards) }
 
 // Snapshot is an immutable view of a registry. Read it without locks.
+//
+// Its entries are spread over shards id shards and as many name shards by hash, and the
+// shards are grouped groups to a table (shardGroup): a write copies the one shard it changes,
+// that shard's group (256 bytes) and the snapshot (136 bytes), not a table of every shard
+// (4 KB: every notification's publish allocated that twice, and 20 replicas on 2 cores
+// garbage-collected in step, docs/scale-out.md).
 type Snapshot[T any] struct {
-	ids   [shards]*index[T] // nil: an empty shard
-	names [shards]map[string][]*Entry[T]
-	n     int
+	groups [groups]*shardGroup[T] // nil: every shard of the group is empty
+	n      int
+}
+
+const (
+	groups   = 16
+	perGroup = shards / groups
+)
+
+// shardGroup is perGroup consecutive id shards and name shards.
+type shardGroup[T any] struct {
+	ids   [perGroup]*index[T] // nil: an empty shard
+	names [perGroup]map[string][]*Entry[T]
+}
+
+// idIndex is id shard i (nil when empty).
+func (s *Snapshot[T]) idIndex(i uint64) *index[T] {
+	if g := s.groups[i/perGroup]; g != nil {
+		return g.ids[i%perGroup]
+	}
+	return nil
+}
+
+// nameMap is name shard i (nil when empty).
+func (s *Snapshot[T]) nameMap(i int) map[string][]*Entry[T] {
+	if g := s.groups[i/perGroup]; g != nil {
+		return g.names[i%perGroup]
+	}
+	return nil
 }
 
 // ByID returns the entry with primary key id.
 func (s *Snapshot[T]) ByID(id string) (*Entry[T], bool) {
 	h := hashOf(id)
-	e := s.ids[h%shards].get(id, h)
+	e := s.idIndex(h%shards).get(id, h)
 	return e, e != nil
 }
 
 // ByName returns the entries indexed under name (a model group's deployments, a guardrail
 // or agent name). The slice must not be modified.
-func (s *Snapshot[T]) ByName(name string) []*Entry[T] { return s.names[shardOf(name)][name] }
+func (s *Snapshot[T]) ByName(name string) []*Entry[T] { return s.nameMap(shardOf(name))[name] }
 
 // Len is the number of entries.
 func (s *Snapshot[T]) Len() int { return s.n }
 
 // All calls fn for every entry, in no particular order, until fn returns false.
 func (s *Snapshot[T]) All(fn func(*Entry[T]) bool) {
-	for _, x := range s.ids {
-		if !x.all(fn) {
-			return
+	for _, g := range s.groups {
+		if g == nil {
+			continue
+		}
+		for _, x := range g.ids {
+			if !x.all(fn) {
+				return
+			}
 		}
 	}
 }
@@ -77,9 +114,14 @@ func (s *Snapshot[T]) All(fn func(*Entry[T]) bool) {
 // Names returns every indexed name.
 func (s *Snapshot[T]) Names() []string {
 	var out []string
-	for i := range s.names {
-		for n := range s.names[i] {
-			out = append(out, n)
+	for _, g := range s.groups {
+		if g == nil {
+			continue
+		}
+		for _, m := range g.names {
+			for n := range m {
+				out = append(out, n)
+			}
 		}
 	}
 	return out
@@ -205,44 +247,61 @@ func (r *Registry[T]) Has(name string) bool {
 
 // cow is one copy-on-write edit of a snapshot: shards are copied on first touch.
 type cow[T any] struct {
-	r           *Registry[T]
-	next        Snapshot[T]
-	idsCopied   [shards]bool
-	namesCopied [shards]bool
-	names       []string // names touched, for the negative cache
-	dirty       bool
+	r            *Registry[T]
+	next         *Snapshot[T] // a copy of the published snapshot, private until commit publishes it
+	groupsCopied [groups]bool
+	idsCopied    [shards]bool
+	namesCopied  [shards]bool
+	names        []string // names touched, for the negative cache
+	dirty        bool
 }
 
 func (r *Registry[T]) edit() *cow[T] {
-	return &cow[T]{r: r, next: *r.snap.Load()}
+	next := *r.snap.Load() // a copy of the group table, published as is by commit
+	return &cow[T]{r: r, next: &next}
+}
+
+// group returns the (copied) group of shard i.
+func (c *cow[T]) group(i int) *shardGroup[T] {
+	gi := i / perGroup
+	if !c.groupsCopied[gi] {
+		g := new(shardGroup[T])
+		if old := c.next.groups[gi]; old != nil {
+			*g = *old
+		}
+		c.next.groups[gi] = g
+		c.groupsCopied[gi] = true
+	}
+	return c.next.groups[gi]
 }
 
 // idShard returns the (copied) index of shard i, with room for one more entry.
 func (c *cow[T]) idShard(i uint64) *index[T] {
 	if !c.idsCopied[i] {
-		c.next.ids[i] = c.next.ids[i].clone(1)
+		c.group(int(i)).ids[i%perGroup] = c.next.idIndex(i).clone(1)
 		c.idsCopied[i] = true
 	}
-	return c.next.ids[i]
+	return c.next.idIndex(i)
 }
 
 func (c *cow[T]) nameShard(name string) map[string][]*Entry[T] {
 	i := shardOf(name)
 	if !c.namesCopied[i] {
-		m := make(map[string][]*Entry[T], len(c.next.names[i])+1)
-		for k, v := range c.next.names[i] {
+		old := c.next.nameMap(i)
+		m := make(map[string][]*Entry[T], len(old)+1)
+		for k, v := range old {
 			m[k] = v
 		}
-		c.next.names[i] = m
+		c.group(i).names[i%perGroup] = m
 		c.namesCopied[i] = true
 	}
-	return c.next.names[i]
+	return c.next.nameMap(i)
 }
 
 // remove takes the entry with id out of the snapshot and its name index.
 func (c *cow[T]) remove(id string) {
 	h := hashOf(id)
-	old := c.next.ids[h%shards].get(id, h)
+	old := c.next.idIndex(h%shards).get(id, h)
 	if old == nil {
 		return
 	}
@@ -295,8 +354,7 @@ func (c *cow[T]) commit() {
 	if !c.dirty {
 		return
 	}
-	next := c.next
-	c.r.snap.Store(&next)
+	c.r.snap.Store(c.next)
 	ch := make(chan struct{})
 	close(*c.r.changed.Swap(&ch))
 	if c.r.rt != nil {

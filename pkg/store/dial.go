@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -36,68 +37,91 @@ func Dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Co
 		if err != nil {
 			return c, nil
 		}
-		return &rawConn{Conn: c, rc: rc}, nil
+		return newRawConn(c, rc), nil
 	}
 }
 
 // rawConn is a dialed socket whose Read and Write are raw syscalls (see Dial); every other
-// method is the socket's own.
+// method is the socket's own. Neither allocates: each direction has its syscall closure made
+// once (rawOp), used under that direction's lock (a net.Conn may be read and written at once).
 type rawConn struct {
 	net.Conn
-	rc syscall.RawConn
+	rc     syscall.RawConn
+	rd, wr rawOp
+}
+
+// rawOp is one direction's syscall: trap (SYS_READ or SYS_WRITE) on buf, once the socket is
+// ready; n and errno are its outcome.
+type rawOp struct {
+	mu    sync.Mutex
+	trap  uintptr
+	buf   []byte
+	n     uintptr
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // o.run, bound once
+}
+
+func newRawConn(c net.Conn, rc syscall.RawConn) *rawConn {
+	r := &rawConn{Conn: c, rc: rc}
+	r.rd.trap, r.wr.trap = syscall.SYS_READ, syscall.SYS_WRITE
+	r.rd.fn, r.wr.fn = r.rd.run, r.wr.run
+	return r
+}
+
+// run is the syscall.RawConn callback: false (wait for readiness and call again) on EAGAIN.
+func (o *rawOp) run(fd uintptr) bool {
+	for {
+		o.n, _, o.errno = syscall.RawSyscall(o.trap, fd, uintptr(unsafe.Pointer(&o.buf[0])), uintptr(len(o.buf)))
+		if o.errno != syscall.EINTR {
+			return o.errno != syscall.EAGAIN
+		}
+	}
+}
+
+func (c *rawConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
 
 // Read reads once from the socket, like net.Conn's Read: io.EOF at end of stream, a
-// *net.OpError otherwise (a timeout when a deadline passed).
+// *net.OpError otherwise (a timeout when a deadline passed, net.ErrClosed once closed).
 func (c *rawConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n uintptr
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			n, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			if errno == syscall.EINTR {
-				continue
-			}
-			return errno != syscall.EAGAIN
-		}
-	})
-	if err != nil {
-		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
-	}
-	if errno != 0 {
-		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
-	}
-	if n == 0 {
+	o := &c.rd
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = b
+	err := c.rc.Read(o.fn)
+	o.buf = nil
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case o.errno != 0:
+		return 0, c.opError("read", os.NewSyscallError("read", o.errno))
+	case o.n == 0:
 		return 0, io.EOF
 	}
-	return int(n), nil
+	return int(o.n), nil
 }
 
-// Write writes all of b unless an error (a *net.OpError, as net.Conn's Write) stops it.
+// Write writes all of b unless an error (a *net.OpError, as net.Conn's Write) stops it; it
+// returns how much was written.
 func (c *rawConn) Write(b []byte) (int, error) {
+	o := &c.wr
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	defer func() { o.buf = nil }()
 	done := 0
 	for done < len(b) {
-		var n uintptr
-		var errno syscall.Errno
-		err := c.rc.Write(func(fd uintptr) bool {
-			for {
-				n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
-				if errno == syscall.EINTR {
-					continue
-				}
-				return errno != syscall.EAGAIN
-			}
-		})
-		if err != nil {
-			return done, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+		o.buf = b[done:]
+		if err := c.rc.Write(o.fn); err != nil {
+			return done, c.opError("write", err)
 		}
-		if errno != 0 {
-			return done, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", errno)}
+		if o.errno != 0 {
+			return done, c.opError("write", os.NewSyscallError("write", o.errno))
 		}
-		done += int(n)
+		done += int(o.n)
 	}
 	return done, nil
 }

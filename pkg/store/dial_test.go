@@ -89,3 +89,29 @@ func TestDialClosedSocket(t *testing.T) {
 	_, err = c.Write([]byte("x"))
 	require.ErrorIs(t, err, net.ErrClosed)
 }
+
+// Reads and writes on Dial's sockets allocate nothing (the syscall closures are made once).
+func TestDialReadWriteAllocateNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			defer c.Close()
+			_, _ = io.Copy(c, c) // echo
+		}
+	}()
+	c, err := Dial(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	msg, buf := []byte("ping"), make([]byte, 4)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := c.Write(msg); err != nil {
+			panic(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			panic(err)
+		}
+	})
+	require.Zero(t, allocs)
+}

@@ -165,10 +165,12 @@ func (s *Store) callerOrOp(ctx context.Context) (context.Context, context.Cancel
 
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.opTimeout {
-		return context.WithCancel(ctx)
+		return ctx, noCancel // bounded already: no context (and timer) of its own
 	}
 	return context.WithTimeout(ctx, s.opTimeout)
 }
+
+func noCancel() {}
 
 // Open builds a pool from a libpq URL or DSN (pgxpool.ParseConfig) and pings it.
 //
@@ -557,6 +559,39 @@ func (s *Store) ReloadOn(ctx context.Context, on Querier, typ ObjectType, ids []
 		return nil, nil, fmt.Errorf("reload %ss: %w", typ, mapErr(err))
 	}
 	return rows, filtered, nil
+}
+
+// PrepareReload prepares ReloadOn's one-id statement of each type on conn (the change feed's
+// LISTEN connection, right after it connects), so that the first notification a session
+// re-reads costs one round trip, not two (Parse and Describe, then Bind and Execute: every
+// receiver's first change after a (re)connect was its slowest), and runs each once, so that
+// the server has planned it and opened its table. A no-op unless conn keeps
+// prepared statements (default_query_exec_mode cache_statement, pgx's default): behind a
+// pooler (cache_describe, see Open) a prepared statement would not survive the transaction.
+func PrepareReload(ctx context.Context, conn *pgx.Conn, types []ObjectType) error {
+	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		return nil
+	}
+	for _, t := range types {
+		q, ok := reloadSQL[t]
+		if !ok {
+			continue
+		}
+		if _, err := conn.Prepare(ctx, q.one, q.one); err != nil {
+			return fmt.Errorf("prepare the %s re-read: %w", t, mapErr(err))
+		}
+		// run it once (no row has the empty key's id, and none is kept if one does): the
+		// backend plans it and opens the table and its index now, not at the first change
+		rows, err := conn.Query(ctx, q.one, "")
+		if err == nil {
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("warm the %s re-read: %w", t, mapErr(err))
+		}
+	}
+	return nil
 }
 
 // reloadSQL is Reload's two statements per type: by one primary key, and by an array of them.
