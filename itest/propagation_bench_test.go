@@ -212,7 +212,7 @@ func BenchmarkPropagation(b *testing.B) {
 			stages [7]float64
 		}
 		var worstOf = map[string]worst{} // id → its slowest receiver and that receiver's stages
-		var samples [][7]float64               // per (receiver, write): notify, parse, queue, prepare, reread, publish, total (ms)
+		var samples [][7]float64         // per (receiver, write): notify, parse, queue, prepare, reread, publish, total (ms)
 		var recvP50, recvP99 []float64
 		var ab []float64 // A's response → applied on B
 		missing := 0

@@ -29,16 +29,20 @@ func TestDialReadsAndWritesLikeNetConn(t *testing.T) {
 			require.NoError(t, err)
 			defer ln.Close()
 			payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: many partial writes
-			echoed := make(chan []byte, 1)
+			echoed, proceed := make(chan []byte, 1), make(chan struct{})
 			go func() {
 				c, err := ln.Accept()
 				if err != nil {
 					echoed <- nil
 					return
 				}
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a hang fails the test, never blocks it
 				got, _ := io.ReadAll(io.LimitReader(c, int64(len(payload))))
 				echoed <- got
-				time.Sleep(300 * time.Millisecond) // silent past the client's deadline
+				select { // silent past the client's read deadline
+				case <-proceed:
+				case <-time.After(10 * time.Second):
+				}
 				_, _ = c.Write([]byte("bye"))
 				c.Close()
 			}()
@@ -46,10 +50,16 @@ func TestDialReadsAndWritesLikeNetConn(t *testing.T) {
 			require.NoError(t, err)
 			defer c.Close()
 			require.IsType(t, &rawConn{}, c)
+			require.NoError(t, c.SetWriteDeadline(time.Now().Add(10*time.Second)))
 			n, err := c.Write(payload)
 			require.NoError(t, err)
 			require.Equal(t, len(payload), n)
-			require.Equal(t, payload, <-echoed)
+			select {
+			case got := <-echoed:
+				require.Equal(t, payload, got)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the peer did not receive the payload")
+			}
 
 			require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 			buf := make([]byte, 16)
@@ -59,7 +69,8 @@ func TestDialReadsAndWritesLikeNetConn(t *testing.T) {
 			require.True(t, ne.Timeout(), "a passed deadline reads as a timeout: %v", err)
 			require.True(t, errors.Is(err, os.ErrDeadlineExceeded), "%v", err)
 
-			require.NoError(t, c.SetReadDeadline(time.Time{}))
+			close(proceed)
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 			got, err := io.ReadAll(c)
 			require.NoError(t, err, "io.ReadAll ends at io.EOF")
 			require.Equal(t, "bye", string(got))
@@ -98,12 +109,14 @@ func TestDialReadWriteAllocateNothing(t *testing.T) {
 	go func() {
 		if c, err := ln.Accept(); err == nil {
 			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 			_, _ = io.Copy(c, c) // echo
 		}
 	}()
 	c, err := Dial(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
 	msg, buf := []byte("ping"), make([]byte, 4)
 	allocs := testing.AllocsPerRun(200, func() {
 		if _, err := c.Write(msg); err != nil {
