@@ -102,14 +102,19 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 	var (
 		first    store.ChangeBatch // the first page's snapshot: its xmin is the next watermark
 		afterSeq int64
-		holdBack bool
+		heldTx   uint64 // the oldest transaction of a change held back (0: none)
 		gaps     int
 		maxSeq   int64
 	)
 	for page := 0; ; page++ {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		b, err := s.cfg.Store.ChangesSince(cctx, s.watermark, afterSeq, s.cfg.CatchUpPage)
-		cancel()
+		var b store.ChangeBatch
+		var err error
+		wm := s.watermark
+		s.unlocked(func() { // a slow read of the log must not hold up the inline applies
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			b, err = s.cfg.Store.ChangesSince(cctx, wm, afterSeq, s.cfg.CatchUpPage)
+			cancel()
+		})
 		if err != nil {
 			return err
 		}
@@ -125,9 +130,11 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 			first = b
 			first.Changes = nil
 		}
-		n, hb, ms, err := s.applyChanges(ctx, b.Changes, afterGap, first.Now.Add(-s.cfg.PollGrace)) // the database's clock, like changed_at
+		n, ht, ms, err := s.applyChanges(ctx, b.Changes, afterGap, first.Now.Add(-s.cfg.PollGrace)) // the database's clock, like changed_at
 		gaps += n
-		holdBack = holdBack || hb
+		if ht != 0 && (heldTx == 0 || ht < heldTx) {
+			heldTx = ht
+		}
 		maxSeq = max(maxSeq, ms)
 		if err != nil {
 			s.countGaps(mode, gaps, maxSeq) // the pages applied before the failure stay applied
@@ -147,11 +154,28 @@ func (s *Syncer) catchUpNow(ctx context.Context, mode catchUpMode) error {
 		debug.FreeOSMemory()
 	}
 	s.countGaps(mode, gaps, maxSeq)
-	if !holdBack {
-		s.watermark = first.Watermark
-		s.watermarkPub.Store(first.Watermark)
+	// The next pass reads from the snapshot's xmin (every transaction before it has ended, so
+	// a late commit is never skipped), or from the oldest transaction of a change held back,
+	// so that it is looked at again — not from where this pass started: under a steady
+	// stream of writes some change is always in flight at the poll, and a watermark held
+	// where it was had every poll re-read everything since the last quiet moment.
+	next := first.Watermark
+	if heldTx != 0 {
+		next = min(next, heldTx)
+	}
+	if next > s.watermark {
+		s.watermark = next
+		s.watermarkPub.Store(next)
 	}
 	return nil
+}
+
+// unlocked runs f with applyMu released; the caller holds it (the applier-owned state is not
+// touched by f). A catch-up waiting on the database lets the listen session apply meanwhile.
+func (s *Syncer) unlocked(f func()) {
+	s.applyMu.Unlock()
+	defer s.applyMu.Lock()
+	f()
 }
 
 // countGaps records what a catch-up pass in mode applied: gaps repaired (changes the
@@ -172,8 +196,9 @@ func (s *Syncer) countGaps(mode catchUpMode, gaps int, maxSeq int64) {
 // applyChanges re-reads and applies one page of the change log: what the registries do not
 // hold yet, except (on a routine poll, !afterGap) changes younger than grace, which are left
 // to their notification and hold the watermark back. Returns the registry entries changed
-// (repaired gaps), whether a change was held back, and the highest seq looked at.
-func (s *Syncer) applyChanges(ctx context.Context, changes []store.Change, afterGap bool, grace time.Time) (gaps int, holdBack bool, maxSeq int64, err error) {
+// (repaired gaps), the oldest transaction of a change held back (0: none), and the highest
+// seq looked at.
+func (s *Syncer) applyChanges(ctx context.Context, changes []store.Change, afterGap bool, grace time.Time) (gaps int, heldTx uint64, maxSeq int64, err error) {
 	want := map[store.ObjectType]map[string]change{}
 	for _, c := range changes {
 		sink := s.sinks[c.Type]
@@ -190,7 +215,9 @@ func (s *Syncer) applyChanges(ctx context.Context, changes []store.Change, after
 			continue
 		}
 		if !afterGap && c.ChangedAt.After(grace) {
-			holdBack = true
+			if heldTx == 0 || c.Tx < heldTx {
+				heldTx = c.Tx
+			}
 			continue
 		}
 		addChange(want, c.Type, c.ID, c.Version, c.Seq, c.Op)
@@ -202,8 +229,8 @@ func (s *Syncer) applyChanges(ctx context.Context, changes []store.Change, after
 		n, err := s.reread(ctx, typ, ids, nil)
 		gaps += n
 		if err != nil {
-			return gaps, holdBack, maxSeq, err
+			return gaps, heldTx, maxSeq, err
 		}
 	}
-	return gaps, holdBack, maxSeq, nil
+	return gaps, heldTx, maxSeq, nil
 }
