@@ -86,3 +86,38 @@ func (s *Syncer) spill() {
 	}
 	s.inbox = s.inbox[:0]
 }
+
+// errInlineSlow: the server cancelled an inline re-read this session asked it to cancel.
+var errInlineSlow = errors.New("re-read on the listen connection cancelled: the server did not answer within half the probe timeout")
+
+// reloadInline is Store.ReloadOn on the listen connection within probeTimeout. A re-read that
+// has no answer after half of it is cancelled on the server (a cancel request, on a connection
+// of its own): a re-read waiting on a lock (a migration's ALTER TABLE on the table, queued
+// behind a long transaction) is a slow query, not a dead connection, and must not end the
+// session; the server's answer to the cancel proves the connection alive, and the change is
+// left pending for the applier, which re-reads it on the pool within its own 5 s. A frozen
+// backend or a lost connection answers nothing: the deadline closes the connection at
+// probeTimeout and the session ends, as before.
+func (s *Syncer) reloadInline(ctx context.Context, on store.Querier, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	defer cancel()
+	conn, ok := on.(*pgx.Conn)
+	if !ok {
+		return s.cfg.Store.ReloadOn(rctx, on, typ, ids)
+	}
+	sent := make(chan struct{})
+	t := time.AfterFunc(s.probeTimeout()/2, func() {
+		defer close(sent)
+		_ = conn.PgConn().CancelRequest(rctx)
+	})
+	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, on, typ, ids)
+	if t.Stop() {
+		return rows, filtered, err
+	}
+	<-sent // the cancel request is done before the connection runs anything else
+	if err != nil && !conn.IsClosed() {
+		// answered (with the cancel's error): alive; not store.ErrUnavailable, so the session goes on
+		return nil, nil, fmt.Errorf("%w (%v)", errInlineSlow, err)
+	}
+	return rows, filtered, err
+}
