@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -36,15 +37,58 @@ func Dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Co
 		if err != nil {
 			return c, nil
 		}
-		return &rawConn{Conn: c, rc: rc}, nil
+		return newRawConn(c, rc), nil
 	}
 }
 
 // rawConn is a dialed socket whose Read and Write are raw syscalls (see Dial); every other
-// method is the socket's own.
+// method is the socket's own. The callbacks handed to syscall.RawConn are made once per
+// socket, with their buffer and result in the struct (guarded by rmu, wmu): a closure per call
+// escapes to the heap, with the variables it captures, and cost 5 allocations per write and
+// read where net.Conn costs none.
 type rawConn struct {
 	net.Conn
 	rc syscall.RawConn
+
+	rmu    sync.Mutex
+	rbuf   []byte
+	rn     uintptr
+	rerrno syscall.Errno
+	readFn func(fd uintptr) bool
+
+	wmu     sync.Mutex
+	wbuf    []byte
+	wn      uintptr
+	werrno  syscall.Errno
+	writeFn func(fd uintptr) bool
+}
+
+func newRawConn(c net.Conn, rc syscall.RawConn) *rawConn {
+	r := &rawConn{Conn: c, rc: rc}
+	r.readFn, r.writeFn = r.read, r.write
+	return r
+}
+
+// read is one read(2) of rbuf on fd, retried on EINTR; false asks to wait for readiness.
+func (c *rawConn) read(fd uintptr) bool {
+	for {
+		c.rn, _, c.rerrno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+		if c.rerrno == syscall.EINTR {
+			continue
+		}
+		return c.rerrno != syscall.EAGAIN
+	}
+}
+
+// write is one write(2) of wbuf on fd, retried on EINTR; false asks to wait for readiness.
+func (c *rawConn) write(fd uintptr) bool {
+	for {
+		c.wn, _, c.werrno = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wbuf[0])), uintptr(len(c.wbuf)))
+		if c.werrno == syscall.EINTR {
+			continue
+		}
+		return c.werrno != syscall.EAGAIN
+	}
 }
 
 // Read reads once from the socket, like net.Conn's Read: io.EOF at end of stream, a
@@ -53,17 +97,12 @@ func (c *rawConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n uintptr
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			n, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			if errno == syscall.EINTR {
-				continue
-			}
-			return errno != syscall.EAGAIN
-		}
-	})
+	c.rmu.Lock()
+	c.rbuf, c.rn, c.rerrno = b, 0, 0
+	err := c.rc.Read(c.readFn)
+	n, errno := c.rn, c.rerrno
+	c.rbuf = nil
+	c.rmu.Unlock()
 	if err != nil {
 		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 	}
@@ -78,26 +117,19 @@ func (c *rawConn) Read(b []byte) (int, error) {
 
 // Write writes all of b unless an error (a *net.OpError, as net.Conn's Write) stops it.
 func (c *rawConn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer func() { c.wbuf = nil; c.wmu.Unlock() }()
 	done := 0
 	for done < len(b) {
-		var n uintptr
-		var errno syscall.Errno
-		err := c.rc.Write(func(fd uintptr) bool {
-			for {
-				n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
-				if errno == syscall.EINTR {
-					continue
-				}
-				return errno != syscall.EAGAIN
-			}
-		})
+		c.wbuf, c.wn, c.werrno = b[done:], 0, 0
+		err := c.rc.Write(c.writeFn)
 		if err != nil {
 			return done, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 		}
-		if errno != 0 {
-			return done, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", errno)}
+		if c.werrno != 0 {
+			return done, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", c.werrno)}
 		}
-		done += int(n)
+		done += int(c.wn)
 	}
 	return done, nil
 }

@@ -89,3 +89,32 @@ func TestDialClosedSocket(t *testing.T) {
 	_, err = c.Write([]byte("x"))
 	require.ErrorIs(t, err, net.ErrClosed)
 }
+
+// A read and a write on a Dial socket allocate nothing, as on a net.Conn: they run for every
+// message of every DB connection (pool and change feed).
+func TestDialReadAndWriteAllocateNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c) // echo
+	}()
+	c, err := Dial(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	b := make([]byte, 8)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := c.Write(b); err != nil {
+			panic(err)
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			panic(err)
+		}
+	})
+	require.Zero(t, allocs, "allocations per write and read")
+}
