@@ -80,3 +80,36 @@ func TestFrozenBackendDuringInlineReReadIsDetected(t *testing.T) {
 	waitFor(t, "applied after the reconnect", func() bool { _, ok := r.get("frozen"); return ok })
 	waitFor(t, "streaming again", func() bool { return r.syncer.State() == notify.StateStreaming })
 }
+
+// killingStore terminates the listen backend (pid) just before the next inline re-read, once
+// armed: the re-read is answered with FATAL 57P01 and a closed connection.
+type killingStore struct {
+	notify.Store
+	admin *pgx.Conn
+	pid   atomic.Int64
+}
+
+func (k *killingStore) ReloadOn(ctx context.Context, on store.Querier, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
+	if pid := k.pid.Swap(0); pid != 0 {
+		_, _ = k.admin.Exec(context.Background(), `SELECT pg_terminate_backend($1::int, 1000)`, pid)
+	}
+	return k.Store.ReloadOn(ctx, on, typ, ids)
+}
+
+// A listen backend killed while it owes an inline re-read ends the session at once; the
+// reconnect's catch-up applies the change, and nothing counts as an apply error.
+func TestKilledBackendDuringInlineReReadReconnects(t *testing.T) {
+	t.Parallel()
+	b := setup(t, notify.SourceListen)
+	admin, err := pgx.Connect(context.Background(), b.url)
+	require.NoError(t, err)
+	defer admin.Close(context.Background())
+	ks := &killingStore{admin: admin}
+	r := startReplica(t, b, "a", func(c *notify.Config) { ks.Store = c.Store; c.Store = ks })
+	ks.pid.Store(int64(listenerPID(t, b, r.id)))
+	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('killed', 'g')`)
+	waitFor(t, "applied after the reconnect", func() bool { _, ok := r.get("killed"); return ok })
+	waitFor(t, "reconnected", func() bool { return r.syncer.Stats().Reconnects == 1 })
+	require.Zero(t, r.models.ApplyErrors())
+	waitFor(t, "streaming again", func() bool { return r.syncer.State() == notify.StateStreaming })
+}
