@@ -38,6 +38,8 @@ import (
 //     the round under applyMu, so after any inline apply in flight.
 //   - Failure. A re-read that fails leaves the changes pending and kicks the applier, which
 //     re-reads them on the pool; a connection that failed ends the session (reconnect, catch-up).
+//     A re-read unanswered after half of probeTimeout (waiting on a lock) is cancelled on the
+//     server and counts as failed, not as a lost connection (reloadInline).
 //
 // The logical source keeps the hand-off: its connection streams WAL and cannot run a query.
 
