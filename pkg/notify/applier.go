@@ -288,9 +288,7 @@ func (s *Syncer) reload(ctx context.Context, typ store.ObjectType, ids []string,
 		var r, f []store.Row
 		var err error
 		if on != nil {
-			rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
-			r, f, err = s.cfg.Store.ReloadOn(rctx, on, typ, chunk)
-			cancel()
+			r, f, err = s.reloadInline(ctx, on, typ, chunk)
 		} else {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			r, f, err = s.cfg.Store.Reload(rctx, typ, chunk)

@@ -38,6 +38,8 @@ import (
 //     the round under applyMu, so after any inline apply in flight.
 //   - Failure. A re-read that fails leaves the changes pending and kicks the applier, which
 //     re-reads them on the pool; a connection that failed ends the session (reconnect, catch-up).
+//     A re-read unanswered after half of probeTimeout (waiting on a lock) is cancelled on the
+//     server and counts as failed, not as a lost connection (reloadInline).
 //
 // The logical source keeps the hand-off: its connection streams WAL and cannot run a query.
 
@@ -85,4 +87,39 @@ func (s *Syncer) spill() {
 		s.push(ev)
 	}
 	s.inbox = s.inbox[:0]
+}
+
+// errInlineSlow: the server cancelled an inline re-read this session asked it to cancel.
+var errInlineSlow = errors.New("re-read on the listen connection cancelled: the server did not answer within half the probe timeout")
+
+// reloadInline is Store.ReloadOn on the listen connection within probeTimeout. A re-read that
+// has no answer after half of it is cancelled on the server (a cancel request, on a connection
+// of its own): a re-read waiting on a lock (a migration's ALTER TABLE on the table, queued
+// behind a long transaction) is a slow query, not a dead connection, and must not end the
+// session; the server's answer to the cancel proves the connection alive, and the change is
+// left pending for the applier, which re-reads it on the pool within its own 5 s. A frozen
+// backend or a lost connection answers nothing: the deadline closes the connection at
+// probeTimeout and the session ends, as before.
+func (s *Syncer) reloadInline(ctx context.Context, on store.Querier, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	defer cancel()
+	conn, ok := on.(*pgx.Conn)
+	if !ok {
+		return s.cfg.Store.ReloadOn(rctx, on, typ, ids)
+	}
+	sent := make(chan struct{})
+	t := time.AfterFunc(s.probeTimeout()/2, func() {
+		defer close(sent)
+		_ = conn.PgConn().CancelRequest(rctx)
+	})
+	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, on, typ, ids)
+	if t.Stop() {
+		return rows, filtered, err
+	}
+	<-sent // the cancel request is done before the connection runs anything else
+	if err != nil && !conn.IsClosed() {
+		// answered (with the cancel's error): alive; not store.ErrUnavailable, so the session goes on
+		return nil, nil, fmt.Errorf("%w (%v)", errInlineSlow, err)
+	}
+	return rows, filtered, err
 }
