@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,36 +91,86 @@ func (s *Syncer) spill() {
 }
 
 // errInlineSlow: the server cancelled an inline re-read this session asked it to cancel.
-var errInlineSlow = errors.New("re-read on the listen connection cancelled: the server did not answer within half the probe timeout")
+var errInlineSlow = errors.New("re-read on the listen connection cancelled: the server sent nothing for half the probe timeout")
 
-// reloadInline is Store.ReloadOn on the listen connection within probeTimeout. A re-read that
-// has no answer after half of it is cancelled on the server (a cancel request, on a connection
-// of its own): a re-read waiting on a lock (a migration's ALTER TABLE on the table, queued
-// behind a long transaction) is a slow query, not a dead connection, and must not end the
-// session; the server's answer to the cancel proves the connection alive, and the change is
-// left pending for the applier, which re-reads it on the pool within its own 5 s. A frozen
-// backend or a lost connection answers nothing: the deadline closes the connection at
-// probeTimeout and the session ends, as before.
+// reloadInline is Store.ReloadOn on the listen connection, watched like a liveness probe: the
+// bound counts from the last thing the connection received, not from the re-read's start (a
+// reply queued behind a burst of notifications — a bulk insert's million — waits for them,
+// each proving the connection alive). When nothing arrives for half of probeTimeout the
+// re-read is cancelled on the server (a cancel request, on a connection of its own): a re-read
+// waiting on a lock (a migration's ALTER TABLE on the table, queued behind a long
+// transaction) is a slow query, not a dead connection, and must not end the session; the
+// server's answer to the cancel proves the connection alive, and the change is left pending
+// for the applier, which re-reads it on the pool within its own 5 s. A frozen backend or a
+// lost connection answers nothing: after probeTimeout of silence the re-read's context ends,
+// pgconn closes the connection and the session ends (store.ErrUnavailable).
 func (s *Syncer) reloadInline(ctx context.Context, on store.Querier, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
-	defer cancel()
 	conn, ok := on.(*pgx.Conn)
 	if !ok {
+		rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+		defer cancel()
 		return s.cfg.Store.ReloadOn(rctx, on, typ, ids)
 	}
-	sent := make(chan struct{})
-	t := time.AfterFunc(s.probeTimeout()/2, func() {
-		defer close(sent)
-		_ = conn.PgConn().CancelRequest(rctx)
-	})
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: time.Now().UnixNano()}
+	w.mu.Lock()
+	w.t = time.AfterFunc(s.probeTimeout()/2, w.check)
+	w.mu.Unlock()
 	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, on, typ, ids)
-	if t.Stop() {
-		return rows, filtered, err
-	}
-	<-sent // the cancel request is done before the connection runs anything else
-	if err != nil && !conn.IsClosed() {
+	if w.finish() && err != nil && !conn.IsClosed() {
 		// answered (with the cancel's error): alive; not store.ErrUnavailable, so the session goes on
 		return nil, nil, fmt.Errorf("%w (%v)", errInlineSlow, err)
 	}
 	return rows, filtered, err
+}
+
+// inlineWatch is one inline re-read's watchdog (reloadInline): one timer, re-armed from the
+// connection's last proof of life (Syncer.lastHB, set by every notification received).
+type inlineWatch struct {
+	s      *Syncer
+	conn   *pgx.Conn
+	cancel context.CancelFunc
+	start  int64 // unix nanos the re-read was sent
+
+	mu   sync.Mutex
+	t    *time.Timer
+	sent bool // the cancel request was sent
+	done bool
+}
+
+// check runs on the timer: the silence so far decides between waiting on, asking the server
+// to cancel, and giving the connection up.
+func (w *inlineWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	limit := w.s.probeTimeout()
+	idle := time.Since(time.Unix(0, max(w.start, w.s.lastHB.Load())))
+	switch {
+	case idle >= limit:
+		w.cancel()
+	case idle >= limit/2 && !w.sent:
+		w.sent = true
+		cctx, cancel := context.WithTimeout(context.Background(), limit/2)
+		_ = w.conn.PgConn().CancelRequest(cctx)
+		cancel()
+		w.t.Reset(limit - idle)
+	case w.sent:
+		w.t.Reset(limit - idle)
+	default:
+		w.t.Reset(limit/2 - idle)
+	}
+}
+
+// finish stops the watchdog once the re-read returned (after a cancel request in flight is
+// done, so that it cannot reach the next query) and reports whether a cancel was sent.
+func (w *inlineWatch) finish() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	w.t.Stop()
+	return w.sent
 }

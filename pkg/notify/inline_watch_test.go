@@ -1,0 +1,52 @@
+package notify
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"lockstep/itest/pgtest"
+)
+
+// The inline re-read's watchdog counts from the connection's last proof of life, as the
+// liveness probe does: while notifications keep arriving (a reply queued behind a bulk
+// insert's burst of them) it neither asks the server to cancel nor gives the connection up,
+// however long the re-read takes; once nothing arrives, it sends a cancel request after half
+// the probe bound and ends the re-read after the whole bound. Before, the bound counted from
+// the re-read's start: a million-key bulk insert made one of three replicas reconnect.
+func TestInlineWatchCountsFromTheLastMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond})
+	bound := s.probeTimeout() // 200 ms
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: time.Now().UnixNano()}
+	w.mu.Lock()
+	w.t = time.AfterFunc(bound/2, w.check)
+	w.mu.Unlock()
+
+	// traffic: a message every 20 ms for 5 bounds
+	for range 50 {
+		s.lastHB.Store(time.Now().UnixNano())
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.mu.Lock()
+	sent := w.sent
+	w.mu.Unlock()
+	require.False(t, sent, "a cancel request while messages kept arriving")
+	require.NoError(t, rctx.Err(), "the re-read was given up while messages kept arriving")
+
+	// silence: a cancel request, then the end of the re-read
+	quiet := time.Now()
+	<-rctx.Done()
+	require.GreaterOrEqual(t, time.Since(quiet), bound-20*time.Millisecond, "given up before the bound of silence")
+	require.True(t, w.finish(), "no cancel request before giving up")
+}
