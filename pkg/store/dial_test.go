@@ -83,19 +83,9 @@ func TestDialReadsAndWritesLikeNetConn(t *testing.T) {
 
 // A read or write on a closed socket fails with net.ErrClosed, as on a net.Conn.
 func TestDialClosedSocket(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			defer c.Close()
-			time.Sleep(time.Second)
-		}
-	}()
-	c, err := Dial(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
-	require.NoError(t, err)
+	c := dialPeer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	require.NoError(t, c.Close())
-	_, err = c.Read(make([]byte, 1))
+	_, err := c.Read(make([]byte, 1))
 	require.ErrorIs(t, err, net.ErrClosed)
 	_, err = c.Write([]byte("x"))
 	require.ErrorIs(t, err, net.ErrClosed)
@@ -103,19 +93,7 @@ func TestDialClosedSocket(t *testing.T) {
 
 // Reads and writes on Dial's sockets allocate nothing (the syscall closures are made once).
 func TestDialReadWriteAllocateNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			_, _ = io.Copy(c, c) // echo
-		}
-	}()
-	c, err := Dial(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dialPeer(t, func(c net.Conn) { _, _ = io.Copy(c, c) }) // echo
 	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
 	msg, buf := []byte("ping"), make([]byte, 4)
 	allocs := testing.AllocsPerRun(200, func() {
@@ -127,4 +105,24 @@ func TestDialReadWriteAllocateNothing(t *testing.T) {
 		}
 	})
 	require.Zero(t, allocs)
+}
+
+// dialPeer dials, with Dial, a loopback TCP peer that runs serve on its end (within 10 s);
+// both ends are closed when the test ends.
+func dialPeer(t *testing.T, serve func(net.Conn)) net.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			serve(c)
+		}
+	}()
+	c, err := Dial(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
