@@ -61,11 +61,17 @@ func (s *Syncer) listenSession(ctx context.Context, first *bool, backoff *time.D
 	for t := range s.sinks {
 		types = append(types, t)
 	}
+	// the inline re-reads' statements (inline.go), prepared now rather than at the first
+	// change; not fatal (a pooler that keeps no prepared statements, say): a re-read that then
+	// fails on this connection is re-read on the pool
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = store.PrepareReload(pctx, pconn, types) // the inline re-reads' statements (inline.go)
+	err = store.PrepareReload(pctx, pconn, types)
 	cancel()
 	if err != nil {
-		return err
+		if pconn.IsClosed() {
+			return err
+		}
+		s.log.Warn().Err(err).Msg("listen connection: re-read statements not prepared")
 	}
 	// LISTEN is in place: anything committed from now on is notified. Catch up on what was
 	// committed before (or while disconnected), then stream.

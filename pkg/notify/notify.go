@@ -3,8 +3,10 @@
 //
 // Layers (DESIGN.md "The three layers of sync"):
 //   - push: one dedicated, never pooled connection LISTENs on gateway_registry; each
-//     notification names one changed row, the applier coalesces ids and re-reads them in
-//     batches (one query per type), then applies them version-guarded;
+//     notification names one changed row; the listen session applies a small batch itself,
+//     re-reading the rows on that same connection (inline.go), and otherwise the applier
+//     coalesces ids and re-reads them through the pool in batches (one query per type);
+//     either way they are applied version-guarded;
 //   - catch-up: on every (re)connect the listener first LISTENs, then the applier reads the
 //     change log from its xid8 watermark (or does a full versioned reconcile when the
 //     watermark is older than the log's retention), then streaming resumes. A periodic poll of
