@@ -154,9 +154,15 @@ func (w *inlineWatch) check() {
 		w.cancel()
 	case idle >= limit/2 && !w.sent:
 		w.sent = true
-		cctx, cancel := context.WithTimeout(context.Background(), limit/2)
+		// the cancel request gets what is left of the bound, and the silence is measured
+		// again after it: an unanswered one (the host unreachable) must not stretch the bound
+		cctx, cancel := context.WithTimeout(context.Background(), limit-idle)
 		_ = w.conn.PgConn().CancelRequest(cctx)
 		cancel()
+		if idle = time.Since(time.Unix(0, max(w.start, w.s.lastHB.Load()))); idle >= limit {
+			w.cancel()
+			return
+		}
 		w.t.Reset(limit - idle)
 	case w.sent:
 		w.t.Reset(limit - idle)

@@ -568,31 +568,47 @@ func (s *Store) ReloadOn(ctx context.Context, on Querier, typ ObjectType, ids []
 // the server has planned it and opened its table. A no-op unless conn keeps
 // prepared statements (default_query_exec_mode cache_statement, pgx's default): behind a
 // pooler (cache_describe, see Open) a prepared statement would not survive the transaction.
+//
+// It is an optimisation, so it never waits on a lock: a table locked meanwhile (a migration's
+// ALTER TABLE queued behind a long transaction blocks even the Parse) is skipped after
+// prepareLockWait (lock_timeout, reset afterwards) and left to be prepared by its first
+// re-read. Waiting instead ran into the caller's bound, whose expiry closes the connection:
+// the feed could not reconnect while any registry table was locked. An error is returned
+// only when the connection failed.
 func PrepareReload(ctx context.Context, conn *pgx.Conn, types []ObjectType) error {
 	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
 		return nil
+	}
+	if _, err := conn.Exec(ctx, "SET lock_timeout = "+strconv.Itoa(int(prepareLockWait.Milliseconds()))); err != nil {
+		return fmt.Errorf("prepare the re-reads: %w", mapErr(err))
 	}
 	for _, t := range types {
 		q, ok := reloadSQL[t]
 		if !ok {
 			continue
 		}
-		if _, err := conn.Prepare(ctx, q.one, q.one); err != nil {
+		_, err := conn.Prepare(ctx, q.one, q.one)
+		if err == nil {
+			// run it once (no row has the empty key's id, and none is kept if one does): the
+			// backend plans it and opens the table and its index now, not at the first change
+			var rows pgx.Rows
+			if rows, err = conn.Query(ctx, q.one, ""); err == nil {
+				rows.Close()
+				err = rows.Err()
+			}
+		}
+		if err != nil && conn.IsClosed() {
 			return fmt.Errorf("prepare the %s re-read: %w", t, mapErr(err))
 		}
-		// run it once (no row has the empty key's id, and none is kept if one does): the
-		// backend plans it and opens the table and its index now, not at the first change
-		rows, err := conn.Query(ctx, q.one, "")
-		if err == nil {
-			rows.Close()
-			err = rows.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("warm the %s re-read: %w", t, mapErr(err))
-		}
+	}
+	if _, err := conn.Exec(ctx, "RESET lock_timeout"); err != nil {
+		return fmt.Errorf("prepare the re-reads: %w", mapErr(err))
 	}
 	return nil
 }
+
+// prepareLockWait is the longest PrepareReload waits on a table's lock.
+const prepareLockWait = 100 * time.Millisecond
 
 // reloadSQL is Reload's two statements per type: by one primary key, and by an array of them.
 var reloadSQL = func() map[ObjectType]struct{ one, many string } {
