@@ -113,10 +113,7 @@ func (s *Syncer) reloadInline(ctx context.Context, on store.Querier, typ store.O
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: time.Now().UnixNano()}
-	w.mu.Lock()
-	w.t = time.AfterFunc(s.probeTimeout()/2, w.check)
-	w.mu.Unlock()
+	w := s.watchInline(conn, cancel)
 	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, on, typ, ids)
 	if w.finish() && err != nil && !conn.IsClosed() {
 		// answered (with the cancel's error): alive; not store.ErrUnavailable, so the session goes on
@@ -137,6 +134,15 @@ type inlineWatch struct {
 	t    *time.Timer
 	sent bool // the cancel request was sent
 	done bool
+}
+
+// watchInline starts the watchdog of a re-read sent now on conn; cancel ends the re-read.
+func (s *Syncer) watchInline(conn *pgx.Conn, cancel context.CancelFunc) *inlineWatch {
+	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: time.Now().UnixNano()}
+	w.mu.Lock()
+	w.t = time.AfterFunc(s.probeTimeout()/2, w.check)
+	w.mu.Unlock()
+	return w
 }
 
 // check runs on the timer: the silence so far decides between waiting on, asking the server

@@ -56,10 +56,7 @@ func TestInlineWatchBoundHoldsWhenTheCancelRequestHangs(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: start.UnixNano()}
-	w.mu.Lock()
-	w.t = time.AfterFunc(bound/2, w.check)
-	w.mu.Unlock()
+	w := s.watchInline(conn, cancel)
 	select {
 	case <-rctx.Done():
 	case <-time.After(5 * bound):

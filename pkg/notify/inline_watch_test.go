@@ -28,10 +28,7 @@ func TestInlineWatchCountsFromTheLastMessage(t *testing.T) {
 	bound := s.probeTimeout() // 200 ms
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: time.Now().UnixNano()}
-	w.mu.Lock()
-	w.t = time.AfterFunc(bound/2, w.check)
-	w.mu.Unlock()
+	w := s.watchInline(conn, cancel)
 
 	// traffic: a message every 20 ms for 5 bounds
 	for range 50 {
