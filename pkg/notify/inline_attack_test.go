@@ -39,7 +39,9 @@ func TestInlineReReadWaitingOnALockKeepsTheSession(t *testing.T) {
 		fmt.Sprintf(`{"seq":%d,"type":"model","op":"insert","id":"locked","v":1}`, 1<<40))
 	time.Sleep(2500 * time.Millisecond) // longer than probeTimeout, shorter than a pool re-read's 5 s
 	require.NoError(t, tx.Rollback(ctx))
-	time.Sleep(300 * time.Millisecond)
+	// the session goes on applying: a write after the lock arrives, with no reconnect between
+	exec(t, b.admin, `INSERT INTO gateway.models (model_id, model_name) VALUES ('after-lock', 'g')`)
+	waitFor(t, "a write after the lock applied", func() bool { _, ok := r.get("after-lock"); return ok })
 	st := r.syncer.Stats()
 	require.Zero(t, st.Reconnects, "a re-read waiting on a lock ended a healthy listen session")
 	require.Equal(t, notify.StateStreaming, st.State)

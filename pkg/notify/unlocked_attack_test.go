@@ -19,9 +19,15 @@ type staleStore struct {
 	notify.Store
 	armed         atomic.Bool
 	started, done chan struct{}
+	after         atomic.Int64 // reads that began after the held page was released
 }
 
 func (s *staleStore) ChangesSince(ctx context.Context, wm uint64, after int64, limit int) (store.ChangeBatch, error) {
+	select {
+	case <-s.done:
+		s.after.Add(1)
+	default:
+	}
 	b, err := s.Store.ChangesSince(ctx, wm, after, limit)
 	if err == nil && len(b.Changes) > 0 && s.armed.CompareAndSwap(true, false) {
 		close(s.started)
@@ -54,7 +60,8 @@ func TestStalePollPageDoesNotResurrectARowDeletedInline(t *testing.T) {
 	exec(t, b.admin, `DELETE FROM gateway.models WHERE model_id = 'x'`)
 	waitFor(t, "the delete applied inline", func() bool { _, ok := r.get("x"); return !ok })
 	<-ss.done
-	time.Sleep(500 * time.Millisecond) // the stale page applied, and polls after it
+	// the stale page applied, and two polls after it
+	waitFor(t, "polls after the stale page", func() bool { return ss.after.Load() >= 2 })
 	_, ok := r.get("x")
 	require.False(t, ok, "the stale page resurrected a deleted row")
 	require.Zero(t, r.models.ApplyErrors())
