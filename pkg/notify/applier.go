@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"lockstep/pkg/store"
 )
 
@@ -66,7 +68,7 @@ func (s *Syncer) apply(ctx context.Context) {
 // reading when the applier took the batch (the trace, trace.go); on is the connection the
 // re-reads run on: nil for the pool, the listen connection for an inline apply (inline.go).
 // The caller holds applyMu. Returns the first re-read error (its changes are left pending).
-func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64, on store.Querier) error {
+func (s *Syncer) applyEvents(ctx context.Context, batch []event, dequeued int64, on *pgx.Conn) error {
 	start := time.Now()
 	want := map[store.ObjectType]map[string]change{}
 	var maxSeq int64
@@ -143,7 +145,7 @@ func addChange(want map[store.ObjectType]map[string]change, typ store.ObjectType
 // visible just after its WAL record is flushed and streamed): the logical source re-reads
 // those briefly and leaves the rest to the next poll; it never tombstones them.
 // Returns how many registry entries changed.
-func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change, on store.Querier) (int, error) {
+func (s *Syncer) reread(ctx context.Context, typ store.ObjectType, ids map[string]change, on *pgx.Conn) (int, error) {
 	s.rr = stageTimes{typ: typ}
 	sink := s.sinks[typ]
 	if sink == nil {
@@ -282,7 +284,7 @@ const rereadChunk = 10000
 // reload is Store.Reload of ids in chunks of rereadChunk, each within 5 s; on a connection of
 // its own (on != nil, the listen session's) Store.ReloadOn within probeTimeout, so an inline
 // re-read never holds the listen session longer than a liveness probe may.
-func (s *Syncer) reload(ctx context.Context, typ store.ObjectType, ids []string, on store.Querier) (rows, filtered []store.Row, err error) {
+func (s *Syncer) reload(ctx context.Context, typ store.ObjectType, ids []string, on *pgx.Conn) (rows, filtered []store.Row, err error) {
 	for lo := 0; lo < len(ids); lo += rereadChunk {
 		chunk := ids[lo:min(lo+rereadChunk, len(ids))]
 		var r, f []store.Row

@@ -104,17 +104,11 @@ var errInlineSlow = errors.New("re-read on the listen connection cancelled: the 
 // for the applier, which re-reads it on the pool within its own 5 s. A frozen backend or a
 // lost connection answers nothing: after probeTimeout of silence the re-read's context ends,
 // pgconn closes the connection and the session ends (store.ErrUnavailable).
-func (s *Syncer) reloadInline(ctx context.Context, on store.Querier, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
-	conn, ok := on.(*pgx.Conn)
-	if !ok {
-		rctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
-		defer cancel()
-		return s.cfg.Store.ReloadOn(rctx, on, typ, ids)
-	}
+func (s *Syncer) reloadInline(ctx context.Context, conn *pgx.Conn, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := s.watchInline(conn, cancel)
-	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, on, typ, ids)
+	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, conn, typ, ids)
 	if w.finish() && err != nil && !conn.IsClosed() {
 		// answered (with the cancel's error): alive; not store.ErrUnavailable, so the session goes on
 		return nil, nil, fmt.Errorf("%w (%v)", errInlineSlow, err)
