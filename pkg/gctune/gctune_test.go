@@ -3,6 +3,7 @@ package gctune
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -57,4 +58,22 @@ func TestStartTunesAfterEachCollection(t *testing.T) {
 	require.Nil(t, Start(64<<20), "GOGC set: the operator's choice")
 	t.Setenv("GOGC", "")
 	require.Nil(t, Start(0), "no floor")
+}
+
+// Start leaves the floor's pages resident and free in the heap: the pre-touched buffer was
+// collected (it is not live) and its memory was not returned to the OS.
+func TestStartPretouchesTheFloor(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	const floor = 64 << 20
+	tu := Start(floor)
+	require.NotNil(t, tu)
+	defer tu.Stop()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	free, live := s[0].Value.Uint64(), s[1].Value.Uint64()
+	require.Less(t, live, uint64(floor/2), "the pre-touch buffer is not live after Start")
+	require.GreaterOrEqual(t, free, uint64(floor/8*7)*9/10, "the pre-touched pages are free in the heap, not released (free %d MB)", free>>20)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"lockstep/pkg/intern"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
 	"lockstep/pkg/router"
@@ -213,10 +214,10 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 		k.Expires = *kr.Expires
 	}
 	if kr.TeamID != nil {
-		k.TeamID = intern(*kr.TeamID)
+		k.TeamID = intern.String(*kr.TeamID)
 	}
 	if kr.UserID != nil {
-		k.UserID = intern(*kr.UserID)
+		k.UserID = intern.String(*kr.UserID)
 	}
 	if len(kr.LitellmFields) > 2 { // "{}": the common case, no decode
 		var lf struct {
@@ -283,15 +284,15 @@ func build(kr *store.KeyCols, id string) (*Key, error) {
 			x.Agents = lf.ObjectPerm.Agents
 		}
 		k.GetSpendRoutes = lf.Permissions["get_spend_routes"] == true
-		x.OrganizationID = intern(lf.OrgID)
-		x.ProjectID = intern(lf.ProjectID)
+		x.OrganizationID = intern.String(lf.OrgID)
+		x.ProjectID = intern.String(lf.ProjectID)
 		if x.RouterSettings, err = router.ParseCallerSettings(lf.RouterSettings); err != nil {
 			return nil, fmt.Errorf("litellm_fields: %w", err)
 		}
 		if len(lf.AccessGroups) > 0 {
 			x.AccessGroupIDs = lf.AccessGroups
 		}
-		x.AgentID = intern(lf.AgentID)
+		x.AgentID = intern.String(lf.AgentID)
 		if !x.empty() {
 			heap := x // only a key that sets one of them allocates its Extra
 			k.Extra = &heap

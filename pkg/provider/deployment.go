@@ -2,6 +2,7 @@ package provider
 
 import (
 	"lockstep/pkg/format"
+	"lockstep/pkg/intern"
 
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unique"
 
 	"github.com/tidwall/gjson"
 )
@@ -359,12 +359,12 @@ func (b *Builder) newDeployment(modelID, modelName string, litellmParams []byte,
 
 // intern replaces the deployment's strings that many deployments repeat (the upstream model,
 // provider, group name, base and endpoints: 100,000 deployments of one provider hold each
-// once) with their canonical copies (unique.Make), which also lets the litellm_params text the
+// once) with their canonical copies (intern.String: unique.Make behind a cache), which also lets the litellm_params text the
 // parsed values were cut from be collected.
 func (d *Deployment) intern() {
 	in := func(s *string) {
 		if *s != "" {
-			*s = unique.Make(*s).Value()
+			*s = intern.String(*s)
 		}
 	}
 	in(&d.ModelName)

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unique"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"lockstep/pkg/intern"
 	"lockstep/pkg/limits"
 	"lockstep/pkg/numbers"
 	"lockstep/pkg/provider"
@@ -159,13 +159,13 @@ func build(id, name string, litellmParams, modelInfo []byte, newDeployment func(
 			if g.Type != gjson.String {
 				return nil, fmt.Errorf("model_info.access_groups[%d] must be a string, got %s", i, g.Raw)
 			}
-			d.AccessGroups = append(d.AccessGroups, unique.Make(g.Str).Value()) // groups repeat; not a slice of the row
+			d.AccessGroups = append(d.AccessGroups, intern.String(g.Str)) // groups repeat; not a slice of the row
 		}
 	}
 	switch tid := mi.Get("team_id"); tid.Type {
 	case gjson.Null:
 	case gjson.String:
-		d.TeamID = unique.Make(tid.Str).Value()
+		d.TeamID = intern.String(tid.Str)
 	default:
 		return nil, fmt.Errorf("model_info.team_id must be a string, got %s", tid.Raw)
 	}
