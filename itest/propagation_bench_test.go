@@ -51,7 +51,8 @@ import (
 //
 // LOCKSTEP_BENCH_REPLICAS=N (default 2) starts N replicas on the database: A writes, the
 // other N-1 receive. LOCKSTEP_BENCH_PERF=<file> records B's CPU profile with perf(1) (perf
-// record -g) while the writes run. LOCKSTEP_BENCH_ENV=K=V,... adds to every replica's
+// record -g) while the writes run; LOCKSTEP_BENCH_PERF_TARGET=writer profiles A instead, =all
+// the whole machine (perf record -a: every replica, Postgres, the benchmark itself). LOCKSTEP_BENCH_ENV=K=V,... adds to every replica's
 // environment (GOMAXPROCS=1, GOGC=..., to compare runtime settings). LOCKSTEP_BENCH_RATE=W
 // (writes per second, 1..1000, default 200) sets A's write rate: with 20 replicas on 2 cores
 // each write costs ~9 ms of CPU in all (19 receivers' apply, Postgres, the writer), so 200/s
@@ -148,8 +149,18 @@ func BenchmarkPropagation(b *testing.B) {
 		}
 		gc1, al1 := gcs()
 		var perf *exec.Cmd
-		if out := os.Getenv("LOCKSTEP_BENCH_PERF"); out != "" { // profile B (a receiver) while the writes run
-			perf = exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(p.B.cmd.Process.Pid))
+		if out := os.Getenv("LOCKSTEP_BENCH_PERF"); out != "" { // profile B (a receiver), A or the machine while the writes run
+			target := []string{"-p", strconv.Itoa(p.B.cmd.Process.Pid)}
+			switch t := os.Getenv("LOCKSTEP_BENCH_PERF_TARGET"); t {
+			case "", "receiver":
+			case "writer":
+				target = []string{"-p", strconv.Itoa(p.A.cmd.Process.Pid)}
+			case "all":
+				target = []string{"-a"}
+			default:
+				b.Fatalf("LOCKSTEP_BENCH_PERF_TARGET: want receiver, writer or all, got %q", t)
+			}
+			perf = exec.Command("perf", append([]string{"record", "-g", "-o", out}, target...)...)
 			require.NoError(b, perf.Start())
 		}
 		acked := make(map[string]time.Time, writes) // id → A's response

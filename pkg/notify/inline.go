@@ -104,10 +104,15 @@ var errInlineSlow = errors.New("re-read on the listen connection cancelled: the 
 // for the applier, which re-reads it on the pool within its own 5 s. A frozen backend or a
 // lost connection answers nothing: after probeTimeout of silence the re-read's context ends,
 // pgconn closes the connection and the session ends (store.ErrUnavailable).
+//
+// The watchdog is the session's (one per connection, inlineWatchFor), not one per re-read:
+// a re-read costs an uncontended lock and two field writes, and a busy session a timer reset
+// per half bound; no context, timer or allocation per re-read (a context and a timer per
+// re-read, and the store's own timeout, were ~1.7 KB and four timer-heap updates per
+// notification on every receiver: BenchmarkNotifyOneChange).
 func (s *Syncer) reloadInline(ctx context.Context, conn *pgx.Conn, typ store.ObjectType, ids []string) ([]store.Row, []store.Row, error) {
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := s.watchInline(conn, cancel)
+	w := s.inlineWatchFor(ctx, conn)
+	rctx := w.begin()
 	rows, filtered, err := s.cfg.Store.ReloadOn(rctx, conn, typ, ids)
 	if w.finish() && err != nil && !conn.IsClosed() {
 		// answered (with the cancel's error): alive; not store.ErrUnavailable, so the session goes on
@@ -116,35 +121,67 @@ func (s *Syncer) reloadInline(ctx context.Context, conn *pgx.Conn, typ store.Obj
 	return rows, filtered, err
 }
 
-// inlineWatch is one inline re-read's watchdog (reloadInline): one timer, re-armed from the
-// connection's last proof of life (Syncer.lastHB, set by every notification received).
+// inlineWatchFor is the watchdog of the inline re-reads on conn under ctx (the listen
+// session's), made at the session's first re-read; the previous session's is released. Only
+// the listen goroutine calls it.
+func (s *Syncer) inlineWatchFor(ctx context.Context, conn *pgx.Conn) *inlineWatch {
+	if w := s.inline; w != nil && w.conn == conn && w.parent == ctx {
+		return w
+	}
+	if s.inline != nil {
+		s.inline.release()
+	}
+	s.inline = s.newInlineWatch(ctx, conn)
+	return s.inline
+}
+
+// inlineWatch is the watchdog of one connection's inline re-reads (reloadInline): one timer,
+// armed by a re-read when it is not armed already and re-armed, while a re-read is in
+// flight, from the connection's last proof of life (Syncer.lastHB, set by every notification
+// received). A check that finds no re-read in flight disarms it, so an idle session has no
+// timer and a busy one about two checks per probe bound, however many re-reads it sends.
 type inlineWatch struct {
 	s      *Syncer
 	conn   *pgx.Conn
-	cancel context.CancelFunc
-	start  int64 // unix nanos the re-read was sent
+	parent context.Context
 
-	mu   sync.Mutex
-	t    *time.Timer
-	sent bool // the cancel request was sent
-	done bool
+	mu     sync.Mutex
+	t      *time.Timer
+	armed  bool
+	ctx    context.Context    // the re-reads' context: renewed after a re-read was given up
+	cancel context.CancelFunc // gives the re-read in flight up (pgconn then closes conn)
+	start  int64              // unix nanos the re-read in flight was sent; 0: none in flight
+	sent   bool               // a cancel request was sent for the re-read in flight
 }
 
-// watchInline starts the watchdog of a re-read sent now on conn; cancel ends the re-read.
-func (s *Syncer) watchInline(conn *pgx.Conn, cancel context.CancelFunc) *inlineWatch {
-	w := &inlineWatch{s: s, conn: conn, cancel: cancel, start: time.Now().UnixNano()}
-	w.mu.Lock()
-	w.t = time.AfterFunc(s.probeTimeout()/2, w.check)
-	w.mu.Unlock()
+// newInlineWatch makes the watchdog of inline re-reads on conn (none in flight, timer disarmed).
+func (s *Syncer) newInlineWatch(ctx context.Context, conn *pgx.Conn) *inlineWatch {
+	w := &inlineWatch{s: s, conn: conn, parent: ctx}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.t = time.AfterFunc(time.Hour, w.check)
+	w.t.Stop()
 	return w
 }
 
-// check runs on the timer: the silence so far decides between waiting on, asking the server
-// to cancel, and giving the connection up.
+// begin starts watching a re-read sent now and returns the context to send it under.
+func (w *inlineWatch) begin() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.start, w.sent = time.Now().UnixNano(), false
+	if !w.armed {
+		w.armed = true
+		w.t.Reset(w.s.probeTimeout() / 2)
+	}
+	return w.ctx
+}
+
+// check runs on the timer: with a re-read in flight, the silence so far decides between
+// waiting on, asking the server to cancel, and giving the connection up.
 func (w *inlineWatch) check() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.done {
+	if w.start == 0 {
+		w.armed = false
 		return
 	}
 	limit := w.s.probeTimeout()
@@ -152,6 +189,7 @@ func (w *inlineWatch) check() {
 	switch {
 	case idle >= limit:
 		w.cancel()
+		w.armed = false
 	case idle >= limit/2 && !w.sent:
 		w.sent = true
 		// the cancel request gets what is left of the bound, and the silence is measured
@@ -161,6 +199,7 @@ func (w *inlineWatch) check() {
 		cancel()
 		if idle = time.Since(time.Unix(0, max(w.start, w.s.lastHB.Load()))); idle >= limit {
 			w.cancel()
+			w.armed = false
 			return
 		}
 		w.t.Reset(limit - idle)
@@ -171,12 +210,25 @@ func (w *inlineWatch) check() {
 	}
 }
 
-// finish stops the watchdog once the re-read returned (after a cancel request in flight is
-// done, so that it cannot reach the next query) and reports whether a cancel was sent.
+// finish ends watching the re-read in flight once it returned (after a cancel request in
+// flight is done, so that it cannot reach the next query) and reports whether a cancel
+// request was sent for it. A re-read given up leaves the next one a fresh context.
 func (w *inlineWatch) finish() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.done = true
+	sent := w.sent
+	w.start, w.sent = 0, false
+	if w.ctx.Err() != nil && w.parent.Err() == nil {
+		w.ctx, w.cancel = context.WithCancel(w.parent)
+	}
+	return sent
+}
+
+// release stops the watchdog for good (its session ended).
+func (w *inlineWatch) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.t.Stop()
-	return w.sent
+	w.armed = false
+	w.cancel()
 }

@@ -53,10 +53,10 @@ func TestInlineWatchBoundHoldsWhenTheCancelRequestHangs(t *testing.T) {
 	defer conn.Close(ctx)
 	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 650 * time.Millisecond})
 	bound := s.probeTimeout() // 600 ms
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	start := time.Now()
-	w := s.watchInline(conn, cancel)
+	w := s.newInlineWatch(ctx, conn)
+	defer w.release()
+	rctx := w.begin()
 	select {
 	case <-rctx.Done():
 	case <-time.After(5 * bound):

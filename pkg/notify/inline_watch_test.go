@@ -26,9 +26,9 @@ func TestInlineWatchCountsFromTheLastMessage(t *testing.T) {
 	defer conn.Close(ctx)
 	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond})
 	bound := s.probeTimeout() // 200 ms
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := s.watchInline(conn, cancel)
+	w := s.newInlineWatch(ctx, conn)
+	defer w.release()
+	rctx := w.begin()
 
 	// traffic: a message every 20 ms for 5 bounds
 	var last time.Time // the last proof of life stored
@@ -48,4 +48,43 @@ func TestInlineWatchCountsFromTheLastMessage(t *testing.T) {
 	<-rctx.Done()
 	require.GreaterOrEqual(t, time.Since(last), bound, "given up before the bound of silence")
 	require.True(t, w.finish(), "no cancel request before giving up")
+}
+
+// One watchdog serves a session's re-reads: quick ones leave it disarmed once idle (no timer
+// runs on an idle session), and a re-read given up leaves the next one a fresh context, so
+// the session goes on after a cancelled re-read (errInlineSlow) and every later re-read is
+// still watched.
+func TestInlineWatchServesTheWholeSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond})
+	bound := s.probeTimeout() // 200 ms
+	w := s.newInlineWatch(ctx, conn)
+	defer w.release()
+	for range 100 { // quick re-reads
+		rctx := w.begin()
+		require.NoError(t, rctx.Err())
+		require.False(t, w.finish())
+	}
+	require.Eventually(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return !w.armed }, 5*bound, bound/10,
+		"the timer disarms once no re-read is in flight")
+
+	hung := w.begin() // nothing arrives: given up after the bound
+	select {
+	case <-hung.Done():
+	case <-time.After(5 * bound):
+		t.Fatal("the re-read was never given up")
+	}
+	require.True(t, w.finish(), "a cancel request before giving up")
+	next := w.begin()
+	require.NoError(t, next.Err(), "the next re-read gets a fresh context")
+	select {
+	case <-next.Done():
+	case <-time.After(5 * bound):
+		t.Fatal("the next re-read is not watched")
+	}
+	require.True(t, w.finish())
 }

@@ -266,6 +266,7 @@ type Syncer struct {
 	// listen-session-owned (inline.go): notifications received and not yet applied or
 	// handed to the applier, and the batch buffer swapped with it
 	inbox, inboxSpare []event
+	inline            *inlineWatch // the session's inline re-reads' watchdog (inlineWatchFor)
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -519,15 +519,18 @@ func (s *Store) LoadByIDs(ctx context.Context, typ ObjectType, ids []string) ([]
 // 15–23 µs of backend CPU against 30–38 µs per query on the shared 2-core machine), and a
 // write's notification is re-read by every replica.
 func (s *Store) Reload(ctx context.Context, typ ObjectType, ids []string) (rows []Row, filtered []Row, err error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	return s.ReloadOn(ctx, s.pool, typ, ids)
 }
 
 // ReloadOn is Reload through on: the pool, or a connection of the caller's that is idle (not
 // in a transaction, no query running), e.g. the change feed's LISTEN connection between two
-// notifications. Same statements, results and errors as Reload.
+// notifications. Same statements, results and errors as Reload, but without the store's
+// operation timeout: the caller bounds the call by cancelling ctx (the change feed's inline
+// re-read, whose watchdog gives it up after the liveness probe's bound of silence; a timer per
+// call would cost every notification on every replica).
 func (s *Store) ReloadOn(ctx context.Context, on Querier, typ ObjectType, ids []string) (rows []Row, filtered []Row, err error) {
-	ctx, cancel := s.op(ctx)
-	defer cancel()
 	q, ok := reloadSQL[typ]
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown object type %q", typ)
