@@ -80,7 +80,14 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 		}
 	}
 	for gi := range groups { // every group made here: the workers below fill shards of one group at once
-		c.next.groups[gi], c.groupsCopied[gi] = new(shardGroup[T]), true
+		c.next.groups[gi] = new(shardGroup[T])
+		c.groupsCopied.set(gi)
+	}
+	for s := range shards { // every shard made by the workers below (marked here: a bitset's words are shared)
+		c.idsCopied.set(s)
+		if c.r.opts.Names != nil {
+			c.namesCopied.set(s)
+		}
 	}
 	dup := make([]bool, workers)
 	for w := range workers {
@@ -90,10 +97,8 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 			for s := w; s < shards; s += workers {
 				g := c.next.groups[s/perGroup]
 				g.ids[s%perGroup] = newIndex[T](count[s])
-				c.idsCopied[s] = true
 				if c.r.opts.Names != nil {
 					g.names[s%perGroup] = map[string][]*Entry[T]{}
-					c.namesCopied[s] = true
 				}
 			}
 			for i, e := range entries {
@@ -112,7 +117,7 @@ func (c *cow[T]) fillEmpty(entries []*Entry[T]) bool {
 	wg.Wait()
 	for _, d := range dup {
 		if d {
-			c.next, c.groupsCopied, c.idsCopied, c.namesCopied = &Snapshot[T]{}, [groups]bool{}, [shards]bool{}, [shards]bool{}
+			c.next, c.groupsCopied, c.idsCopied, c.namesCopied = &Snapshot[T]{}, bitset{}, bitset{}, bitset{}
 			return false
 		}
 	}

@@ -249,12 +249,18 @@ func (r *Registry[T]) Has(name string) bool {
 type cow[T any] struct {
 	r            *Registry[T]
 	next         *Snapshot[T] // a copy of the published snapshot, private until commit publishes it
-	groupsCopied [groups]bool
-	idsCopied    [shards]bool
-	namesCopied  [shards]bool
+	groupsCopied bitset // of groups: copied into next (bitsets keep a cow at ~150 bytes: one per applied change)
+	idsCopied    bitset // of shards
+	namesCopied  bitset // of shards
 	names        []string // names touched, for the negative cache
 	dirty        bool
 }
+
+// bitset is a set of shard (or group) numbers below shards.
+type bitset [shards / 64]uint64
+
+func (b *bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b *bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
 
 func (r *Registry[T]) edit() *cow[T] {
 	next := *r.snap.Load() // a copy of the group table, published as is by commit
@@ -264,36 +270,36 @@ func (r *Registry[T]) edit() *cow[T] {
 // group returns the (copied) group of shard i.
 func (c *cow[T]) group(i int) *shardGroup[T] {
 	gi := i / perGroup
-	if !c.groupsCopied[gi] {
+	if !c.groupsCopied.has(gi) {
 		g := new(shardGroup[T])
 		if old := c.next.groups[gi]; old != nil {
 			*g = *old
 		}
 		c.next.groups[gi] = g
-		c.groupsCopied[gi] = true
+		c.groupsCopied.set(gi)
 	}
 	return c.next.groups[gi]
 }
 
 // idShard returns the (copied) index of shard i, with room for one more entry.
 func (c *cow[T]) idShard(i uint64) *index[T] {
-	if !c.idsCopied[i] {
+	if !c.idsCopied.has(int(i)) {
 		c.group(int(i)).ids[i%perGroup] = c.next.idIndex(i).clone(1)
-		c.idsCopied[i] = true
+		c.idsCopied.set(int(i))
 	}
 	return c.next.idIndex(i)
 }
 
 func (c *cow[T]) nameShard(name string) map[string][]*Entry[T] {
 	i := shardOf(name)
-	if !c.namesCopied[i] {
+	if !c.namesCopied.has(i) {
 		old := c.next.nameMap(i)
 		m := make(map[string][]*Entry[T], len(old)+1)
 		for k, v := range old {
 			m[k] = v
 		}
 		c.group(i).names[i%perGroup] = m
-		c.namesCopied[i] = true
+		c.namesCopied.set(i)
 	}
 	return c.next.nameMap(i)
 }
