@@ -249,10 +249,10 @@ func (r *Registry[T]) Has(name string) bool {
 type cow[T any] struct {
 	r            *Registry[T]
 	next         *Snapshot[T] // a copy of the published snapshot, private until commit publishes it
-	groupsCopied bitset // of groups: copied into next (bitsets keep a cow at ~150 bytes: one per applied change)
-	idsCopied    bitset // of shards
-	namesCopied  bitset // of shards
-	names        []string // names touched, for the negative cache
+	groupsCopied bitset       // of groups: copied into next (bitsets keep a cow at ~150 bytes: one per applied change)
+	idsCopied    bitset       // of shards
+	namesCopied  bitset       // of shards
+	names        []string     // names touched, for the negative cache
 	dirty        bool
 }
 
