@@ -225,7 +225,8 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer gctune.Start(gcMin).Stop() // nil (nothing) when GOGC or GOMEMLIMIT is set
+	gct := gctune.Start(gcMin) // nil (nothing) when GOGC or GOMEMLIMIT is set
+	defer gct.Stop()
 	cfg := &FileConfig{}
 	if f.config != "" {
 		preset := map[string]bool{ // flag > env > config: a config value these win over is not resolved
@@ -343,6 +344,9 @@ func serve(ctx context.Context, args []string) error {
 		// once the registries are built: hand it back to the OS now rather than carry it at
 		// the heap's high-water mark.
 		debug.FreeOSMemory()
+		// and make the GC floor resident again, so that the heap grows into touched pages,
+		// not a page fault per 4 KiB allocated (pkg/gctune)
+		gct.Pretouch()
 		loaded()
 	}
 	knobs, err := governanceKnobs()

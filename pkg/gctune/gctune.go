@@ -16,9 +16,11 @@
 // GOGC or GOMEMLIMIT in the environment means the operator tuned the collector: Start then
 // does nothing.
 //
-// Start also pre-touches the floor (as the JVM's -XX:+AlwaysPreTouch does for its heap): it
-// writes one byte of each page of a buffer of 7/8 of the floor (at most MaxPretouch), drops it
-// and collects once, so the pages stay mapped and resident, free in the Go heap. Without it a
+// Pretouch makes the floor resident (as the JVM's -XX:+AlwaysPreTouch does for its heap): it
+// writes one byte of each page of a buffer filling the heap up to 7/8 of the floor (at most
+// MaxPretouch), drops it and collects once, so the pages stay mapped and resident, free in the
+// Go heap. The gateway calls it once the initial load is built and its garbage handed back to
+// the OS (debug.FreeOSMemory, which would release pre-touched pages too). Without it a
 // small replica's heap grows into pages it never touched for the first floor's worth of
 // allocation — a page fault per 4 KiB, 14 % of a replica's CPU per applied notification in
 // docs/scale-out.md's 20-replica propagation profile (perf: clear_page_erms). The runtime's
@@ -63,9 +65,28 @@ func Start(minHeap uint64) *Tuner {
 	}
 	t := &Tuner{minHeap: minHeap, base: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	t.tune()
-	pretouch(min(minHeap/8*7, MaxPretouch))
 	t.arm()
 	return t
+}
+
+// Pretouch makes the heap resident up to 7/8 of the floor (at most MaxPretouch more than it
+// holds now); nothing when the heap is already that large or t is nil. It runs one
+// collection.
+func (t *Tuner) Pretouch() {
+	if t == nil || t.stopped.Load() {
+		return
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	var have uint64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			have += x.Value.Uint64()
+		}
+	}
+	if want := t.minHeap / 8 * 7; want > have {
+		pretouch(min(want-have, MaxPretouch))
+	}
 }
 
 // pageSize is the smallest page the kernel maps (4 KiB on linux/amd64 and arm64; a larger
