@@ -20,14 +20,8 @@ import (
 // the re-read's start: a million-key bulk insert made one of three replicas reconnect.
 func TestInlineWatchCountsFromTheLastMessage(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond})
+	s, w := newWatchedSession(t)
 	bound := s.probeTimeout() // 200 ms
-	w := s.newInlineWatch(ctx, conn)
-	defer w.release()
 	rctx := w.begin()
 
 	// traffic: a message every 20 ms for 5 bounds
@@ -56,15 +50,9 @@ func TestInlineWatchCountsFromTheLastMessage(t *testing.T) {
 // still watched.
 func TestInlineWatchServesTheWholeSession(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond})
+	s, w := newWatchedSession(t)
 	bound := s.probeTimeout() // 200 ms
-	w := s.newInlineWatch(ctx, conn)
-	defer w.release()
-	for range 100 { // quick re-reads
+	for range 100 {           // quick re-reads
 		rctx := w.begin()
 		require.NoError(t, rctx.Err())
 		require.False(t, w.finish())
@@ -87,4 +75,18 @@ func TestInlineWatchServesTheWholeSession(t *testing.T) {
 		t.Fatal("the next re-read is not watched")
 	}
 	require.True(t, w.finish())
+}
+
+// newWatchedSession is a syncer with a 200 ms probe bound and the inline watchdog of a real
+// connection (closed and released when the test ends).
+func newWatchedSession(t *testing.T) (*Syncer, *inlineWatch) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.NewDB(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(ctx) })
+	s := New(Config{ReplicaID: "w", Logger: zerolog.Nop(), HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 250 * time.Millisecond})
+	w := s.newInlineWatch(ctx, conn)
+	t.Cleanup(w.release)
+	return s, w
 }

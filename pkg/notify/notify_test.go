@@ -679,24 +679,12 @@ func BenchmarkNotifyApply(b *testing.B) { benchApply(b, notify.SourceListen) }
 func BenchmarkNotifyApplyLogical(b *testing.B) { benchApply(b, notify.SourceLogical) }
 
 func benchApply(b *testing.B, src notify.Source) {
-	url := pgtest.NewDB(b)
 	ctx := context.Background()
-	st, err := store.Open(ctx, url)
-	require.NoError(b, err)
-	defer st.Close()
-	require.NoError(b, st.Migrate(ctx))
-	reg := newModels(st)
-	s := notify.New(notify.Config{ReplicaID: "bench", Store: st, Sinks: []notify.Sink{reg}, Logger: zerolog.Nop(), Source: src})
-	require.NoError(b, s.Start(ctx))
-	defer s.Stop()
-	require.Eventually(b, s.Ready, 10*time.Second, time.Millisecond)
-	admin, err := pgx.Connect(ctx, url)
-	require.NoError(b, err)
-	defer admin.Close(ctx)
+	reg, admin := benchReplica(b, src)
 	// The test cluster runs with synchronous_commit=off; the writer uses the production default.
 	// It matters to the logical source only: a walsender streams flushed WAL, and an async
 	// commit waits for the WAL writer (~2×wal_writer_delay, ~400 ms) — NOTIFY does not.
-	_, err = admin.Exec(ctx, `SET synchronous_commit = on`)
+	_, err := admin.Exec(ctx, `SET synchronous_commit = on`)
 	require.NoError(b, err)
 	const perTx = 1000
 	b.ResetTimer()
@@ -865,4 +853,26 @@ func TestReconcileDoesNotCountChangesInFlightAsDrift(t *testing.T) {
 		require.Equal(t, "after", e.Value.Name)
 		require.Zero(t, r.syncer.Stats().DriftRepaired)
 	})
+}
+
+// benchReplica is a benchmark's replica on a database of its own: a syncer on src applying
+// models into the returned registry (ready), and a direct connection to write with; both end
+// with the benchmark.
+func benchReplica(b *testing.B, src notify.Source) (*registry.Registry[model], *pgx.Conn) {
+	b.Helper()
+	url := pgtest.NewDB(b)
+	ctx := context.Background()
+	st, err := store.Open(ctx, url)
+	require.NoError(b, err)
+	b.Cleanup(st.Close)
+	require.NoError(b, st.Migrate(ctx))
+	reg := newModels(st)
+	s := notify.New(notify.Config{ReplicaID: "bench", Store: st, Sinks: []notify.Sink{reg}, Logger: zerolog.Nop(), Source: src})
+	require.NoError(b, s.Start(ctx))
+	b.Cleanup(s.Stop)
+	require.Eventually(b, s.Ready, 10*time.Second, time.Millisecond)
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(b, err)
+	b.Cleanup(func() { admin.Close(ctx) })
+	return reg, admin
 }

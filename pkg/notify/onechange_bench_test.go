@@ -7,13 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"lockstep/itest/pgtest"
 	"lockstep/pkg/notify"
-	"lockstep/pkg/store"
 )
 
 // BenchmarkNotifyOneChange: one model row inserted per iteration (its own transaction, as an
@@ -24,20 +20,8 @@ import (
 //
 //	go test ./pkg/notify/ -run '^$' -bench OneChange -benchtime 2000x -memprofile /tmp/mem.out
 func BenchmarkNotifyOneChange(b *testing.B) {
-	url := pgtest.NewDB(b)
 	ctx := context.Background()
-	st, err := store.Open(ctx, url)
-	require.NoError(b, err)
-	defer st.Close()
-	require.NoError(b, st.Migrate(ctx))
-	reg := newModels(st)
-	s := notify.New(notify.Config{ReplicaID: "bench", Store: st, Sinks: []notify.Sink{reg}, Logger: zerolog.Nop()})
-	require.NoError(b, s.Start(ctx))
-	defer s.Stop()
-	require.Eventually(b, s.Ready, 10*time.Second, time.Millisecond)
-	admin, err := pgx.Connect(ctx, url)
-	require.NoError(b, err)
-	defer admin.Close(ctx)
+	reg, admin := benchReplica(b, notify.SourceListen)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	b.ResetTimer()
