@@ -41,7 +41,7 @@ import (
 // MaxPercent caps the GC percent the floor sets (a tiny heap would ask for more).
 const MaxPercent = 10000
 
-// MaxPretouch caps the memory Start pre-touches (a floor of gigabytes is not made resident at
+// MaxPretouch caps the memory Pretouch adds (a floor of gigabytes is not made resident at
 // start).
 const MaxPretouch = 256 << 20
 
